@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The README's two commands, and what .ci/run calls:
+#   devtools/quickstart.sh demo   install what is missing, build, run the demo
+#   devtools/quickstart.sh test   install what is missing, build, run every test:
+#                                 unit and capture tests, the same under ASan/UBSan,
+#                                 a bounded fuzzing run, and the benchmarks in quick mode
+# Run as root on Debian 12 from anywhere inside the checkout. Real RoCEv2 captures are
+# read from $UROCE_PCAP_DIR (default: ../shared/pcaps beside the checkout).
+#
+# Environment: FUZZ_SECONDS (default 60), UROCE_PCAP_DIR.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+export UROCE_PCAP_DIR=${UROCE_PCAP_DIR:-$(cd "$top/.." && pwd)/shared/pcaps}
+
+# Everything comes from Debian 12's archive; doc/dependencies.md says why each is here.
+packages=(
+	gcc libc6-dev pkg-config meson ninja-build python3
+	libdpdk-dev libisal-dev libibverbs-dev librdmacm-dev libcriterion-dev
+	tshark
+	clang libclang-rt-dev
+)
+
+say() { printf '\n==> %s\n' "$*"; }
+
+install_missing() {
+	local missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		say "all ${#packages[@]} packages already installed"
+		return
+	fi
+	say "installing: ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "quickstart: installing packages needs root (run as root or with sudo)" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+check_pcaps() {
+	if ! ls "$UROCE_PCAP_DIR"/*.pcap >/dev/null 2>&1; then
+		echo "quickstart: no captures in $UROCE_PCAP_DIR (set UROCE_PCAP_DIR)" >&2
+		exit 1
+	fi
+}
+
+# build DIR [meson options...]: configure once, then (re)build.
+build() {
+	local dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || {
+			cat "$dir.setup.log" >&2
+			exit 1
+		}
+	fi
+	ninja -C "$dir" >/dev/null
+}
+
+demo() {
+	install_missing
+	check_pcaps
+	say "building"
+	build build
+	say "decoding the captures Linux rxe made, with lib/wire"
+	say "one connection, packet by packet (RDMA READ, 4 KiB at MTU 1024):"
+	build/app/uroce-pcap/uroce-pcap -v "$UROCE_PCAP_DIR/rdma_read.pcap" | head -12
+	say "every capture: parsed, ICRC verified, rebuilt byte for byte"
+	build/app/uroce-pcap/uroce-pcap "$UROCE_PCAP_DIR"/*.pcap | grep -v '^    '
+}
+
+# Runs one meson test session and appends its log to the summary.
+run_suite() {
+	local dir=$1
+	shift
+	meson test -C "$dir" --print-errorlogs "$@" || failed=1
+	logs+=("$dir/meson-logs/testlog.json")
+}
+
+test_all() {
+	local failed=0 fuzz_seconds=${FUZZ_SECONDS:-60}
+	logs=()
+	install_missing
+	check_pcaps
+
+	say "build (release) and tests"
+	build build
+	run_suite build
+
+	say "build with AddressSanitizer and UndefinedBehaviorSanitizer, and tests"
+	build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+	run_suite build-asan
+
+	say "fuzzing the packet parser for ${fuzz_seconds}s (libFuzzer, ASan/UBSan)"
+	bash test/fuzz/run.sh "$fuzz_seconds" || failed=1
+
+	say "benchmarks, quick mode (figures only; targets are judged in doc/benchmarks.md)"
+	meson test -C build --benchmark --verbose || failed=1
+
+	python3 devtools/test_summary.py "${logs[@]}" || failed=1
+	return $failed
+}
+
+case "${1:-}" in
+demo) demo ;;
+test) test_all ;;
+*)
+	echo "usage: $0 demo|test" >&2
+	exit 2
+	;;
+esac
