@@ -189,9 +189,9 @@ uint32_t uroce_wire_build(void *buf, uint32_t cap, const struct uroce_wire_hdr *
 	l3_off = UROCE_ETH_HLEN + (h->vlan ? UROCE_VLAN_HLEN : 0);
 	bth_off = l3_off + (h->ip_version == 4 ? UROCE_IPV4_HLEN : UROCE_IPV6_HLEN) +
 		  UROCE_UDP_HLEN;
-	icrc = uroce_wire_icrc_hdrs(f + l3_off, h->ip_version, hdr_len - bth_off);
-	icrc = uroce_wire_icrc_update(icrc, f + hdr_len, payload_len + pad);
-	uroce_wire_icrc_store(f + frame_len - UROCE_ICRC_LEN, uroce_wire_icrc_final(icrc));
+	icrc = uroce_wire_icrc_contig(f + l3_off, h->ip_version,
+				      frame_len - l3_off - UROCE_ICRC_LEN);
+	uroce_wire_icrc_store(f + frame_len - UROCE_ICRC_LEN, icrc);
 
 	/* The UDP checksum covers the ICRC, so it comes last; the ICRC masks it. */
 	if (h->udp_csum) {

@@ -358,6 +358,9 @@ static inline uint32_t uroce_wire_icrc_final(uint32_t state) { return state; }
 uint32_t uroce_wire_icrc_load(const uint8_t *p);
 void uroce_wire_icrc_store(uint8_t *p, uint32_t icrc);
 
+/** ICRC of a packet that lies in one buffer: @p len bytes from the IP header up to the
+ *  ICRC (headers, payload and pad). */
+uint32_t uroce_wire_icrc_contig(const uint8_t *l3, uint8_t ip_version, uint32_t len);
 /** ICRC of a parsed packet, computed from its bytes. */
 uint32_t uroce_wire_icrc_compute(const struct uroce_wire_pkt *pkt);
 /** UROCE_WIRE_OK if the received ICRC matches, else UROCE_WIRE_E_ICRC. */

@@ -460,3 +460,58 @@ Test(aeth, rnr_timer_table)
 	for (uint8_t c = 2; c < 32; c++)
 		cr_expect_gt(uroce_rnr_timer_ns(c), uroce_rnr_timer_ns(c - 1), "code %u", c);
 }
+
+/* The ICRC by its definition: a masked copy of the whole packet, one CRC pass. */
+static uint32_t icrc_by_definition(const struct uroce_wire_pkt *p)
+{
+	static uint8_t copy[16384];
+	static const uint8_t lrh[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	uint32_t len = p->pkt_len - p->l3_off - UROCE_ICRC_LEN;
+	uint32_t udp = p->bth_off - p->l3_off - UROCE_UDP_HLEN;
+
+	memcpy(copy, p->l3, len);
+	if (p->hdr.ip_version == 4) {
+		copy[1] = copy[8] = copy[10] = copy[11] = 0xff;
+	} else {
+		copy[0] |= 0x0f;
+		copy[1] = copy[2] = copy[3] = copy[7] = 0xff;
+	}
+	copy[udp + 6] = copy[udp + 7] = 0xff;
+	copy[udp + UROCE_UDP_HLEN + 4] = 0xff;
+	return crc32_gzip_refl(crc32_gzip_refl(0, lrh, 8), copy, len);
+}
+
+Test(icrc, equals_the_definition_for_random_headers_over_ipv4_and_ipv6)
+{
+	static uint8_t payload[600];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (int i = 0; i < 4000; i++) {
+		struct uroce_wire_hdr h;
+		struct uroce_wire_pkt p;
+		uint32_t n, len;
+		uint8_t opc;
+
+		/* xorshift: every variant byte and every header field takes many values */
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		opc = (uint8_t)(x >> 56);
+		if (uroce_opcode_info(opc) == NULL)
+			opc = UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_SEND_ONLY);
+		hdr_for(&h, (x & 1) ? 6 : 4, opc);
+		h.ip_tos = (uint8_t)(x >> 8);
+		h.ip_ttl = (uint8_t)(x >> 16);
+		h.ip_flow_label = (uint32_t)(x >> 24) & 0xfffff;
+		h.ip_id = (uint16_t)(x >> 44);
+		h.bth.resv8a = (uint8_t)(x >> 3);
+		h.bth.psn = (uint32_t)(x >> 11) & UROCE_PSN_MASK;
+		h.udp_csum = (x >> 60) & 1;
+		len = (uroce_opcode_info(opc)->flags & UROCE_OPF_PAYLOAD) ? (uint32_t)(x >> 20) % 600 : 0;
+		for (uint32_t b = 0; b < len; b++)
+			payload[b] = (uint8_t)(x >> (b % 57));
+		n = uroce_wire_build(buf, sizeof(buf), &h, payload, len);
+		cr_assert_gt(n, 0);
+		cr_assert_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK);
+		cr_assert_eq(p.icrc, icrc_by_definition(&p), "packet %d (%s, IPv%u)", i,
+			     uroce_opcode_info(opc)->name, h.ip_version);
+	}
+}
