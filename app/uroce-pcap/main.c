@@ -4,9 +4,12 @@
  * verify the ICRC, rebuild it from the parsed fields and compare bytes. Prints one line
  * per packet (-v) and a summary per file; exits 1 if any packet failed.
  *
- *   uroce-pcap [-v] [-x DIR] FILE.pcap...
+ *   uroce-pcap [-v] [-x DIR [-t]] FILE.pcap...
  *     -v      one line per packet
  *     -x DIR  also write each RoCEv2 frame to DIR/<file>-<n> (a fuzzing corpus)
+ *     -t      with -x, also write variants the captures lack, made with lib/wire's
+ *             builder: the frame over IPv6, with an 802.1Q tag, with a UDP checksum, and
+ *             a CNP to its QP (rxe's captures are all untagged IPv4 without checksums)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -91,7 +94,45 @@ static int write_frame(const char *dir, const char *file, uint64_t n, const uint
 	return fclose(f);
 }
 
-static int decode_file(const char *file, int verbose, const char *extract_dir)
+/* The variants -t adds: a fuzzer does not find its way from IPv4 to a valid IPv6 frame
+ * (or a tag, a checksum, a CNP) on its own. */
+static int write_variants(const char *dir, const char *file, uint64_t n,
+			  const struct uroce_wire_pkt *pkt)
+{
+	static uint8_t frame[UROCE_PCAP_SNAPLEN_MAX];
+	char name[1100];
+	char base[1024];
+	int rc = 0;
+
+	snprintf(base, sizeof(base), "%s", file);
+	for (int v = 0; v < 4; v++) {
+		static const char *const suffix[] = {"v6", "vlan", "v6csum", "cnp"};
+		struct uroce_wire_hdr h = pkt->hdr;
+		uint32_t plen = pkt->payload_len, len;
+
+		if (v == 0 || v == 2) {
+			/* The IPv4-mapped GID form of the addresses, as rxe's GID table has them. */
+			h.ip_version = 6;
+			h.ip_src[10] = h.ip_src[11] = h.ip_dst[10] = h.ip_dst[11] = 0xff;
+			h.ip_flow_label = h.udp_sport;
+			h.udp_csum = v == 2;
+		} else if (v == 1) {
+			h.vlan = true;
+			h.vlan_tci = 0x6005; /* PCP 3, VID 5 */
+		} else {
+			h.bth.opcode = UROCE_OPCODE_CNP;
+			h.bth.ack_req = false;
+			plen = 0;
+		}
+		len = uroce_wire_build(frame, sizeof(frame), &h, pkt->payload, plen);
+		snprintf(name, sizeof(name), "%s-%s", basename(base), suffix[v]);
+		if (len == 0 || write_frame(dir, name, n, frame, len))
+			rc = -1;
+	}
+	return rc;
+}
+
+static int decode_file(const char *file, int verbose, const char *extract_dir, int variants)
 {
 	static struct uroce_pcap_reader r;
 	static uint8_t rebuilt[UROCE_PCAP_SNAPLEN_MAX];
@@ -99,7 +140,7 @@ static int decode_file(const char *file, int verbose, const char *extract_dir)
 	struct uroce_pcap_record rec;
 	struct uroce_wire_pkt pkt;
 	uint64_t bad;
-	int rc;
+	int rc, write_failed = 0;
 
 	memset(&st, 0, sizeof(st));
 	rc = uroce_pcap_open(&r, file);
@@ -140,7 +181,9 @@ static int decode_file(const char *file, int verbose, const char *extract_dir)
 		if (verbose)
 			print_packet(r.index, &pkt);
 		if (extract_dir && write_frame(extract_dir, file, r.index, rec.data, rec.caplen))
-			rc = -EIO;
+			write_failed = 1;
+		if (extract_dir && variants && write_variants(extract_dir, file, r.index, &pkt))
+			write_failed = 1;
 	}
 	uroce_pcap_close(&r);
 	if (rc < 0) {
@@ -165,15 +208,15 @@ static int decode_file(const char *file, int verbose, const char *extract_dir)
 			printf("    error %-34s %8" PRIu64 "\n", uroce_wire_strerror(e), st.errors[e]);
 	if (st.rebuild_mismatch)
 		printf("    error %-34s %8" PRIu64 "\n", "rebuild_differs", st.rebuild_mismatch);
-	return bad ? 1 : 0;
+	return bad || write_failed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
 	const char *extract_dir = NULL;
-	int verbose = 0, opt, status = 0;
+	int verbose = 0, variants = 0, opt, status = 0;
 
-	while ((opt = getopt(argc, argv, "vx:h")) != -1) {
+	while ((opt = getopt(argc, argv, "vx:th")) != -1) {
 		switch (opt) {
 		case 'v':
 			verbose = 1;
@@ -181,17 +224,20 @@ int main(int argc, char **argv)
 		case 'x':
 			extract_dir = optarg;
 			break;
+		case 't':
+			variants = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-v] [-x DIR] FILE.pcap...\n", argv[0]);
+			fprintf(stderr, "usage: %s [-v] [-x DIR [-t]] FILE.pcap...\n", argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "usage: %s [-v] [-x DIR] FILE.pcap...\n", argv[0]);
+		fprintf(stderr, "usage: %s [-v] [-x DIR [-t]] FILE.pcap...\n", argv[0]);
 		return 2;
 	}
 	for (int i = optind; i < argc; i++)
-		if (decode_file(argv[i], verbose, extract_dir) != 0)
+		if (decode_file(argv[i], verbose, extract_dir, variants) != 0)
 			status = 1;
 	return status;
 }

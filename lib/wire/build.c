@@ -49,9 +49,10 @@ uint32_t uroce_wire_frame_len(const struct uroce_wire_hdr *h, uint32_t payload_l
 		return 0;
 	n = (uint64_t)l2l3_len(h) + oi->hdr_len + payload_len + pad_of(payload_len) +
 	    UROCE_ICRC_LEN;
-	/* IP and UDP lengths are 16 bits (IPv6's payload length counts from after its
-	 * header, so it allows 40 bytes more; one limit for both keeps this simple). */
-	if (n - UROCE_ETH_HLEN - (h->vlan ? UROCE_VLAN_HLEN : 0) > 0xffff)
+	/* 16-bit length fields: IPv4's total length counts its header, IPv6's payload length
+	 * (and so UDP's) does not. */
+	if (n - UROCE_ETH_HLEN - (h->vlan ? UROCE_VLAN_HLEN : 0) -
+		    (h->ip_version == 6 ? UROCE_IPV6_HLEN : 0) > 0xffff)
 		return 0;
 	return (uint32_t)n;
 }
@@ -95,7 +96,7 @@ static uint8_t *put_ext(uint8_t *p, uint8_t hdrs, const struct uroce_wire_hdr *h
 		p += UROCE_IETH_LEN;
 	}
 	if (hdrs & UROCE_HDR_CNP_RSVD) {
-		memset(p, 0, UROCE_CNP_RSVD_LEN);
+		memcpy(p, h->cnp_rsvd, UROCE_CNP_RSVD_LEN);
 		p += UROCE_CNP_RSVD_LEN;
 	}
 	return p;

@@ -179,7 +179,8 @@ static void parse_ext(const uint8_t *p, uint8_t hdrs, struct uroce_wire_hdr *h)
 		h->imm = wire_be32(p);
 	if (hdrs & UROCE_HDR_IETH)
 		h->ieth_rkey = wire_be32(p);
-	/* CNP's 16 reserved bytes are ICRC-covered and not interpreted (A17.9.1). */
+	if (hdrs & UROCE_HDR_CNP_RSVD)
+		memcpy(h->cnp_rsvd, p, UROCE_CNP_RSVD_LEN);
 }
 
 enum uroce_wire_err uroce_wire_parse(const void *frame, uint32_t len, struct uroce_wire_pkt *pkt)
@@ -267,9 +268,14 @@ enum uroce_wire_err uroce_wire_parse(const void *frame, uint32_t len, struct uro
 	 * one already, so payload + pad is too. */
 	if (h->bth.pad > body || (body & 3) != 0)
 		return UROCE_WIRE_E_PAD;
-
 	pkt->payload = f + off + oi->hdr_len;
 	pkt->payload_len = body - h->bth.pad;
+	/* Senders zero the pad (rxe does, so does the builder); refusing anything else keeps
+	 * "parse, then build" exact. Stricter than rxe, which does not look. */
+	for (uint32_t i = 0; i < h->bth.pad; i++)
+		if (pkt->payload[pkt->payload_len + i] != 0)
+			return UROCE_WIRE_E_PAD;
+
 	pkt->pkt_len = ip_end;
 	pkt->icrc = uroce_wire_icrc_load(f + ip_end - UROCE_ICRC_LEN);
 	return UROCE_WIRE_OK;

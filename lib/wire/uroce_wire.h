@@ -17,7 +17,8 @@
  * - The parsed view holds every header field in host order, and nothing else is needed to
  *   write the same packet again: uroce_wire_build(&view.hdr, payload) gives back the
  *   identical bytes (the ICRC recomputed). Link-layer padding after the IP datagram is not
- *   part of the packet.
+ *   part of the packet. One equivalence: an IPv4 header checksum received as 0xffff where
+ *   the builder computes 0x0000 (both are one's-complement zero, RFC 1624).
  * - The builder follows Linux rxe's wire habits, which are the defaults of
  *   uroce_wire_hdr_init(): IPv4 DF set, TTL 64, DSCP/ECN 0, UDP checksum 0, P_Key 0xffff,
  *   pad to 4 bytes.
@@ -251,6 +252,8 @@ struct uroce_wire_hdr {
 	uint64_t atomic_orig; /**< AtomicAckETH: original remote data */
 	uint32_t imm;         /**< ImmDt, host order of the wire's big-endian value */
 	uint32_t ieth_rkey;   /**< IETH: the rkey to invalidate */
+	/** CNP: 16 reserved bytes, "ignored on receive" (A17.9.1), so kept as they came */
+	uint8_t cnp_rsvd[UROCE_CNP_RSVD_LEN];
 };
 
 /** Fills @p h with rxe's defaults for a packet of @p opcode over IPv4 or IPv6. */
@@ -280,7 +283,8 @@ enum uroce_wire_err {
 	UROCE_WIRE_E_OPCODE,         /**< opcode unknown or unsupported (RD, XRC, reserved) */
 	UROCE_WIRE_E_HDR_TRUNC,      /**< no room for the opcode's extension headers + ICRC */
 	UROCE_WIRE_E_PAYLOAD,        /**< payload on an opcode that carries none */
-	UROCE_WIRE_E_PAD,            /**< pad count > payload, or payload + pad not 4-aligned */
+	UROCE_WIRE_E_PAD,            /**< pad count > payload, payload + pad not 4-aligned, or
+				      *   a non-zero pad byte */
 	UROCE_WIRE_E_ICRC,           /**< ICRC mismatch (uroce_wire_icrc_check) */
 	UROCE_WIRE_E__COUNT
 };

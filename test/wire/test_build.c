@@ -515,3 +515,74 @@ Test(icrc, equals_the_definition_for_random_headers_over_ipv4_and_ipv6)
 			     uroce_opcode_info(opc)->name, h.ip_version);
 	}
 }
+
+/* Regressions: frames the fuzzer (test/fuzz) found where "parse, then build" was not exact. */
+static uint32_t unhex(const char *s, uint8_t *out)
+{
+	uint32_t n = 0;
+
+	for (; s[0] && s[1]; s += 2)
+		out[n++] = (uint8_t)((s[0] <= '9' ? s[0] - '0' : s[0] - 'a' + 10) << 4 |
+				     (s[1] <= '9' ? s[1] - '0' : s[1] - 'a' + 10));
+	return n;
+}
+
+Test(fuzz_regression, a_non_zero_pad_byte_is_refused)
+{
+	/* RC SEND ONLY, 1 byte of payload, pad 3; pad byte at offset 69 is 0x01 */
+	uint32_t n = unhex("52540018000152540018000208004500003c1bf5400040119294c6120002c6120001"
+			   "e64812b7002800000460ff000000006280e2a200f40000100041de99f1c29af65500"
+			   "00012682d1ad4721",
+			   buf);
+	struct uroce_wire_pkt p;
+
+	cr_expect_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_E_PAD);
+	buf[69] = 0;
+	cr_expect_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK);
+}
+
+Test(fuzz_regression, cnp_reserved_bytes_are_kept)
+{
+	uint32_t n = unhex("00000000000000000000000008004500003c0000400040113aaf0000000100000002"
+			   "c00012b7002800008100ffff00000011000000005a000000000000000000000000000000"
+			   "7489c63b",
+			   buf);
+	static uint8_t again[256];
+	struct uroce_wire_pkt p;
+
+	cr_assert_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK);
+	cr_expect_eq(p.hdr.cnp_rsvd[0], 0x5a);
+	cr_assert_eq(uroce_wire_build(again, sizeof(again), &p.hdr, NULL, 0), n);
+	cr_expect_eq(memcmp(again, buf, n - UROCE_ICRC_LEN), 0);
+}
+
+Test(fuzz_regression, ipv4_checksum_negative_zero_is_valid_and_the_only_inexact_field)
+{
+	/* The header's checksum field holds 0xffff where the computed value is 0x0000: both
+	 * verify (RFC 1624 routers may produce either). */
+	uint32_t n = unhex("52540018000152540018000208004500006cae5940004011ffffc6120002c6120001"
+			   "da4312b7005800000400ffff0000005180b8b90e0def9ebe0b8c610636b133a540d4"
+			   "74afe675f0b1eab772f9f0243cadcb64c9d85367975ff3f8652aaa98cfea6d439953b8"
+			   "8a05a241779c319bd8de673ca73f8fc53b5be2",
+			   buf);
+	static uint8_t again[512];
+	struct uroce_wire_pkt p;
+
+	cr_assert_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK);
+	cr_assert_eq(uroce_wire_icrc_check(&p), UROCE_WIRE_OK);
+	cr_assert_eq(uroce_wire_build(again, sizeof(again), &p.hdr, p.payload, p.payload_len), n);
+	cr_expect_eq(again[24], 0x00);
+	cr_expect_eq(again[25], 0x00);
+	again[24] = again[25] = 0xff;
+	cr_expect_eq(memcmp(again, buf, n), 0);
+}
+
+Test(fuzz_regression, ipv6_length_bound_is_its_own)
+{
+	struct uroce_wire_hdr h;
+
+	/* IPv6 payload length = UDP 8 + BTH 12 + RETH 16 + payload + ICRC 4 <= 65535 */
+	hdr_for(&h, 6, UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_WRITE_ONLY));
+	cr_expect_gt(uroce_wire_frame_len(&h, 65535 - 8 - 28 - 4 - 3), 0);
+	cr_expect_eq(uroce_wire_frame_len(&h, 65535 - 8 - 28 - 4 - 2), 0);
+}
