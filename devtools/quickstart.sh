@@ -104,7 +104,7 @@ test_all() {
 	bash test/fuzz/run.sh "$fuzz_seconds" || failed=1
 
 	say "benchmarks, quick mode (figures only; targets are judged in doc/benchmarks.md)"
-	meson test -C build --benchmark --verbose || failed=1
+	meson test -C build --benchmark --verbose --logbase benchmarklog || failed=1
 
 	python3 devtools/test_summary.py "${logs[@]}" || failed=1
 	return $failed
