@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The device and its simple objects: PD, MR, AH, CQ, SRQ; SGE access through MRs. */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp_internal.h"
+
+void uroce_tp_dev_cfg_init(struct uroce_tp_dev_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ack_coalesce = 16;
+	cfg->max_unacked_psns = 128;  /* rxe: RXE_MAX_UNACKED_PSNS */
+	cfg->max_pkts_per_ack = 64;   /* rxe: RXE_MAX_PKT_PER_ACK */
+	cfg->seed = 1;
+}
+
+/* splitmix64: seeded, so that a test run is reproducible from its seed. */
+uint64_t tp_rand(struct uroce_tp_dev *dev)
+{
+	uint64_t z = (dev->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
+{
+	struct uroce_tp_dev *dev;
+
+	if (cfg->tx == NULL || cfg->gid_count == 0 || cfg->gid_count > UROCE_TP_MAX_GID ||
+	    cfg->ack_coalesce == 0 || cfg->max_unacked_psns == 0 ||
+	    cfg->max_unacked_psns > (1u << 22) || cfg->max_pkts_per_ack == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (dev == NULL)
+		return NULL;
+	dev->cfg = *cfg;
+	dev->rng = cfg->seed;
+	/* QPN 0 and 1 are the SMI and GSI QPs (IBA 10.2.5): never handed out. */
+	dev->next_qpn = 0x10 + (uint32_t)(tp_rand(dev) % 0x1000);
+	return dev;
+}
+
+void uroce_tp_dev_destroy(struct uroce_tp_dev *dev)
+{
+	if (dev == NULL)
+		return;
+	while (dev->qps)
+		uroce_tp_destroy_qp(dev->qps);
+	for (uint32_t i = 0; i < dev->mr_cap; i++)
+		free(dev->mrs[i]);
+	free(dev->mrs);
+	free(dev);
+}
+
+void uroce_tp_query_device(const struct uroce_tp_dev *dev, struct ibv_device_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	memcpy(&attr->sys_image_guid, dev->cfg.mac, 6);
+	attr->max_mr_size = UINT64_MAX;
+	attr->page_size_cap = 0xfffff000;
+	attr->vendor_id = 0xffffff; /* not Mellanox's nor Amazon's: no vendor paths */
+	attr->max_qp = 1 << 20;
+	attr->max_qp_wr = UROCE_TP_MAX_QP_WR;
+	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
+				 IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	attr->max_sge = UROCE_TP_MAX_SGE;
+	attr->max_sge_rd = UROCE_TP_MAX_SGE;
+	attr->max_cq = 1 << 20;
+	attr->max_cqe = UROCE_TP_MAX_CQE;
+	attr->max_mr = 1 << 20;
+	attr->max_pd = 1 << 20;
+	attr->max_qp_rd_atom = UROCE_TP_MAX_RD_ATOMIC;
+	attr->max_qp_init_rd_atom = UROCE_TP_MAX_RD_ATOMIC;
+	attr->max_res_rd_atom = UROCE_TP_MAX_RD_ATOMIC << 10;
+	attr->atomic_cap = IBV_ATOMIC_HCA;
+	attr->max_ah = 1 << 20;
+	attr->max_srq = 1 << 20;
+	attr->max_srq_wr = UROCE_TP_MAX_QP_WR;
+	attr->max_srq_sge = UROCE_TP_MAX_SGE;
+	attr->max_pkeys = 1;
+	attr->phys_port_cnt = 1;
+}
+
+const struct uroce_tp_counters *uroce_tp_counters(const struct uroce_tp_dev *dev)
+{
+	return &dev->cnt;
+}
+
+void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object)
+{
+	if (dev->cfg.event)
+		dev->cfg.event(dev->cfg.io_ctx, type, object);
+}
+
+/* ---- PD ------------------------------------------------------------------------------- */
+
+struct uroce_tp_pd *uroce_tp_alloc_pd(struct uroce_tp_dev *dev)
+{
+	struct uroce_tp_pd *pd = calloc(1, sizeof(*pd));
+
+	if (pd)
+		pd->dev = dev;
+	return pd;
+}
+
+int uroce_tp_dealloc_pd(struct uroce_tp_pd *pd)
+{
+	if (pd->refs)
+		return -EBUSY;
+	free(pd);
+	return 0;
+}
+
+/* ---- MR ------------------------------------------------------------------------------- */
+
+struct uroce_tp_mr *uroce_tp_reg_mr(struct uroce_tp_pd *pd, uint64_t iova, void *host,
+				    uint64_t length, unsigned int access)
+{
+	struct uroce_tp_dev *dev = pd->dev;
+	const unsigned int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				   IBV_ACCESS_RELAXED_ORDERING;
+	struct uroce_tp_mr *mr;
+	uint32_t idx;
+
+	/* IBA 10.6.3.1 / ibv_reg_mr(3): remote write and atomic need local write. */
+	if ((access & ~known) ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE)) ||
+	    (length > 0 && host == NULL) || iova + length < iova) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (idx = 1; idx < dev->mr_cap && dev->mrs[idx]; idx++)
+		;
+	if (idx >= dev->mr_cap) {
+		uint32_t cap = dev->mr_cap ? dev->mr_cap * 2 : 64;
+		struct uroce_tp_mr **n;
+
+		if (cap > (1u << 24)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		n = realloc(dev->mrs, cap * sizeof(*n));
+		if (n == NULL)
+			return NULL;
+		memset(n + dev->mr_cap, 0, (cap - dev->mr_cap) * sizeof(*n));
+		dev->mrs = n;
+		dev->mr_cap = cap;
+		idx = idx ? idx : 1;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL)
+		return NULL;
+	mr->pd = pd;
+	mr->iova = iova;
+	mr->host = host;
+	mr->length = length;
+	mr->access = access;
+	/* A fresh random low byte each time: a key kept after dereg is refused even when
+	 * its table slot is reused (IBA 10.6.2: "key portion"). */
+	mr->key = idx << 8 | (uint8_t)tp_rand(dev);
+	dev->mrs[idx] = mr;
+	pd->refs++;
+	return mr;
+}
+
+void uroce_tp_mr_keys(const struct uroce_tp_mr *mr, uint32_t *lkey, uint32_t *rkey)
+{
+	if (lkey)
+		*lkey = mr->key;
+	if (rkey)
+		*rkey = mr->key;
+}
+
+int uroce_tp_dereg_mr(struct uroce_tp_mr *mr)
+{
+	struct uroce_tp_dev *dev = mr->pd->dev;
+
+	dev->mrs[mr->key >> 8] = NULL;
+	mr->pd->refs--;
+	free(mr);
+	return 0;
+}
+
+struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
+				uint64_t len, unsigned int access, bool remote)
+{
+	struct uroce_tp_dev *dev = pd->dev;
+	struct uroce_tp_mr *mr;
+
+	if ((key >> 8) >= dev->mr_cap)
+		return NULL;
+	mr = dev->mrs[key >> 8];
+	if (mr == NULL || mr->key != key || mr->pd != pd || (remote && mr->invalidated))
+		return NULL;
+	if ((mr->access & access) != access)
+		return NULL;
+	/* A zero-length access needs a valid key, not a byte (IBA 9.4.4.1: DMA length 0). */
+	if (len > 0 && (va < mr->iova || va - mr->iova > mr->length ||
+			len > mr->length - (va - mr->iova)))
+		return NULL;
+	return mr;
+}
+
+uint32_t tp_sge_len(const struct uroce_tp_sge *sge, uint32_t num_sge)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < num_sge; i++)
+		n += sge[i].length;
+	return n > TP_MAX_MSG ? TP_MAX_MSG + 1u : (uint32_t)n;
+}
+
+int tp_sge_copy(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
+		uint32_t offset, void *buf, uint32_t len, bool to_sge)
+{
+	uint8_t *b = buf;
+
+	for (uint32_t i = 0; i < num_sge && len > 0; i++) {
+		const struct uroce_tp_mr *mr;
+		uint32_t n;
+		uint8_t *p;
+
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		n = sge[i].length - offset;
+		if (n > len)
+			n = len;
+		mr = tp_mr_check(pd, sge[i].lkey, sge[i].addr + offset, n,
+				 to_sge ? IBV_ACCESS_LOCAL_WRITE : 0, false);
+		if (mr == NULL)
+			return -EFAULT;
+		p = mr->host + (sge[i].addr + offset - mr->iova);
+		if (to_sge)
+			memcpy(p, b, n);
+		else
+			memcpy(b, p, n);
+		b += n;
+		len -= n;
+		offset = 0;
+	}
+	return len == 0 ? 0 : -EFAULT;
+}
+
+/* ---- AH ------------------------------------------------------------------------------- */
+
+struct uroce_tp_ah *uroce_tp_create_ah(struct uroce_tp_pd *pd, const struct ibv_ah_attr *attr,
+				       const uint8_t dmac[6])
+{
+	struct uroce_tp_ah *ah;
+
+	if (!attr->is_global || attr->port_num != 1 || dmac == NULL) {
+		errno = EINVAL; /* RoCE needs a GRH (IBA A16.4.3) */
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (ah == NULL)
+		return NULL;
+	if (tp_path_tmpl(pd->dev, attr, dmac, &ah->tmpl) != 0) {
+		free(ah);
+		errno = EINVAL;
+		return NULL;
+	}
+	ah->pd = pd;
+	pd->refs++;
+	return ah;
+}
+
+int uroce_tp_destroy_ah(struct uroce_tp_ah *ah)
+{
+	ah->pd->refs--;
+	free(ah);
+	return 0;
+}
+
+/* ---- CQ ------------------------------------------------------------------------------- */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe)
+{
+	struct uroce_tp_cq *cq;
+	uint32_t n;
+
+	if (cqe < 1 || cqe > UROCE_TP_MAX_CQE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	n = pow2_at_least((uint32_t)cqe + 1);
+	cq = calloc(1, sizeof(*cq));
+	if (cq == NULL || (cq->ring = calloc(n, sizeof(*cq->ring))) == NULL) {
+		free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq->dev = dev;
+	cq->size = n - 1;
+	cq->mask = n - 1;
+	return cq;
+}
+
+int uroce_tp_destroy_cq(struct uroce_tp_cq *cq)
+{
+	if (cq->refs)
+		return -EBUSY;
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+void tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc)
+{
+	if (cq->prod - cq->cons >= cq->size) {
+		/* IBA 11.4.2.1: CQ overrun is an error of the CQ, the completion is lost. */
+		if (!cq->overflowed)
+			tp_event(cq->dev, IBV_EVENT_CQ_ERR, cq);
+		cq->overflowed = true;
+		return;
+	}
+	cq->ring[cq->prod & cq->mask] = *wc;
+	cq->prod++;
+}
+
+int uroce_tp_poll_cq(struct uroce_tp_cq *cq, int n, struct ibv_wc *wc)
+{
+	int i;
+
+	for (i = 0; i < n && cq->cons != cq->prod; i++, cq->cons++)
+		wc[i] = cq->ring[cq->cons & cq->mask];
+	return i;
+}
+
+bool uroce_tp_cq_overflowed(const struct uroce_tp_cq *cq)
+{
+	return cq->overflowed;
+}
+
+/* ---- SRQ ------------------------------------------------------------------------------ */
+
+struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
+					 const struct ibv_srq_init_attr *init)
+{
+	struct uroce_tp_srq *srq;
+	uint32_t n;
+
+	if (init->attr.max_wr < 1 || init->attr.max_wr > UROCE_TP_MAX_QP_WR ||
+	    init->attr.max_sge > UROCE_TP_MAX_SGE || init->attr.srq_limit > init->attr.max_wr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	n = pow2_at_least(init->attr.max_wr);
+	srq = calloc(1, sizeof(*srq));
+	if (srq == NULL || (srq->ring = calloc(n, sizeof(*srq->ring))) == NULL) {
+		free(srq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	srq->pd = pd;
+	srq->max_wr = n;
+	srq->mask = n - 1;
+	srq->max_sge = init->attr.max_sge ? init->attr.max_sge : 1;
+	srq->limit = init->attr.srq_limit;
+	pd->refs++;
+	return srq;
+}
+
+int uroce_tp_modify_srq(struct uroce_tp_srq *srq, const struct ibv_srq_attr *attr, int mask)
+{
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return -EINVAL;
+	/* Resizing is not offered (IBV_DEVICE_SRQ_RESIZE aside, growing a live ring would
+	 * reorder posted WQEs): rdma-core providers answer EINVAL too when they cannot. */
+	if ((mask & IBV_SRQ_MAX_WR) && attr->max_wr != srq->max_wr)
+		return -EINVAL;
+	if (mask & IBV_SRQ_LIMIT) {
+		if (attr->srq_limit > srq->max_wr)
+			return -EINVAL;
+		srq->limit = attr->srq_limit;
+	}
+	return 0;
+}
+
+int uroce_tp_query_srq(const struct uroce_tp_srq *srq, struct ibv_srq_attr *attr)
+{
+	attr->max_wr = srq->max_wr;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->limit;
+	return 0;
+}
+
+int uroce_tp_destroy_srq(struct uroce_tp_srq *srq)
+{
+	if (srq->refs)
+		return -EBUSY;
+	srq->pd->refs--;
+	free(srq->ring);
+	free(srq);
+	return 0;
+}
+
+int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_wqe *wqe)
+{
+	if (wqe->num_sge > srq->max_sge)
+		return -EINVAL;
+	if (srq->prod - srq->cons >= srq->max_wr)
+		return -ENOMEM;
+	srq->ring[srq->prod & srq->mask] = *wqe;
+	srq->prod++;
+	return 0;
+}
+
+bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_recv_wqe *out)
+{
+	struct uroce_tp_srq *srq = qp->srq;
+
+	if (srq == NULL) {
+		if (qp->rq_cons == qp->rq_prod)
+			return false;
+		*out = qp->rq[qp->rq_cons & qp->rq_mask];
+		qp->rq_cons++;
+		return true;
+	}
+	if (srq->cons == srq->prod)
+		return false;
+	*out = srq->ring[srq->cons & srq->mask];
+	srq->cons++;
+	/* IBA 10.2.9.2: the limit event fires once when fewer WQEs than the limit remain,
+	 * then the limit is disarmed until set again. */
+	if (srq->limit && srq->prod - srq->cons < srq->limit) {
+		srq->limit = 0;
+		tp_event(qp->dev, IBV_EVENT_SRQ_LIMIT_REACHED, srq);
+	}
+	return true;
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Network I/O of the transport, all of it: building and sending frames through the tx
+ * callback, and receiving frames: parse, ICRC, QP lookup, dispatch to the responder
+ * (requests) or the completer (responses). Also the device's work loop.
+ */
+#include <string.h>
+
+#include "tp_internal.h"
+
+static bool gid_is_v4mapped(const uint8_t *g)
+{
+	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	return memcmp(g, prefix, 12) == 0;
+}
+
+int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const uint8_t dmac[6],
+		 struct uroce_wire_hdr *h)
+{
+	const uint8_t *sgid, *dgid = ah->grh.dgid.raw;
+	bool v4;
+
+	if (ah->grh.sgid_index >= dev->cfg.gid_count)
+		return -EINVAL;
+	sgid = dev->cfg.gid[ah->grh.sgid_index].raw;
+	/* RoCEv2 (A17.4.5.1): an IPv4-mapped GID pair means IPv4 on the wire. */
+	v4 = gid_is_v4mapped(dgid);
+	if (v4 != gid_is_v4mapped(sgid))
+		return -EINVAL;
+	uroce_wire_hdr_init(h, v4 ? 4 : 6, 0);
+	memcpy(h->eth_src, dev->cfg.mac, 6);
+	memcpy(h->eth_dst, dmac, 6);
+	if (v4) {
+		memcpy(h->ip_src + 12, sgid + 12, 4);
+		memcpy(h->ip_dst + 12, dgid + 12, 4);
+	} else {
+		memcpy(h->ip_src, sgid, 16);
+		memcpy(h->ip_dst, dgid, 16);
+	}
+	h->ip_tos = ah->grh.traffic_class;
+	h->ip_flow_label = ah->grh.flow_label & 0xfffff;
+	/* The hop limit an application passes (ibv_rc_pingpong: 1) is replaced by the
+	 * route's for RoCEv2, as the kernel does when it resolves the path: 64 here. */
+	h->ip_ttl = UROCE_IPV4_TTL_DEFAULT;
+	return 0;
+}
+
+int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32_t payload_len,
+		tp_fill_fn fill, void *arg)
+{
+	uint8_t *f = dev->frame;
+	uint32_t hdr_len, frame_len, pad, l3_off;
+	int rc;
+
+	frame_len = uroce_wire_frame_len(h, payload_len);
+	if (frame_len == 0 || frame_len > sizeof(dev->frame))
+		return -EINVAL;
+	hdr_len = uroce_wire_build_hdrs(f, sizeof(dev->frame), h, payload_len);
+	if (payload_len) {
+		rc = fill(arg, f + hdr_len, payload_len);
+		if (rc)
+			return rc;
+	}
+	pad = frame_len - UROCE_ICRC_LEN - hdr_len - payload_len;
+	memset(f + hdr_len + payload_len, 0, pad);
+	l3_off = UROCE_ETH_HLEN + (h->vlan ? UROCE_VLAN_HLEN : 0);
+	uroce_wire_icrc_store(f + frame_len - UROCE_ICRC_LEN,
+			      dev->cfg.no_icrc ? 0
+					       : uroce_wire_icrc_contig(f + l3_off, h->ip_version,
+									frame_len - l3_off -
+										UROCE_ICRC_LEN));
+	rc = dev->cfg.tx(dev->cfg.io_ctx, f, frame_len);
+	if (rc) {
+		dev->cnt.tx_busy++;
+		return -EAGAIN;
+	}
+	dev->cnt.sent_pkts++;
+	return 0;
+}
+
+/* IBA 10.9.3: P_Keys match when their low 15 bits do and one of them is a full member;
+ * ours is the default full-member key 0xffff. */
+static bool pkey_ok(uint16_t pkey)
+{
+	return (pkey & 0x7fff) == 0x7fff;
+}
+
+void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, uint64_t now_ns)
+{
+	struct uroce_wire_pkt pkt;
+	const struct uroce_opcode_info *oi;
+	struct uroce_tp_qp *qp;
+	enum uroce_wire_err err;
+
+	err = uroce_wire_parse(frame, len, &pkt);
+	if (err != UROCE_WIRE_OK) {
+		dev->cnt.rcvd_malformed++;
+		return;
+	}
+	if (!dev->cfg.no_icrc && uroce_wire_icrc_check(&pkt) != UROCE_WIRE_OK) {
+		dev->cnt.rcvd_icrc_err++;
+		return;
+	}
+	dev->cnt.rcvd_pkts++;
+	if (pkt.hdr.bth.opcode == UROCE_OPCODE_CNP)
+		return; /* congestion control (DCQCN) is not implemented: counted, ignored */
+	qp = uroce_tp_qp_lookup(dev, pkt.hdr.bth.dqpn);
+	if (qp == NULL) {
+		dev->cnt.rcvd_unknown_qp++;
+		return;
+	}
+	if (!pkey_ok(pkt.hdr.bth.pkey)) {
+		dev->cnt.rcvd_bad_pkey++;
+		return;
+	}
+	if (!uroce_opcode_valid_for_qp(pkt.hdr.bth.opcode, (enum uroce_qp_type)qp->type)) {
+		dev->cnt.rcvd_wrong_opcode++;
+		return;
+	}
+	oi = uroce_opcode_info(pkt.hdr.bth.opcode);
+	if (oi->flags & UROCE_OPF_RESP)
+		tp_comp_rx(qp, &pkt, now_ns);
+	else
+		tp_resp_rx(qp, &pkt, now_ns);
+}
+
+void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns)
+{
+	struct uroce_tp_qp *qp, *next;
+
+	for (qp = dev->qps; qp; qp = next) {
+		next = qp->next;
+		if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
+			continue;
+		tp_comp_timers(qp, now_ns);
+		tp_resp_run(qp);
+		tp_req_run(qp, now_ns);
+	}
+}
+
+uint64_t uroce_tp_next_deadline(const struct uroce_tp_dev *dev)
+{
+	uint64_t t = UINT64_MAX;
+
+	for (const struct uroce_tp_qp *qp = dev->qps; qp; qp = qp->next) {
+		if (qp->comp.deadline < t)
+			t = qp->comp.deadline;
+		if (qp->comp.rnr_deadline < t)
+			t = qp->comp.rnr_deadline;
+	}
+	return t;
+}

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Queue pairs: creation, the state machine (IBA 10.3, 11.2.4), posting, flushing. */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_attr.h"
+#include "tp_internal.h"
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static uint32_t qp_hash(uint32_t qpn)
+{
+	return (qpn * 0x9e3779b1u) >> 22; /* TP_QP_HASH = 1024 buckets */
+}
+
+struct uroce_tp_qp *uroce_tp_qp_lookup(struct uroce_tp_dev *dev, uint32_t qpn)
+{
+	struct uroce_tp_qp *qp;
+
+	for (qp = dev->qp_hash[qp_hash(qpn)]; qp; qp = qp->hash_next)
+		if (qp->qpn == qpn)
+			return qp;
+	return NULL;
+}
+
+static void qp_reset_state(struct uroce_tp_qp *qp)
+{
+	qp->sq_prod = qp->sq_cons = 0;
+	qp->rq_prod = qp->rq_cons = 0;
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	qp->comp.deadline = UINT64_MAX;
+	qp->comp.rnr_deadline = UINT64_MAX;
+	memset(qp->resp.res, 0, qp->resp.res_n * sizeof(*qp->resp.res));
+	{
+		struct tp_rd_res *res = qp->resp.res;
+		uint32_t n = qp->resp.res_n;
+
+		memset(&qp->resp, 0, sizeof(qp->resp));
+		qp->resp.res = res;
+		qp->resp.res_n = n;
+	}
+}
+
+struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_qp_init *init)
+{
+	struct uroce_tp_dev *dev = pd->dev;
+	struct ibv_qp_cap *cap = &init->cap;
+	struct uroce_tp_qp *qp;
+	uint32_t sq_n, rq_n, h;
+
+	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC &&
+	     init->qp_type != IBV_QPT_UD) ||
+	    init->send_cq == NULL || init->recv_cq == NULL || cap->max_send_wr > UROCE_TP_MAX_QP_WR ||
+	    cap->max_recv_wr > UROCE_TP_MAX_QP_WR || cap->max_send_sge > UROCE_TP_MAX_SGE ||
+	    cap->max_recv_sge > UROCE_TP_MAX_SGE || cap->max_inline_data > UROCE_TP_MAX_INLINE ||
+	    (init->srq && init->srq->pd->dev != dev)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return NULL;
+	sq_n = pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
+	rq_n = pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	qp->sq = calloc(sq_n, sizeof(*qp->sq));
+	qp->rq = init->srq ? NULL : calloc(rq_n, sizeof(*qp->rq));
+	qp->resp.res = calloc(1, sizeof(*qp->resp.res));
+	if (qp->sq == NULL || (!init->srq && qp->rq == NULL) || qp->resp.res == NULL) {
+		free(qp->sq);
+		free(qp->rq);
+		free(qp->resp.res);
+		free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->resp.res_n = 1;
+	qp->dev = dev;
+	qp->pd = pd;
+	qp->send_cq = init->send_cq;
+	qp->recv_cq = init->recv_cq;
+	qp->srq = init->srq;
+	qp->type = init->qp_type;
+	qp->sq_sig_all = init->sq_sig_all;
+	qp->sq_mask = sq_n - 1;
+	qp->rq_mask = rq_n - 1;
+	/* What the QP really has: sizes rounded up, as providers report them back. */
+	cap->max_send_wr = sq_n;
+	cap->max_recv_wr = init->srq ? 0 : rq_n;
+	cap->max_send_sge = UROCE_TP_MAX_SGE;
+	cap->max_recv_sge = init->srq ? 0 : UROCE_TP_MAX_SGE;
+	cap->max_inline_data = UROCE_TP_MAX_INLINE;
+	qp->cap = *cap;
+	qp->state = IBV_QPS_RESET;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.path_mtu = IBV_MTU_1024;
+	qp->mtu = tp_mtu_bytes(IBV_MTU_1024);
+	qp_reset_state(qp);
+
+	do {
+		qp->qpn = dev->next_qpn;
+		dev->next_qpn = (dev->next_qpn + 1) & UROCE_PSN_MASK;
+		if (dev->next_qpn < 2)
+			dev->next_qpn = 2;
+	} while (uroce_tp_qp_lookup(dev, qp->qpn));
+	h = qp_hash(qp->qpn);
+	qp->hash_next = dev->qp_hash[h];
+	dev->qp_hash[h] = qp;
+	qp->next = dev->qps;
+	if (dev->qps)
+		dev->qps->prev = qp;
+	dev->qps = qp;
+
+	pd->refs++;
+	qp->send_cq->refs++;
+	qp->recv_cq->refs++;
+	if (qp->srq)
+		qp->srq->refs++;
+	return qp;
+}
+
+int uroce_tp_destroy_qp(struct uroce_tp_qp *qp)
+{
+	struct uroce_tp_dev *dev = qp->dev;
+	struct uroce_tp_qp **pp = &dev->qp_hash[qp_hash(qp->qpn)];
+
+	while (*pp != qp)
+		pp = &(*pp)->hash_next;
+	*pp = qp->hash_next;
+	if (qp->prev)
+		qp->prev->next = qp->next;
+	else
+		dev->qps = qp->next;
+	if (qp->next)
+		qp->next->prev = qp->prev;
+	qp->pd->refs--;
+	qp->send_cq->refs--;
+	qp->recv_cq->refs--;
+	if (qp->srq)
+		qp->srq->refs--;
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->resp.res);
+	free(qp);
+	return 0;
+}
+
+uint32_t uroce_tp_qp_num(const struct uroce_tp_qp *qp)
+{
+	return qp->qpn;
+}
+
+enum ibv_qp_state uroce_tp_qp_state(const struct uroce_tp_qp *qp)
+{
+	return qp->state;
+}
+
+/* Attribute values, beyond which ones the transition takes (rxe_qp_chk_attr). */
+static int check_attr_values(struct uroce_tp_qp *qp, const struct ibv_qp_attr *a, int mask,
+			     const uint8_t *dmac)
+{
+	struct uroce_tp_dev *dev = qp->dev;
+
+	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != qp->state)
+		return -EINVAL;
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return -EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
+		return -EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > UROCE_TP_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > UROCE_TP_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > UROCE_PSN_MASK)
+		return -EINVAL;
+	if ((mask & IBV_QP_RQ_PSN) && a->rq_psn > UROCE_PSN_MASK)
+		return -EINVAL;
+	if ((mask & IBV_QP_SQ_PSN) && a->sq_psn > UROCE_PSN_MASK)
+		return -EINVAL;
+	if (mask & IBV_QP_AV) {
+		/* RoCE addresses by GID: the GRH is mandatory (IBA A16.4.3). */
+		if (!a->ah_attr.is_global || a->ah_attr.grh.sgid_index >= dev->cfg.gid_count ||
+		    a->ah_attr.port_num > 1 || dmac == NULL)
+			return -EINVAL;
+	}
+	if (mask & IBV_QP_CAP) {
+		/* Resizing a live QP is not offered; asking for what it has is fine. */
+		if (a->cap.max_send_wr > qp->cap.max_send_wr ||
+		    a->cap.max_recv_wr > qp->cap.max_recv_wr)
+			return -EINVAL;
+	}
+	if ((mask & IBV_QP_ALT_PATH) || (mask & IBV_QP_PATH_MIG_STATE))
+		return -EINVAL; /* automatic path migration: RoCE has no alternate paths here */
+	return 0;
+}
+
+static void apply_attr(struct uroce_tp_qp *qp, const struct ibv_qp_attr *a, int mask,
+		       const uint8_t *dmac)
+{
+	struct ibv_qp_attr *q = &qp->attr;
+
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		q->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		q->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY)
+		q->qkey = a->qkey;
+	if (mask & IBV_QP_PATH_MTU) {
+		q->path_mtu = a->path_mtu;
+		qp->mtu = tp_mtu_bytes(a->path_mtu);
+	}
+	if (mask & IBV_QP_DEST_QPN)
+		q->dest_qp_num = a->dest_qp_num;
+	if (mask & IBV_QP_AV) {
+		q->ah_attr = a->ah_attr;
+		tp_path_tmpl(qp->dev, &a->ah_attr, dmac, &qp->tmpl);
+	}
+	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) {
+		qp->tmpl.bth.dqpn = q->dest_qp_num;
+		qp->tmpl.udp_sport = uroce_udp_sport_connected(q->ah_attr.grh.flow_label, qp->qpn,
+							       q->dest_qp_num);
+	}
+	if (mask & IBV_QP_RQ_PSN) {
+		q->rq_psn = a->rq_psn;
+		qp->resp.psn = a->rq_psn;
+		qp->resp.ack_psn = uroce_psn_add(a->rq_psn, -1);
+	}
+	if (mask & IBV_QP_SQ_PSN) {
+		q->sq_psn = a->sq_psn;
+		qp->req.psn = a->sq_psn;
+		qp->comp.psn = a->sq_psn;
+	}
+	if (mask & IBV_QP_TIMEOUT) {
+		q->timeout = a->timeout;
+		/* 4.096 us * 2^timeout; 0 means no timeout (IBA 9.7.6.1.3). */
+		qp->comp.timeout_ns = a->timeout ? (4096ull << a->timeout) : 0;
+	}
+	if (mask & IBV_QP_RETRY_CNT) {
+		q->retry_cnt = a->retry_cnt;
+		qp->comp.retry_cnt = a->retry_cnt;
+	}
+	if (mask & IBV_QP_RNR_RETRY) {
+		q->rnr_retry = a->rnr_retry;
+		qp->comp.rnr_retry = a->rnr_retry;
+	}
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		q->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		q->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		q->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		q->en_sqd_async_notify = a->en_sqd_async_notify;
+}
+
+int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, int mask,
+		       const uint8_t *dmac, uint64_t now_ns)
+{
+	enum ibv_qp_state cur = qp->state;
+	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	int rc;
+
+	(void)now_ns;
+	rc = tp_qp_attr_check(qp->type, cur, next, mask);
+	if (rc == 0)
+		rc = check_attr_values(qp, attr, mask, dmac);
+	if (rc)
+		return rc;
+
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > qp->resp.res_n) {
+		struct tp_rd_res *res = calloc(attr->max_dest_rd_atomic, sizeof(*res));
+
+		if (res == NULL)
+			return -ENOMEM;
+		/* Only before RTR (the table allows it in INIT->RTR), so nothing is queued. */
+		free(qp->resp.res);
+		qp->resp.res = res;
+		qp->resp.res_n = attr->max_dest_rd_atomic;
+		qp->resp.res_head = qp->resp.res_count = 0;
+	}
+	apply_attr(qp, attr, mask, dmac);
+
+	if (next == cur)
+		return 0;
+	switch (next) {
+	case IBV_QPS_RESET:
+		/* IBA 10.3.1: RESET discards every WQE without a completion. */
+		qp->state = IBV_QPS_RESET;
+		qp_reset_state(qp);
+		break;
+	case IBV_QPS_ERR:
+		tp_qp_to_error(qp);
+		break;
+	case IBV_QPS_SQD:
+		qp->state = IBV_QPS_SQD;
+		if (qp->attr.en_sqd_async_notify && qp->sq_cons == qp->sq_prod)
+			tp_event(qp->dev, IBV_EVENT_SQ_DRAINED, qp);
+		break;
+	default:
+		qp->state = next;
+		break;
+	}
+	qp->attr.qp_state = qp->state;
+	return 0;
+}
+
+int uroce_tp_query_qp(const struct uroce_tp_qp *qp, struct ibv_qp_attr *attr,
+		      struct ibv_qp_init_attr *init)
+{
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->cap = qp->cap;
+	attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_cons != qp->sq_prod;
+	if (init) {
+		memset(init, 0, sizeof(*init));
+		init->qp_type = qp->type;
+		init->cap = qp->cap;
+		init->sq_sig_all = qp->sq_sig_all;
+	}
+	return 0;
+}
+
+/* ---- posting --------------------------------------------------------------------------- */
+
+static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return type != IBV_QPT_UD;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
+		return type == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static uint16_t op_flags(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return UROCE_OPF_WRITE;
+	case IBV_WR_RDMA_READ:
+		return UROCE_OPF_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return UROCE_OPF_ATOMIC;
+	default:
+		return UROCE_OPF_SEND;
+	}
+}
+
+int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *wqe,
+		       uint64_t now_ns)
+{
+	struct tp_send_slot *s;
+	uint64_t len;
+
+	(void)now_ns;
+	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR)
+		return -EINVAL;
+	if (!opcode_ok(qp->type, wqe->opcode))
+		return -EINVAL;
+	if (wqe->send_flags & IBV_SEND_INLINE) {
+		if (wqe->inline_len > qp->cap.max_inline_data ||
+		    wqe->opcode == IBV_WR_RDMA_READ || (op_flags(wqe->opcode) & UROCE_OPF_ATOMIC))
+			return -EINVAL;
+		len = wqe->inline_len;
+	} else {
+		if (wqe->num_sge > qp->cap.max_send_sge)
+			return -EINVAL;
+		len = tp_sge_len(wqe->sg_list, wqe->num_sge);
+	}
+	if (len > TP_MAX_MSG)
+		return -EINVAL;
+	if (op_flags(wqe->opcode) & UROCE_OPF_ATOMIC) {
+		/* 8-byte operands on 8-byte aligned remote addresses (IBA 9.4.5). */
+		if (len != 8 || (wqe->remote_addr & 7))
+			return -EINVAL;
+	}
+	if (qp->type == IBV_QPT_UD && (wqe->ah == NULL || wqe->ah->pd != qp->pd))
+		return -EINVAL;
+	if (qp->sq_prod - qp->sq_cons > qp->sq_mask)
+		return -ENOMEM;
+
+	s = tp_sq_slot(qp, qp->sq_prod);
+	memset(s, 0, sizeof(*s));
+	s->wqe = *wqe;
+	s->length = (uint32_t)len;
+	s->opf = op_flags(wqe->opcode);
+	s->state = TP_WQE_POSTED;
+	s->status = IBV_WC_SUCCESS;
+	qp->sq_prod++;
+	if (qp->state == IBV_QPS_ERR) {
+		/* IBA 10.3.1: WRs posted in the error state complete in error. */
+		tp_qp_flush(qp);
+	}
+	return 0;
+}
+
+int uroce_tp_post_recv(struct uroce_tp_qp *qp, const struct uroce_tp_recv_wqe *wqe)
+{
+	if (qp->srq || qp->state == IBV_QPS_RESET || wqe->num_sge > qp->cap.max_recv_sge)
+		return -EINVAL;
+	if (qp->rq_prod - qp->rq_cons > qp->rq_mask)
+		return -ENOMEM;
+	qp->rq[qp->rq_prod & qp->rq_mask] = *wqe;
+	qp->rq_prod++;
+	if (qp->state == IBV_QPS_ERR)
+		tp_qp_flush(qp);
+	return 0;
+}
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+void tp_qp_flush(struct uroce_tp_qp *qp)
+{
+	/* Send side: everything not yet completed, in order. */
+	for (uint32_t i = qp->sq_cons; i != qp->sq_prod; i++) {
+		struct tp_send_slot *s = tp_sq_slot(qp, i);
+
+		if (s->state != TP_WQE_DONE) {
+			s->state = TP_WQE_DONE;
+			s->status = IBV_WC_WR_FLUSH_ERR;
+		}
+	}
+	qp->req.idx = qp->sq_prod;
+	qp->req.rd_atomic = 0;
+	tp_comp_retire(qp);
+
+	/* Receive side: the QP's own RQ (an SRQ's WQEs belong to the SRQ). */
+	if (qp->resp.has_rwqe) {
+		struct ibv_wc wc = {.wr_id = qp->resp.rwqe.wr_id,
+				    .status = IBV_WC_WR_FLUSH_ERR,
+				    .opcode = IBV_WC_RECV,
+				    .qp_num = qp->qpn};
+		qp->resp.has_rwqe = false;
+		tp_cq_push(qp->recv_cq, &wc);
+	}
+	while (qp->srq == NULL && qp->rq_cons != qp->rq_prod) {
+		struct ibv_wc wc = {.wr_id = qp->rq[qp->rq_cons & qp->rq_mask].wr_id,
+				    .status = IBV_WC_WR_FLUSH_ERR,
+				    .opcode = IBV_WC_RECV,
+				    .qp_num = qp->qpn};
+		tp_cq_push(qp->recv_cq, &wc);
+		qp->rq_cons++;
+	}
+	qp->comp.deadline = UINT64_MAX;
+	qp->comp.rnr_deadline = UINT64_MAX;
+}
+
+void tp_qp_to_error(struct uroce_tp_qp *qp)
+{
+	bool was_error = qp->state == IBV_QPS_ERR;
+
+	qp->state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	tp_qp_flush(qp);
+	/* IBA 11.6.3.1: a QP on an SRQ reports its last WQE when it enters the error state. */
+	if (!was_error && qp->srq)
+		tp_event(qp->dev, IBV_EVENT_QP_LAST_WQE_REACHED, qp);
+}

@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Responder (IBA 9.7.5.1, 9.8; Linux rxe_resp.c): takes request packets, checks their
+ * sequence, resources, lengths and keys, executes them (scatter into a receive WQE,
+ * write into an MR, read, atomic), completes receive WQEs, and answers: coalesced ACKs,
+ * NAKs, RNR NAKs, READ responses and atomic ACKs, always in PSN order. Written as rxe's
+ * named states, one function each:
+ *
+ *   CHK_PSN -> CHK_OP_SEQ -> CHK_OP_VALID -> CHK_RESOURCE -> CHK_LENGTH -> CHK_RKEY
+ *     -> EXECUTE -> COMPLETE -> ACKNOWLEDGE -> DONE
+ *   CHK_PSN -> DUPLICATE; any check -> ERR_* (NAK, RNR NAK, UC drop)
+ */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "tp_internal.h"
+
+enum resp_state {
+	RESPST_CHK_PSN,
+	RESPST_CHK_OP_SEQ,
+	RESPST_CHK_OP_VALID,
+	RESPST_CHK_RESOURCE,
+	RESPST_CHK_LENGTH,
+	RESPST_CHK_RKEY,
+	RESPST_EXECUTE,
+	RESPST_COMPLETE,
+	RESPST_ACKNOWLEDGE,
+	RESPST_DUPLICATE,
+	RESPST_DONE,
+	RESPST_ERR_RNR,          /* no receive WQE */
+	RESPST_ERR_INVALID_REQ,  /* NAK invalid request: sequence, opcode, length */
+	RESPST_ERR_ACCESS,       /* NAK remote access error: key, bounds, rights */
+	RESPST_ERR_REM_OP,       /* NAK remote operational error: our WQE is bad */
+	RESPST_ERR_LENGTH,       /* message longer than the receive WQE */
+	RESPST_UC_DROP,          /* UC: drop the rest of the message */
+};
+
+struct resp_ctx {
+	struct uroce_tp_qp *qp;
+	const struct uroce_wire_pkt *pkt;
+	const struct uroce_opcode_info *oi;
+	uint16_t f; /* oi->flags */
+	struct uroce_tp_mr *mr;
+	uint64_t now;
+};
+
+static struct tp_rd_res *res_at(struct uroce_tp_qp *qp, uint32_t k)
+{
+	return &qp->resp.res[(qp->resp.res_head + k) % qp->resp.res_n];
+}
+
+static void nak(struct uroce_tp_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	qp->resp.nak_pending = true;
+	qp->resp.nak_syndrome = syndrome;
+	qp->resp.nak_psn = psn;
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+static enum resp_state chk_psn(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+	uint32_t psn = c->pkt->hdr.bth.psn;
+	int32_t diff = uroce_psn_diff(psn, qp->resp.psn);
+
+	if (qp->type == IBV_QPT_UC) {
+		/* UC (IBA 9.8.2): a gap loses the message in progress; take up again at the
+		 * next FIRST or ONLY. */
+		if (diff != 0) {
+			if (qp->resp.in_msg)
+				qp->dev->cnt.uc_dropped_msgs++;
+			qp->resp.in_msg = false;
+			qp->resp.rcv_len = 0;
+			qp->resp.psn = psn;
+			qp->resp.drop_msg = !(c->f & UROCE_OPF_FIRST);
+		}
+		if (qp->resp.drop_msg) {
+			if (!(c->f & UROCE_OPF_FIRST))
+				return RESPST_UC_DROP;
+			qp->resp.drop_msg = false;
+		}
+		return RESPST_CHK_OP_SEQ;
+	}
+	if (diff > 0) {
+		/* IBA 9.7.5.1.1: one sequence-error NAK per gap, at the PSN we expect. */
+		qp->dev->cnt.out_of_seq_request++;
+		if (!qp->resp.sent_psn_nak) {
+			qp->resp.sent_psn_nak = true;
+			nak(qp, uroce_aeth_nak(UROCE_NAK_PSN_SEQ_ERR), qp->resp.psn);
+		}
+		return RESPST_DONE;
+	}
+	if (diff < 0) {
+		qp->dev->cnt.duplicate_request++;
+		return RESPST_DUPLICATE;
+	}
+	qp->resp.sent_psn_nak = false;
+	return RESPST_CHK_OP_SEQ;
+}
+
+static enum resp_state bad_request(struct resp_ctx *c)
+{
+	return c->qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_INVALID_REQ;
+}
+
+static enum resp_state chk_op_seq(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+	const struct uroce_opcode_info *prev;
+
+	if (!qp->resp.in_msg) {
+		if (!(c->f & UROCE_OPF_FIRST))
+			return bad_request(c); /* MIDDLE or LAST without a FIRST */
+		return RESPST_CHK_OP_VALID;
+	}
+	prev = uroce_opcode_info(qp->resp.last_opcode);
+	if ((c->f & UROCE_OPF_FIRST) ||
+	    (prev->flags & (UROCE_OPF_SEND | UROCE_OPF_WRITE)) !=
+		    (c->f & (UROCE_OPF_SEND | UROCE_OPF_WRITE))) {
+		if (qp->type == IBV_QPT_UC && (c->f & UROCE_OPF_FIRST)) {
+			/* UC: the last message lost its end; this one starts afresh. */
+			qp->dev->cnt.uc_dropped_msgs++;
+			qp->resp.in_msg = false;
+			qp->resp.rcv_len = 0;
+			return RESPST_CHK_OP_VALID;
+		}
+		return bad_request(c); /* a new message before the last one ended */
+	}
+	return RESPST_CHK_OP_VALID;
+}
+
+static enum resp_state chk_op_valid(struct resp_ctx *c)
+{
+	unsigned int acc = c->qp->attr.qp_access_flags;
+
+	/* The QP's own access flags gate what a remote requester may do (IBA 10.2.4). */
+	if (((c->f & UROCE_OPF_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE)) ||
+	    ((c->f & UROCE_OPF_READ) && !(acc & IBV_ACCESS_REMOTE_READ)) ||
+	    ((c->f & UROCE_OPF_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC)))
+		return bad_request(c);
+	return RESPST_CHK_RESOURCE;
+}
+
+static enum resp_state chk_resource(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+
+	if ((c->f & UROCE_OPF_RWQE) && !qp->resp.has_rwqe) {
+		if (!tp_rwqe_take(qp, &qp->resp.rwqe))
+			return qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_RNR;
+		qp->resp.has_rwqe = true;
+		qp->resp.rcv_len = 0;
+	}
+	if (c->f & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) {
+		/* IBA 9.7.5.1.6: more READs/atomics in flight than max_dest_rd_atomic. */
+		if (qp->resp.res_count == qp->resp.res_n && res_at(qp, 0)->queued)
+			return RESPST_ERR_INVALID_REQ;
+	}
+	return RESPST_CHK_LENGTH;
+}
+
+static enum resp_state chk_length(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+	uint32_t len = c->pkt->payload_len;
+
+	if (c->f & (UROCE_OPF_SEND | UROCE_OPF_WRITE)) {
+		/* IBA 9.7.4.1.4: FIRST and MIDDLE carry exactly the path MTU, LAST 1..MTU,
+		 * ONLY 0..MTU. */
+		if (!(c->f & UROCE_OPF_LAST) ? len != qp->mtu
+					     : (len > qp->mtu || (!(c->f & UROCE_OPF_FIRST) && len == 0)))
+			return bad_request(c);
+	}
+	return RESPST_CHK_RKEY;
+}
+
+static enum resp_state chk_rkey(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+	const struct uroce_wire_hdr *h = &c->pkt->hdr;
+	enum resp_state fail = qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_ACCESS;
+
+	if ((c->f & UROCE_OPF_WRITE) && (c->f & UROCE_OPF_FIRST)) {
+		c->mr = tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
+				    IBV_ACCESS_REMOTE_WRITE, true);
+		if (c->mr == NULL)
+			return fail;
+		if ((c->f & UROCE_OPF_LAST) && c->pkt->payload_len != h->reth.dma_len)
+			return bad_request(c);
+		if (!(c->f & UROCE_OPF_LAST) && h->reth.dma_len <= qp->mtu)
+			return bad_request(c);
+	} else if (c->f & UROCE_OPF_READ) {
+		c->mr = tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
+				    IBV_ACCESS_REMOTE_READ, true);
+		if (c->mr == NULL)
+			return fail;
+	} else if (c->f & UROCE_OPF_ATOMIC) {
+		if (h->atomiceth.va & 7)
+			return RESPST_ERR_INVALID_REQ; /* IBA 9.4.5: misaligned atomic */
+		c->mr = tp_mr_check(qp->pd, h->atomiceth.rkey, h->atomiceth.va, 8,
+				    IBV_ACCESS_REMOTE_ATOMIC, true);
+		if (c->mr == NULL)
+			return fail;
+	}
+	return RESPST_EXECUTE;
+}
+
+/* ---- execution --------------------------------------------------------------------------- */
+
+static struct tp_rd_res *res_new(struct uroce_tp_qp *qp)
+{
+	struct tp_rd_res *r;
+
+	if (qp->resp.res_count == qp->resp.res_n) {
+		qp->resp.res_head = (qp->resp.res_head + 1) % qp->resp.res_n;
+		qp->resp.res_count--;
+	}
+	r = res_at(qp, qp->resp.res_count++);
+	memset(r, 0, sizeof(*r));
+	r->valid = true;
+	return r;
+}
+
+static enum resp_state execute(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+	const struct uroce_wire_pkt *p = c->pkt;
+	const struct uroce_wire_hdr *h = &p->hdr;
+
+	if (c->f & UROCE_OPF_SEND) {
+		uint32_t room = tp_sge_len(qp->resp.rwqe.sg_list, qp->resp.rwqe.num_sge);
+
+		if (p->payload_len > room - qp->resp.rcv_len || qp->resp.rcv_len > room)
+			return RESPST_ERR_LENGTH;
+		if (tp_sge_copy(qp->pd, qp->resp.rwqe.sg_list, qp->resp.rwqe.num_sge,
+				qp->resp.rcv_len, (void *)p->payload, p->payload_len, true))
+			return RESPST_ERR_REM_OP;
+		qp->resp.rcv_len += p->payload_len;
+	} else if (c->f & UROCE_OPF_WRITE) {
+		if (c->f & UROCE_OPF_FIRST) {
+			qp->resp.wr_mr = c->mr;
+			qp->resp.wr_va = h->reth.va;
+			qp->resp.wr_resid = h->reth.dma_len;
+			qp->resp.wr_len = h->reth.dma_len;
+		}
+		if (p->payload_len > qp->resp.wr_resid || ((c->f & UROCE_OPF_LAST) &&
+							     p->payload_len != qp->resp.wr_resid))
+			return bad_request(c);
+		if (p->payload_len) {
+			struct uroce_tp_mr *mr = tp_mr_check(qp->pd, qp->resp.wr_mr->key,
+							     qp->resp.wr_va, p->payload_len,
+							     IBV_ACCESS_REMOTE_WRITE, true);
+			if (mr == NULL)
+				return qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_ACCESS;
+			memcpy(mr->host + (qp->resp.wr_va - mr->iova), p->payload, p->payload_len);
+		}
+		qp->resp.wr_va += p->payload_len;
+		qp->resp.wr_resid -= p->payload_len;
+	} else if (c->f & UROCE_OPF_READ) {
+		struct tp_rd_res *r = res_new(qp);
+		uint32_t n = h->reth.dma_len ? (h->reth.dma_len + qp->mtu - 1) / qp->mtu : 1;
+
+		r->psn = h->bth.psn;
+		r->last_psn = uroce_psn_add(h->bth.psn, (int32_t)n - 1);
+		r->va = h->reth.va;
+		r->rkey = h->reth.rkey;
+		r->length = h->reth.dma_len;
+		r->cur_psn = h->bth.psn;
+		r->queued = true;
+		qp->resp.psn = uroce_psn_add(h->bth.psn, (int32_t)n);
+		qp->resp.ack_psn = r->last_psn;
+		qp->resp.msn = (qp->resp.msn + 1) & UROCE_PSN_MASK;
+		return RESPST_DONE;
+	} else if (c->f & UROCE_OPF_ATOMIC) {
+		struct tp_rd_res *r = res_new(qp);
+		uint64_t *mem = (uint64_t *)(c->mr->host + (h->atomiceth.va - c->mr->iova));
+		uint64_t orig = *mem;
+
+		/* Executed once per PSN: a duplicate replays r->orig (IBA 9.7.5.1.5). */
+		if (h->bth.opcode == UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_COMPARE_SWAP)) {
+			if (orig == h->atomiceth.compare)
+				*mem = h->atomiceth.swap_add;
+		} else {
+			*mem = orig + h->atomiceth.swap_add;
+		}
+		r->atomic = true;
+		r->psn = r->last_psn = r->cur_psn = h->bth.psn;
+		r->orig = orig;
+		r->queued = true;
+		qp->resp.psn = uroce_psn_add(h->bth.psn, 1);
+		qp->resp.ack_psn = h->bth.psn;
+		qp->resp.msn = (qp->resp.msn + 1) & UROCE_PSN_MASK;
+		return RESPST_DONE;
+	}
+	qp->resp.psn = uroce_psn_add(h->bth.psn, 1);
+	qp->resp.last_opcode = h->bth.opcode;
+	qp->resp.in_msg = !(c->f & UROCE_OPF_LAST);
+	return RESPST_COMPLETE;
+}
+
+static void rwqe_complete(struct uroce_tp_qp *qp, enum ibv_wc_status status,
+			  enum ibv_wc_opcode opcode, uint32_t byte_len,
+			  const struct uroce_wire_hdr *h)
+{
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = qp->resp.rwqe.wr_id;
+	wc.status = status;
+	wc.opcode = opcode;
+	wc.qp_num = qp->qpn;
+	if (status == IBV_WC_SUCCESS) {
+		const struct uroce_opcode_info *oi = uroce_opcode_info(h->bth.opcode);
+
+		wc.byte_len = byte_len;
+		wc.src_qp = qp->type == IBV_QPT_UD ? h->deth.src_qpn : qp->attr.dest_qp_num;
+		if (oi->flags & UROCE_OPF_IMM) {
+			wc.wc_flags |= IBV_WC_WITH_IMM;
+			wc.imm_data = htonl(h->imm); /* ibv_wc.imm_data is big-endian */
+		}
+		if (oi->flags & UROCE_OPF_INV) {
+			wc.wc_flags |= IBV_WC_WITH_INV;
+			wc.invalidated_rkey = h->ieth_rkey;
+		}
+		if (qp->type == IBV_QPT_UD)
+			wc.wc_flags |= IBV_WC_GRH;
+	}
+	qp->resp.has_rwqe = false;
+	qp->dev->cnt.rdma_recvs++;
+	tp_cq_push(qp->recv_cq, &wc);
+}
+
+static enum resp_state complete(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+	const struct uroce_wire_hdr *h = &c->pkt->hdr;
+
+	if (!(c->f & UROCE_OPF_LAST))
+		return RESPST_ACKNOWLEDGE;
+	qp->resp.msn = (qp->resp.msn + 1) & UROCE_PSN_MASK;
+	if (c->f & UROCE_OPF_INV) {
+		/* IBA 10.6.7.2.2 (SEND with Invalidate): the named rkey stops working. */
+		struct uroce_tp_mr *mr = tp_mr_check(qp->pd, h->ieth_rkey, 0, 0, 0, true);
+
+		if (mr == NULL)
+			return RESPST_ERR_REM_OP;
+		mr->invalidated = true;
+	}
+	if (c->f & UROCE_OPF_SEND)
+		rwqe_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, qp->resp.rcv_len, h);
+	else if (c->f & UROCE_OPF_IMM) /* RDMA WRITE with immediate */
+		rwqe_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, qp->resp.wr_len, h);
+	return RESPST_ACKNOWLEDGE;
+}
+
+static enum resp_state acknowledge(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+
+	if (qp->type != IBV_QPT_RC)
+		return RESPST_DONE;
+	qp->resp.ack_psn = c->pkt->hdr.bth.psn;
+	/* ACK what asks for it, and at least every ack_coalesce packets (rxe ACKs AckReq
+	 * packets only; coalescing more is a tunable). */
+	if (c->pkt->hdr.bth.ack_req || ++qp->resp.noack >= qp->dev->cfg.ack_coalesce) {
+		qp->resp.ack_pending = true;
+		qp->resp.noack = 0;
+	} else {
+		qp->dev->cnt.ack_deferred++;
+	}
+	return RESPST_DONE;
+}
+
+static enum resp_state duplicate(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+	const struct uroce_wire_hdr *h = &c->pkt->hdr;
+
+	if (c->f & (UROCE_OPF_SEND | UROCE_OPF_WRITE)) {
+		/* Already executed: acknowledge again, up to the latest PSN we took
+		 * (IBA 9.7.5.1.2). */
+		qp->resp.ack_pending = true;
+		return RESPST_DONE;
+	}
+	for (uint32_t k = 0; k < qp->resp.res_count; k++) {
+		struct tp_rd_res *r = res_at(qp, k);
+
+		if (!r->valid || uroce_psn_diff(h->bth.psn, r->psn) < 0 ||
+		    uroce_psn_diff(h->bth.psn, r->last_psn) > 0)
+			continue;
+		if ((c->f & UROCE_OPF_ATOMIC) != 0) {
+			/* Replay the saved result: never apply an atomic twice. */
+			if (!r->atomic || r->psn != h->bth.psn)
+				return RESPST_DONE;
+		} else {
+			if (r->atomic)
+				return RESPST_DONE;
+			/* IBA 9.7.5.1.4: a duplicate READ is executed again, from the PSN and
+			 * range it names (the requester asks for what it is missing). */
+			if (tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
+					IBV_ACCESS_REMOTE_READ, true) == NULL)
+				return RESPST_DONE;
+			r->va = h->reth.va;
+			r->length = h->reth.dma_len;
+			r->sent = 0;
+			r->cur_psn = h->bth.psn;
+		}
+		r->queued = true;
+		/* The requester went back: what was queued after it will be asked again. */
+		for (uint32_t j = k + 1; j < qp->resp.res_count; j++)
+			res_at(qp, j)->queued = false;
+		return RESPST_DONE;
+	}
+	return RESPST_DONE; /* too old to remember: the requester's timer will tell */
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static void error_to_qp(struct uroce_tp_qp *qp, uint8_t syndrome)
+{
+	nak(qp, syndrome, qp->resp.psn);
+	tp_resp_run(qp); /* the NAK goes out before the QP stops answering */
+	tp_qp_to_error(qp);
+}
+
+static void ud_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *p)
+{
+	uint8_t grh[40];
+	uint32_t room;
+
+	if (p->hdr.deth.qkey != qp->attr.qkey) {
+		qp->dev->cnt.rcvd_bad_qkey++; /* IBA 10.2.5: silently dropped */
+		return;
+	}
+	if (!tp_rwqe_take(qp, &qp->resp.rwqe)) {
+		qp->dev->cnt.ud_dropped_no_rwqe++;
+		return;
+	}
+	qp->resp.has_rwqe = true;
+	/* The 40 bytes before the payload hold the GRH (IBA 11.4.1.2); for RoCEv2 over IPv4
+	 * its last 20 bytes hold the IPv4 header (as rxe and rdma-core's ibv_ud_pingpong
+	 * expect), for IPv6 the IPv6 header. */
+	memset(grh, 0, sizeof(grh));
+	if (p->hdr.ip_version == 4)
+		memcpy(grh + 20, p->l3, 20);
+	else
+		memcpy(grh, p->l3, 40);
+	room = tp_sge_len(qp->resp.rwqe.sg_list, qp->resp.rwqe.num_sge);
+	if (room < 40 || p->payload_len > room - 40) {
+		rwqe_complete(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, &p->hdr);
+		return;
+	}
+	if (tp_sge_copy(qp->pd, qp->resp.rwqe.sg_list, qp->resp.rwqe.num_sge, 0, grh, 40, true) ||
+	    tp_sge_copy(qp->pd, qp->resp.rwqe.sg_list, qp->resp.rwqe.num_sge, 40,
+			(void *)p->payload, p->payload_len, true)) {
+		rwqe_complete(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, &p->hdr);
+		return;
+	}
+	rwqe_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + p->payload_len, &p->hdr);
+}
+
+void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64_t now_ns)
+{
+	struct resp_ctx c = {.qp = qp, .pkt = pkt, .now = now_ns};
+	enum resp_state st = RESPST_CHK_PSN;
+
+	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
+	    qp->state != IBV_QPS_SQE) {
+		qp->dev->cnt.rcvd_in_wrong_state++;
+		return;
+	}
+	if (qp->type == IBV_QPT_UD) {
+		ud_rx(qp, pkt);
+		return;
+	}
+	c.oi = uroce_opcode_info(pkt->hdr.bth.opcode);
+	c.f = c.oi->flags;
+
+	for (;;) {
+		switch (st) {
+		case RESPST_CHK_PSN:
+			st = chk_psn(&c);
+			break;
+		case RESPST_CHK_OP_SEQ:
+			st = chk_op_seq(&c);
+			break;
+		case RESPST_CHK_OP_VALID:
+			st = chk_op_valid(&c);
+			break;
+		case RESPST_CHK_RESOURCE:
+			st = chk_resource(&c);
+			break;
+		case RESPST_CHK_LENGTH:
+			st = chk_length(&c);
+			break;
+		case RESPST_CHK_RKEY:
+			st = chk_rkey(&c);
+			break;
+		case RESPST_EXECUTE:
+			st = execute(&c);
+			break;
+		case RESPST_COMPLETE:
+			st = complete(&c);
+			break;
+		case RESPST_ACKNOWLEDGE:
+			st = acknowledge(&c);
+			break;
+		case RESPST_DUPLICATE:
+			st = duplicate(&c);
+			break;
+		case RESPST_ERR_RNR:
+			/* IBA 9.7.5.2.8: RNR NAK with our minimum RNR timer; the PSN is not
+			 * consumed, the requester sends it again after the wait. */
+			qp->dev->cnt.send_rnr_err++;
+			nak(qp, uroce_aeth_rnr_nak(qp->attr.min_rnr_timer), pkt->hdr.bth.psn);
+			st = RESPST_DONE;
+			break;
+		case RESPST_ERR_INVALID_REQ:
+			if (qp->resp.has_rwqe)
+				rwqe_complete(qp, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, &pkt->hdr);
+			error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ));
+			return;
+		case RESPST_ERR_ACCESS:
+			if (qp->resp.has_rwqe && qp->resp.in_msg)
+				rwqe_complete(qp, IBV_WC_REM_ACCESS_ERR, IBV_WC_RECV, 0, &pkt->hdr);
+			error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_ACCESS_ERR));
+			return;
+		case RESPST_ERR_REM_OP:
+			rwqe_complete(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, &pkt->hdr);
+			if (qp->type == IBV_QPT_RC) {
+				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_OP_ERR));
+				return;
+			}
+			st = RESPST_UC_DROP;
+			break;
+		case RESPST_ERR_LENGTH:
+			/* IBA 9.7.5.1.3 / C9-90: message longer than the receive buffer: the
+			 * WQE completes in error and the requester is told invalid request. */
+			rwqe_complete(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, &pkt->hdr);
+			if (qp->type == IBV_QPT_RC) {
+				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ));
+				return;
+			}
+			st = RESPST_UC_DROP;
+			break;
+		case RESPST_UC_DROP:
+			qp->dev->cnt.uc_dropped_msgs += qp->resp.drop_msg ? 0 : 1;
+			qp->resp.in_msg = false;
+			qp->resp.rcv_len = 0;
+			qp->resp.psn = uroce_psn_add(pkt->hdr.bth.psn, 1);
+			qp->resp.drop_msg = !(c.f & UROCE_OPF_LAST);
+			return;
+		case RESPST_DONE:
+			tp_resp_run(qp);
+			return;
+		}
+	}
+}
+
+/* ---- answers, in PSN order ----------------------------------------------------------------- */
+
+static int send_ack(struct uroce_tp_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	struct uroce_wire_hdr h = qp->tmpl;
+
+	h.bth.opcode = UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_ACKNOWLEDGE);
+	h.bth.psn = psn;
+	h.aeth.syndrome = syndrome;
+	h.aeth.msn = qp->resp.msn;
+	return tp_send_pkt(qp->dev, &h, 0, NULL, NULL);
+}
+
+struct read_fill {
+	const struct uroce_tp_mr *mr;
+	uint64_t va;
+};
+
+static int read_fill(void *arg, uint8_t *dst, uint32_t len)
+{
+	const struct read_fill *f = arg;
+
+	memcpy(dst, f->mr->host + (f->va - f->mr->iova), len);
+	return 0;
+}
+
+/* One response packet of resource @r: 0, -EAGAIN, or -EFAULT (the MR went away). */
+static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
+{
+	struct uroce_wire_hdr h = qp->tmpl;
+	struct read_fill f;
+	uint32_t len = 0;
+	enum uroce_op op;
+	int rc;
+
+	h.bth.psn = r->cur_psn;
+	h.aeth.syndrome = uroce_aeth_ack(UROCE_AETH_CREDIT_INVALID);
+	h.aeth.msn = qp->resp.msn;
+	if (r->atomic) {
+		op = UROCE_OP_ATOMIC_ACKNOWLEDGE;
+		h.atomic_orig = r->orig;
+	} else {
+		len = r->length - r->sent < qp->mtu ? r->length - r->sent : qp->mtu;
+		if (r->length <= qp->mtu)
+			op = UROCE_OP_READ_RESPONSE_ONLY;
+		else if (r->sent == 0)
+			op = UROCE_OP_READ_RESPONSE_FIRST;
+		else if (r->sent + len == r->length)
+			op = UROCE_OP_READ_RESPONSE_LAST;
+		else
+			op = UROCE_OP_READ_RESPONSE_MIDDLE;
+		f.va = r->va + r->sent;
+		f.mr = tp_mr_check(qp->pd, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ, true);
+		if (f.mr == NULL)
+			return -EFAULT;
+	}
+	h.bth.opcode = UROCE_OPCODE(UROCE_TRANSPORT_RC, op);
+	rc = tp_send_pkt(qp->dev, &h, len, read_fill, &f);
+	if (rc)
+		return rc;
+	r->sent += len;
+	r->cur_psn = uroce_psn_add(r->cur_psn, 1);
+	if (r->atomic || r->sent == r->length)
+		r->queued = false;
+	return 0;
+}
+
+bool tp_resp_run(struct uroce_tp_qp *qp)
+{
+	struct tp_resp *rs = &qp->resp;
+
+	if (qp->type != IBV_QPT_RC || qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
+		return true;
+	if (qp->state != IBV_QPS_ERR) {
+		for (uint32_t k = 0; k < rs->res_count; k++) {
+			struct tp_rd_res *r = res_at(qp, k);
+
+			if (!r->queued)
+				continue;
+			if (rs->ack_pending && !rs->nak_pending &&
+			    uroce_psn_diff(rs->ack_psn, r->cur_psn) < 0) {
+				if (send_ack(qp, uroce_aeth_ack(UROCE_AETH_CREDIT_INVALID), rs->ack_psn))
+					return false;
+				rs->ack_pending = false;
+			}
+			while (r->queued) {
+				int rc = send_response(qp, r);
+
+				if (rc == -EAGAIN)
+					return false;
+				if (rc) {
+					/* The MR went away under a READ: answer with a remote
+					 * access NAK at that PSN, then stop (IBA 9.7.5.1.3). */
+					for (uint32_t j = 0; j < rs->res_count; j++)
+						res_at(qp, j)->queued = false;
+					nak(qp, uroce_aeth_nak(UROCE_NAK_REM_ACCESS_ERR), r->cur_psn);
+					if (send_ack(qp, rs->nak_syndrome, rs->nak_psn) == 0)
+						rs->nak_pending = false;
+					tp_qp_to_error(qp);
+					return true;
+				}
+			}
+		}
+	}
+	if (rs->nak_pending) {
+		/* A NAK acknowledges everything before its PSN: no separate ACK. */
+		if (send_ack(qp, rs->nak_syndrome, rs->nak_psn))
+			return false;
+		rs->nak_pending = false;
+		rs->ack_pending = false;
+	} else if (rs->ack_pending && qp->state != IBV_QPS_ERR) {
+		if (send_ack(qp, uroce_aeth_ack(UROCE_AETH_CREDIT_INVALID), rs->ack_psn))
+			return false;
+		rs->ack_pending = false;
+	}
+	return true;
+}

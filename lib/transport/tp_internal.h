@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Private to lib/transport: object layouts and what the role files share. */
+#ifndef UROCE_TP_INTERNAL_H
+#define UROCE_TP_INTERNAL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "uroce_transport.h"
+
+#define TP_QP_HASH 1024u
+#define TP_MAX_MSG (1u << 31) /* IBA: messages up to 2^31 bytes */
+
+struct uroce_tp_pd {
+	struct uroce_tp_dev *dev;
+	uint32_t refs; /* MRs, QPs, SRQs and AHs on it */
+};
+
+struct uroce_tp_mr {
+	struct uroce_tp_pd *pd;
+	uint64_t iova;
+	uint8_t *host;
+	uint64_t length;
+	unsigned int access;
+	uint32_t key;      /* lkey == rkey: table index << 8 | key byte */
+	bool invalidated;  /* by SEND with Invalidate: the rkey is refused until re-registered */
+};
+
+struct uroce_tp_ah {
+	struct uroce_tp_pd *pd;
+	struct uroce_wire_hdr tmpl; /* Ethernet and IP of the destination, filled per send */
+};
+
+struct uroce_tp_cq {
+	struct uroce_tp_dev *dev;
+	struct ibv_wc *ring;
+	uint32_t size, mask; /* capacity (as asked) and ring mask (power of two - 1) */
+	uint32_t prod, cons;
+	uint32_t refs;
+	bool overflowed;
+};
+
+struct uroce_tp_srq {
+	struct uroce_tp_pd *pd;
+	struct uroce_tp_recv_wqe *ring;
+	uint32_t max_wr, mask, prod, cons;
+	uint32_t max_sge;
+	uint32_t limit; /* armed when non-zero */
+	uint32_t refs;
+};
+
+/* A send WQE and what the requester and completer know of it. */
+enum tp_wqe_state {
+	TP_WQE_POSTED,  /* not (fully) sent */
+	TP_WQE_PENDING, /* every packet sent, waiting for the response (RC) */
+	TP_WQE_DONE,    /* completed; retired in order by the completer */
+};
+
+struct tp_send_slot {
+	struct uroce_tp_send_wqe wqe;
+	uint32_t length;     /* message bytes */
+	uint32_t first_psn;  /* assigned when the first packet is sent */
+	uint32_t last_psn;
+	uint32_t npsn;       /* PSNs the message takes (READ: its response packets) */
+	uint16_t opf;        /* UROCE_OPF_* of the operation: SEND, WRITE, READ, ATOMIC */
+	uint8_t state;       /* enum tp_wqe_state */
+	bool started;        /* first_psn/last_psn assigned */
+	enum ibv_wc_status status;
+};
+
+/* Requester (IBA 9.7.1..9.7.4; rxe_req.c). */
+struct tp_req {
+	uint32_t idx;        /* next WQE to send (index into sq, from sq_cons) */
+	uint32_t psn;        /* next PSN to send */
+	uint32_t offset;     /* bytes of WQE idx already sent */
+	uint32_t noack_pkts; /* packets sent since the last AckReq */
+	uint32_t rd_atomic;  /* READ/atomic WQEs in flight */
+	bool wait_fence;
+};
+
+/* Completer (IBA 9.7.5..9.7.7; rxe_comp.c). */
+struct tp_comp {
+	uint32_t psn;          /* oldest PSN not yet acknowledged */
+	uint8_t retry_cnt;     /* retries left (timeout and NAK-sequence-error) */
+	uint8_t rnr_retry;     /* RNR retries left; 7 means without end */
+	uint64_t timeout_ns;   /* 4.096 us * 2^timeout; 0: no retransmission timer */
+	uint64_t deadline;     /* retransmission timer, UINT64_MAX when idle */
+	uint64_t rnr_deadline; /* RNR wait ends, UINT64_MAX when not waiting */
+	uint32_t rnr_psn;      /* where to resume after the RNR wait */
+	bool rewound;          /* went back and nothing in order has come since */
+};
+
+/* Responder resources: READ and atomic requests remembered for duplicates and for the
+ * responses still to send (IBA 9.7.5.1.6, max_dest_rd_atomic of them). */
+struct tp_rd_res {
+	bool valid;
+	bool atomic;
+	uint32_t psn;       /* first PSN */
+	uint32_t last_psn;
+	/* READ */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+	uint32_t sent;      /* response bytes already sent */
+	uint32_t cur_psn;   /* next response PSN */
+	/* atomic */
+	uint64_t orig;
+	bool queued;        /* responses still to send */
+};
+
+/* Responder (IBA 9.7.5, 9.8; rxe_resp.c). */
+struct tp_resp {
+	uint32_t psn;        /* expected PSN */
+	uint32_t msn;
+	bool sent_psn_nak;   /* one sequence-error NAK per gap */
+	bool drop_msg;       /* UC: drop until the next FIRST/ONLY */
+	/* the message in progress */
+	uint8_t last_opcode; /* previous request opcode, for the sequence check */
+	bool in_msg;
+	bool has_rwqe;
+	struct uroce_tp_recv_wqe rwqe;
+	uint32_t rcv_len;    /* bytes received into rwqe */
+	struct uroce_tp_mr *wr_mr; /* RDMA WRITE target */
+	uint64_t wr_va;
+	uint32_t wr_resid;
+	uint32_t wr_len;     /* DMA length of the WRITE in progress */
+	/* acknowledgement */
+	uint32_t ack_psn;    /* last PSN executed, to acknowledge */
+	bool ack_pending;
+	bool nak_pending;    /* a NAK or RNR NAK waits behind the queued responses */
+	uint8_t nak_syndrome;
+	uint32_t nak_psn;
+	uint32_t noack;      /* packets executed since the last ACK */
+	/* responder resources, a ring in PSN order */
+	struct tp_rd_res *res;
+	uint32_t res_n, res_head, res_count; /* res_head: oldest; count <= n */
+};
+
+struct uroce_tp_qp {
+	struct uroce_tp_dev *dev;
+	struct uroce_tp_pd *pd;
+	struct uroce_tp_cq *send_cq, *recv_cq;
+	struct uroce_tp_srq *srq;
+	enum ibv_qp_type type;
+	uint32_t qpn;
+	enum ibv_qp_state state;
+	struct ibv_qp_attr attr; /* as last modified, for query */
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+	uint32_t mtu;               /* path MTU in bytes */
+	struct uroce_wire_hdr tmpl; /* RC/UC: Ethernet, IP, UDP and BTH of the path */
+
+	struct tp_send_slot *sq;
+	uint32_t sq_mask, sq_prod, sq_cons;
+	struct tp_req req;
+	struct tp_comp comp;
+
+	struct uroce_tp_recv_wqe *rq;
+	uint32_t rq_mask, rq_prod, rq_cons;
+	struct tp_resp resp;
+
+	struct uroce_tp_qp *hash_next;
+	struct uroce_tp_qp *next, *prev; /* every QP of the device */
+};
+
+struct uroce_tp_dev {
+	struct uroce_tp_dev_cfg cfg;
+	struct uroce_tp_counters cnt;
+	struct uroce_tp_qp *qp_hash[TP_QP_HASH];
+	struct uroce_tp_qp *qps; /* list of every QP */
+	uint32_t next_qpn;
+	uint64_t rng;
+	struct uroce_tp_mr **mrs; /* by key >> 8 */
+	uint32_t mr_cap;
+	uint8_t frame[UROCE_HDR_MAX + 4096 + 4 + UROCE_ICRC_LEN]; /* one outgoing frame */
+};
+
+/* ---- device.c ---- */
+uint64_t tp_rand(struct uroce_tp_dev *dev);
+/* The MR behind @key in @pd if [va, va + len) lies inside it and @access is allowed. */
+struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
+				uint64_t len, unsigned int access, bool remote);
+/* Appends a completion; raises IBV_EVENT_CQ_ERR when the CQ is full. */
+void tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc);
+void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object);
+/* Takes the next receive WQE of the QP (or its SRQ). */
+bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_recv_wqe *out);
+/* Copies between the SGE list and a contiguous buffer, at @offset into the list.
+ * @access: IBV_ACCESS_LOCAL_WRITE to scatter into the list, 0 to gather from it.
+ * Returns 0, or -EFAULT when an lkey, bound or access check fails. */
+int tp_sge_copy(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
+		uint32_t offset, void *buf, uint32_t len, bool to_sge);
+uint32_t tp_sge_len(const struct uroce_tp_sge *sge, uint32_t num_sge);
+
+/* ---- qp.c ---- */
+/* Moves the QP to ERR: every WQE not completed completes with WR_FLUSH_ERR (IBA 10.3.1). */
+void tp_qp_to_error(struct uroce_tp_qp *qp);
+void tp_qp_flush(struct uroce_tp_qp *qp);
+
+/* ---- net.c ---- */
+/* Sends one packet of @qp: header @h (Ethernet..BTH.. as the template plus opcode
+ * fields), payload gathered by @fill into the frame. Returns 0 or -EAGAIN. */
+typedef int (*tp_fill_fn)(void *arg, uint8_t *dst, uint32_t len);
+int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32_t payload_len,
+		tp_fill_fn fill, void *arg);
+/* Builds the header template of a path from an AH attribute and a MAC. */
+int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const uint8_t dmac[6],
+		 struct uroce_wire_hdr *h);
+
+/* ---- requester.c ---- */
+/* Sends what the QP may send now. Returns false when tx pushed back. */
+bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns);
+/* Go-back-N: send again from @psn (IBA 9.7.5.1.3). */
+void tp_req_rewind(struct uroce_tp_qp *qp, uint32_t psn);
+
+/* ---- completer.c ---- */
+void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
+void tp_comp_timers(struct uroce_tp_qp *qp, uint64_t now_ns);
+/* Completes and retires WQEs in order from sq_cons while they are DONE. */
+void tp_comp_retire(struct uroce_tp_qp *qp);
+void tp_comp_arm(struct uroce_tp_qp *qp, uint64_t now_ns);
+
+/* ---- responder.c ---- */
+void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
+/* Sends READ responses, atomic ACKs and the coalesced ACK, in PSN order. */
+bool tp_resp_run(struct uroce_tp_qp *qp);
+
+static inline struct tp_send_slot *tp_sq_slot(struct uroce_tp_qp *qp, uint32_t i)
+{
+	return &qp->sq[i & qp->sq_mask];
+}
+
+static inline uint32_t tp_mtu_bytes(enum ibv_mtu mtu)
+{
+	return 128u << mtu; /* IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 */
+}
+
+#endif

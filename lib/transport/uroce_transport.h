@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UROCE_TRANSPORT_H
+#define UROCE_TRANSPORT_H
+
+/**
+ * @file
+ * The InfiniBand transport of one RoCEv2 endpoint, sans I/O (IBA vol 1 ch. 9-11).
+ *
+ * Contract
+ * - No I/O and no clock: frames come in through uroce_tp_rx(), go out through the
+ *   device's tx callback, and time is the @c now_ns argument of every call that can
+ *   start or fire a timer. Nothing here reads a clock, sleeps, allocates per packet or
+ *   calls DPDK. Given the same inputs and seed, the output is the same.
+ * - One device is driven by one thread at a time (the daemon shards devices or QPs per
+ *   lcore); calls on one device are not thread-safe.
+ * - Objects and semantics are those of rdma-core's verbs: the enums, attribute structs,
+ *   masks and ibv_wc come from <infiniband/verbs.h>, errors are the errno values
+ *   ibv_* calls return for the same mistakes (as a negative return), completion statuses
+ *   are enum ibv_wc_status. Work requests are plain structs without pointers
+ *   (struct uroce_tp_send_wqe, uroce_tp_recv_wqe): the format the shared-memory rings
+ *   will carry.
+ * - Memory is reached only through MRs: an MR maps [iova, iova + length) of the
+ *   application's address space to @c host bytes the caller gives (the same address
+ *   when both sides map shared memory at one address).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "uroce_wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UROCE_TP_MAX_SGE 8
+#define UROCE_TP_MAX_INLINE (UROCE_TP_MAX_SGE * 16)
+#define UROCE_TP_MAX_GID 16
+#define UROCE_TP_MAX_QP_WR 16384
+#define UROCE_TP_MAX_CQE 65536
+#define UROCE_TP_MAX_RD_ATOMIC 128
+
+struct uroce_tp_dev;
+struct uroce_tp_pd;
+struct uroce_tp_mr;
+struct uroce_tp_cq;
+struct uroce_tp_srq;
+struct uroce_tp_qp;
+struct uroce_tp_ah;
+
+/* ------------------------------------------------------------------------------------- */
+/* Device                                                                                 */
+
+/** Counters, named as Linux rxe names them (drivers/infiniband/sw/rxe/rxe_hw_counters.c),
+ *  plus uroce's own drop reasons. */
+#define UROCE_TP_COUNTERS(X)                                                              \
+	X(sent_pkts)                                                                      \
+	X(rcvd_pkts)                                                                      \
+	X(duplicate_request)                                                              \
+	X(out_of_seq_request)                                                             \
+	X(rcvd_rnr_err)                                                                   \
+	X(send_rnr_err)                                                                   \
+	X(rcvd_seq_err)                                                                   \
+	X(ack_deferred)                                                                   \
+	X(retry_exceeded_err)                                                             \
+	X(retry_rnr_exceeded_err)                                                         \
+	X(completer_retry_err)                                                            \
+	X(send_err)                                                                       \
+	X(link_downed)                                                                    \
+	X(rdma_sends)                                                                     \
+	X(rdma_recvs)                                                                     \
+	X(rcvd_malformed)                                                                 \
+	X(rcvd_icrc_err)                                                                  \
+	X(rcvd_unknown_qp)                                                                \
+	X(rcvd_bad_pkey)                                                                  \
+	X(rcvd_bad_qkey)                                                                  \
+	X(rcvd_wrong_opcode)                                                              \
+	X(rcvd_in_wrong_state)                                                            \
+	X(rcvd_ghost_ack)                                                                 \
+	X(uc_dropped_msgs)                                                                \
+	X(ud_dropped_no_rwqe)                                                             \
+	X(tx_busy)
+
+struct uroce_tp_counters {
+#define UROCE_TP_COUNTER_FIELD(name) uint64_t name;
+	UROCE_TP_COUNTERS(UROCE_TP_COUNTER_FIELD)
+#undef UROCE_TP_COUNTER_FIELD
+};
+
+/** Sends one frame (Ethernet header to ICRC). Returns 0, or -EAGAIN when the link is
+ *  full: the transport keeps the packet's work and tries again on a later call. The
+ *  frame is only valid during the call. */
+typedef int (*uroce_tp_tx_fn)(void *io_ctx, const uint8_t *frame, uint32_t len);
+
+/** An asynchronous event (IBV_EVENT_*) for a QP, SRQ or the device. */
+typedef void (*uroce_tp_event_fn)(void *io_ctx, enum ibv_event_type type, void *object);
+
+struct uroce_tp_dev_cfg {
+	uint8_t mac[6];
+	/** GID table: index 0.. of RoCEv2 GIDs (IPv4-mapped ::ffff:a.b.c.d or IPv6). */
+	union ibv_gid gid[UROCE_TP_MAX_GID];
+	uint8_t gid_count;
+	uroce_tp_tx_fn tx;
+	uroce_tp_event_fn event; /**< may be NULL */
+	void *io_ctx;
+	/** Seeds QPNs and the key bytes of lkeys/rkeys (stale keys are refused). */
+	uint64_t seed;
+	/** Responder: ACK at least every this many packets without AckReq (>= 1). */
+	uint32_t ack_coalesce;
+	/** Requester: at most this many PSNs in flight per QP (rxe: 128). */
+	uint32_t max_unacked_psns;
+	/** Requester: set AckReq at least every this many packets (rxe: 64). */
+	uint32_t max_pkts_per_ack;
+	/** Skip computing and checking the ICRC (benchmarks only: not RoCEv2 then). */
+	bool no_icrc;
+};
+
+/** Fills @p cfg with the defaults (rxe's values). */
+void uroce_tp_dev_cfg_init(struct uroce_tp_dev_cfg *cfg);
+
+/** @return the device, or NULL with errno set (EINVAL on a bad configuration). */
+struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg);
+/** Frees the device and every object still in it. */
+void uroce_tp_dev_destroy(struct uroce_tp_dev *dev);
+
+/** Device and port properties, as ibv_query_device/ibv_query_port report them. */
+void uroce_tp_query_device(const struct uroce_tp_dev *dev, struct ibv_device_attr *attr);
+const struct uroce_tp_counters *uroce_tp_counters(const struct uroce_tp_dev *dev);
+
+/**
+ * Receives one frame (from its Ethernet header). Malformed frames, bad ICRCs, unknown
+ * QPs and packets a QP may not take are dropped and counted.
+ */
+void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len,
+		 uint64_t now_ns);
+
+/**
+ * Lets the device work: requesters send what is posted (within their windows), and
+ * retransmission and RNR timers that are due fire. Call it after posting and whenever
+ * uroce_tp_next_deadline() is reached.
+ */
+void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns);
+
+/** The earliest time at which a timer will need uroce_tp_process(), or UINT64_MAX. */
+uint64_t uroce_tp_next_deadline(const struct uroce_tp_dev *dev);
+
+/* ------------------------------------------------------------------------------------- */
+/* Protection domains, memory regions, address handles                                   */
+
+struct uroce_tp_pd *uroce_tp_alloc_pd(struct uroce_tp_dev *dev);
+/** @return 0, or -EBUSY while MRs, QPs, SRQs or AHs still use it. */
+int uroce_tp_dealloc_pd(struct uroce_tp_pd *pd);
+
+/**
+ * Registers [iova, iova + length), reachable at @p host, with IBV_ACCESS_* flags.
+ * @return the MR (lkey and rkey in uroce_tp_mr_keys), or NULL with errno: EINVAL for
+ * flags rdma-core refuses (REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE), ENOMEM.
+ */
+struct uroce_tp_mr *uroce_tp_reg_mr(struct uroce_tp_pd *pd, uint64_t iova, void *host,
+				    uint64_t length, unsigned int access);
+void uroce_tp_mr_keys(const struct uroce_tp_mr *mr, uint32_t *lkey, uint32_t *rkey);
+/** @return 0, or -EBUSY while a QP is executing on it (never, single-threaded). */
+int uroce_tp_dereg_mr(struct uroce_tp_mr *mr);
+
+/** An address handle for UD sends; @p dmac is the resolved next hop (the caller does
+ *  ARP/ND). @return the AH, or NULL with errno (EINVAL: bad GID index or port). */
+struct uroce_tp_ah *uroce_tp_create_ah(struct uroce_tp_pd *pd, const struct ibv_ah_attr *attr,
+				       const uint8_t dmac[6]);
+int uroce_tp_destroy_ah(struct uroce_tp_ah *ah);
+
+/* ------------------------------------------------------------------------------------- */
+/* Completion queues and shared receive queues                                           */
+
+/** @return the CQ, or NULL with errno (EINVAL: cqe < 1 or above the device maximum). */
+struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe);
+/** @return 0, or -EBUSY while a QP uses it. */
+int uroce_tp_destroy_cq(struct uroce_tp_cq *cq);
+/** Up to @p n completions, oldest first. @return how many were written. */
+int uroce_tp_poll_cq(struct uroce_tp_cq *cq, int n, struct ibv_wc *wc);
+/** True once, after a completion overflowed the CQ (IBV_EVENT_CQ_ERR was raised). */
+bool uroce_tp_cq_overflowed(const struct uroce_tp_cq *cq);
+
+struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
+					 const struct ibv_srq_init_attr *init);
+/** IBV_SRQ_LIMIT arms the limit event (IBV_EVENT_SRQ_LIMIT_REACHED, fires once). */
+int uroce_tp_modify_srq(struct uroce_tp_srq *srq, const struct ibv_srq_attr *attr, int mask);
+int uroce_tp_query_srq(const struct uroce_tp_srq *srq, struct ibv_srq_attr *attr);
+int uroce_tp_destroy_srq(struct uroce_tp_srq *srq);
+
+/* ------------------------------------------------------------------------------------- */
+/* Work requests                                                                          */
+
+struct uroce_tp_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/** A send work request (ibv_send_wr without pointers). */
+struct uroce_tp_send_wqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags;  /**< IBV_SEND_SIGNALED, FENCE, SOLICITED, INLINE */
+	uint32_t imm_data;        /**< host order (verbs' __be32 imm_data, converted) */
+	uint32_t invalidate_rkey; /**< IBV_WR_SEND_WITH_INV */
+	uint64_t remote_addr;     /**< RDMA and atomics */
+	uint32_t rkey;
+	uint64_t compare_add;     /**< atomics */
+	uint64_t swap;
+	struct uroce_tp_ah *ah;   /**< UD */
+	uint32_t remote_qpn;      /**< UD */
+	uint32_t remote_qkey;     /**< UD; high bit set: use the QP's own Q_Key */
+	uint32_t num_sge;
+	/** IBV_SEND_INLINE: the data itself, inline_len bytes, instead of SGEs. */
+	uint32_t inline_len;
+	union {
+		struct uroce_tp_sge sg_list[UROCE_TP_MAX_SGE];
+		uint8_t inline_data[UROCE_TP_MAX_INLINE];
+	};
+};
+
+struct uroce_tp_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct uroce_tp_sge sg_list[UROCE_TP_MAX_SGE];
+};
+
+/** @return 0, -EINVAL (bad opcode for the QP type, too many SGEs, inline too long,
+ *  atomic not 8-byte aligned), -ENOMEM (send queue full), or -EINVAL in RESET, INIT or
+ *  RTR (rdma-core providers refuse posting sends before RTS). Posting in ERR is allowed:
+ *  the WR completes with IBV_WC_WR_FLUSH_ERR. */
+int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *wqe,
+		       uint64_t now_ns);
+/** @return 0, -EINVAL (too many SGEs, QP in RESET, QP on an SRQ), -ENOMEM (full). */
+int uroce_tp_post_recv(struct uroce_tp_qp *qp, const struct uroce_tp_recv_wqe *wqe);
+int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_wqe *wqe);
+
+/* ------------------------------------------------------------------------------------- */
+/* Queue pairs (IBA 10.3, 11.2.4)                                                         */
+
+struct uroce_tp_qp_init {
+	enum ibv_qp_type qp_type; /**< IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
+	struct uroce_tp_cq *send_cq;
+	struct uroce_tp_cq *recv_cq;
+	struct uroce_tp_srq *srq; /**< or NULL */
+	struct ibv_qp_cap cap;    /**< rounded up and written back on success */
+	bool sq_sig_all;
+};
+
+/** @return the QP, or NULL with errno (EINVAL: bad type, capacity over the device
+ *  limits, missing CQ; ENOMEM). */
+struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_qp_init *init);
+uint32_t uroce_tp_qp_num(const struct uroce_tp_qp *qp);
+enum ibv_qp_state uroce_tp_qp_state(const struct uroce_tp_qp *qp);
+
+/**
+ * ibv_modify_qp: the transition in attr->qp_state (or the current state if
+ * IBV_QP_STATE is not in @p mask) with the attributes the mask names. The mask must hold
+ * every attribute the transition requires and nothing it does not allow (IBA table 94;
+ * rdma-core's ibv_modify_qp documents the same), else -EINVAL. With IBV_QP_AV, @p dmac is
+ * the resolved destination MAC of the path.
+ */
+int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, int mask,
+		       const uint8_t *dmac, uint64_t now_ns);
+int uroce_tp_query_qp(const struct uroce_tp_qp *qp, struct ibv_qp_attr *attr,
+		      struct ibv_qp_init_attr *init);
+/** @return 0, or -EBUSY (never: destroying flushes nothing to the CQs, like verbs). */
+int uroce_tp_destroy_qp(struct uroce_tp_qp *qp);
+
+/** The QP the device knows by @p qpn, or NULL. */
+struct uroce_tp_qp *uroce_tp_qp_lookup(struct uroce_tp_dev *dev, uint32_t qpn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UROCE_TRANSPORT_H */
