@@ -73,7 +73,7 @@ demo() {
 	build build
 	say "decoding the captures Linux rxe made, with lib/wire"
 	say "one connection, packet by packet (RDMA READ, 4 KiB at MTU 1024):"
-	build/app/uroce-pcap/uroce-pcap -v "$UROCE_PCAP_DIR/rdma_read.pcap" | head -12
+	build/app/uroce-pcap/uroce-pcap -v "$UROCE_PCAP_DIR/rdma_read.pcap" | sed -n 1,12p
 	say "every capture: parsed, ICRC verified, rebuilt byte for byte"
 	build/app/uroce-pcap/uroce-pcap "$UROCE_PCAP_DIR"/*.pcap | grep -v '^    '
 }
