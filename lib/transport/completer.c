@@ -349,13 +349,26 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 		case COMPST_COMP_WQE:
 			st = comp_wqe(&c);
 			break;
-		case COMPST_RETRY:
+		case COMPST_RETRY: {
 			/* Implied NAK or sequence-error NAK: resend from the oldest PSN not
 			 * acknowledged (a NAK acknowledges what is before its PSN). */
-			if (uroce_aeth_type(pkt->hdr.aeth.syndrome) == UROCE_AETH_NAK &&
-			    c.oi->flags & UROCE_OPF_RESP && !(c.oi->flags & UROCE_OPF_READ) &&
-			    !(c.oi->flags & UROCE_OPF_ATOMIC))
+			bool nak = pkt->hdr.bth.opcode ==
+					   UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_ACKNOWLEDGE) &&
+				   uroce_aeth_type(pkt->hdr.aeth.syndrome) == UROCE_AETH_NAK;
+			uint32_t before = qp->comp.psn;
+
+			if (nak) {
 				complete_before(qp, psn);
+				if (qp->comp.psn != before) { /* it acknowledged something */
+					qp->comp.retry_cnt = qp->attr.retry_cnt;
+					qp->comp.rewound = false;
+				}
+			}
+			/* Once gone back, the rest of the old stream (and a NAK for where we
+			 * already went) must not send us back again: one retry per loss, as
+			 * rxe's started_retry. The timer covers a retry that is lost too. */
+			if (qp->comp.rewound && (!nak || psn == qp->comp.psn))
+				return;
 			if (!use_retry(qp, false)) {
 				qp->dev->cnt.retry_exceeded_err++;
 				fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
@@ -366,6 +379,7 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 			tp_comp_arm(qp, now_ns);
 			tp_req_run(qp, now_ns);
 			return;
+		}
 		case COMPST_RNR:
 			complete_before(qp, psn);
 			qp->dev->cnt.rcvd_rnr_err++;

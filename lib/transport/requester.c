@@ -144,7 +144,11 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 		   (s->opf & UROCE_OPF_SEND || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
 	/* AckReq on the last packet of a message, and every max_pkts_per_ack packets so
 	 * that a long message is acknowledged as it goes (rxe does the same). */
-	h.bth.ack_req = last || qp->req.noack_pkts + 1 >= dev->cfg.max_pkts_per_ack;
+	h.bth.ack_req = last || qp->req.noack_pkts + 1 >= dev->cfg.max_pkts_per_ack ||
+			/* the last packet the window allows: without an ACK nothing moves */
+			(qp->type == IBV_QPT_RC &&
+			 uroce_psn_diff(uroce_psn_add(qp->req.psn, (int32_t)npsn), qp->comp.psn) >=
+				 (int32_t)dev->cfg.max_unacked_psns);
 	if (oi->hdrs & UROCE_HDR_RETH) {
 		h.reth.va = w->remote_addr + qp->req.offset;
 		h.reth.rkey = w->rkey;
@@ -259,17 +263,22 @@ void tp_req_rewind(struct uroce_tp_qp *qp, uint32_t psn)
 	uint32_t i;
 
 	qp->req.rd_atomic = 0;
-	for (i = qp->sq_cons; i != qp->req.idx; i++) {
+	/* Up to and including a message only partly sent (req.idx with an offset). */
+	for (i = qp->sq_cons; i != qp->sq_prod; i++) {
 		struct tp_send_slot *s = tp_sq_slot(qp, i);
 
 		if (s->state == TP_WQE_DONE)
 			continue;
+		if (!s->started) {
+			i = qp->sq_prod;
+			break;
+		}
 		if (uroce_psn_diff(psn, s->last_psn) <= 0)
 			break; /* psn lies in (or before) this message */
 		if (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC))
 			qp->req.rd_atomic++;
 	}
-	if (i == qp->req.idx) {
+	if (i == qp->sq_prod) {
 		/* Nothing in flight at or after @psn: carry on with what is not sent yet. */
 		return;
 	}

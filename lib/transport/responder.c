@@ -66,7 +66,13 @@ static enum resp_state chk_psn(struct resp_ctx *c)
 
 	if (qp->type == IBV_QPT_UC) {
 		/* UC (IBA 9.8.2): a gap loses the message in progress; take up again at the
-		 * next FIRST or ONLY. */
+		 * next FIRST or ONLY. A PSN behind the expected one is a duplicate (or a
+		 * straggler overtaken by a later message) and is dropped: rxe would deliver a
+		 * duplicated SEND twice, which no UC application expects. */
+		if (diff < 0) {
+			qp->dev->cnt.duplicate_request++;
+			return RESPST_DONE;
+		}
 		if (diff != 0) {
 			if (qp->resp.in_msg)
 				qp->dev->cnt.uc_dropped_msgs++;
@@ -153,8 +159,12 @@ static enum resp_state chk_resource(struct resp_ctx *c)
 		qp->resp.rcv_len = 0;
 	}
 	if (c->f & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) {
-		/* IBA 9.7.5.1.6: more READs/atomics in flight than max_dest_rd_atomic. */
-		if (qp->resp.res_count == qp->resp.res_n && res_at(qp, 0)->queued)
+		/* IBA 9.7.5.1.6: more READs/atomics in flight than max_dest_rd_atomic. A
+		 * replay for a duplicate request that was answered in full once does not
+		 * count: the requester moved on, so it has every response. */
+		struct tp_rd_res *oldest = res_at(qp, 0);
+
+		if (qp->resp.res_count == qp->resp.res_n && oldest->queued && !oldest->answered)
 			return RESPST_ERR_INVALID_REQ;
 	}
 	return RESPST_CHK_LENGTH;
@@ -393,6 +403,7 @@ static enum resp_state duplicate(struct resp_ctx *c)
 			/* Replay the saved result: never apply an atomic twice. */
 			if (!r->atomic || r->psn != h->bth.psn)
 				return RESPST_DONE;
+			r->cur_psn = r->psn;
 		} else {
 			if (r->atomic)
 				return RESPST_DONE;
@@ -514,6 +525,9 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 			 * consumed, the requester sends it again after the wait. */
 			qp->dev->cnt.send_rnr_err++;
 			nak(qp, uroce_aeth_rnr_nak(qp->attr.min_rnr_timer), pkt->hdr.bth.psn);
+			/* The packets behind it are dropped silently until this PSN comes
+			 * back: one NAK per gap, RNR NAKs included (IBA 9.7.5.1.1). */
+			qp->resp.sent_psn_nak = true;
 			st = RESPST_DONE;
 			break;
 		case RESPST_ERR_INVALID_REQ:
@@ -620,8 +634,10 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 		return rc;
 	r->sent += len;
 	r->cur_psn = uroce_psn_add(r->cur_psn, 1);
-	if (r->atomic || r->sent == r->length)
+	if (r->atomic || r->sent == r->length) {
 		r->queued = false;
+		r->answered = true;
+	}
 	return 0;
 }
 

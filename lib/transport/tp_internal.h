@@ -107,6 +107,7 @@ struct tp_rd_res {
 	/* atomic */
 	uint64_t orig;
 	bool queued;        /* responses still to send */
+	bool answered;      /* every response went out once: what is queued is a replay */
 };
 
 /* Responder (IBA 9.7.5, 9.8; rxe_resp.c). */
