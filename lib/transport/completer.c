@@ -383,6 +383,10 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 		case COMPST_RNR:
 			complete_before(qp, psn);
 			qp->dev->cnt.rcvd_rnr_err++;
+			/* The responder answered: the path is alive, which is what the transport
+			 * retry counter watches (rnr_retry bounds the RNR waits themselves). */
+			if (psn == qp->comp.psn)
+				qp->comp.retry_cnt = qp->attr.retry_cnt;
 			if (!use_retry(qp, true)) {
 				qp->dev->cnt.retry_rnr_exceeded_err++;
 				fail_oldest(qp, IBV_WC_RNR_RETRY_EXC_ERR);

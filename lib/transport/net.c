@@ -73,6 +73,7 @@ int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32
 	rc = dev->cfg.tx(dev->cfg.io_ctx, f, frame_len);
 	if (rc) {
 		dev->cnt.tx_busy++;
+		dev->tx_blocked = true;
 		return -EAGAIN;
 	}
 	dev->cnt.sent_pkts++;
@@ -129,6 +130,7 @@ void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns)
 {
 	struct uroce_tp_qp *qp, *next;
 
+	dev->tx_blocked = false;
 	for (qp = dev->qps; qp; qp = next) {
 		next = qp->next;
 		if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
@@ -143,6 +145,8 @@ uint64_t uroce_tp_next_deadline(const struct uroce_tp_dev *dev)
 {
 	uint64_t t = UINT64_MAX;
 
+	if (dev->tx_blocked)
+		return 0; /* work waits for the link: call uroce_tp_process again now */
 	for (const struct uroce_tp_qp *qp = dev->qps; qp; qp = qp->next) {
 		if (qp->comp.deadline < t)
 			t = qp->comp.deadline;

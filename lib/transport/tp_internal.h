@@ -174,6 +174,7 @@ struct uroce_tp_dev {
 	uint64_t rng;
 	struct uroce_tp_mr **mrs; /* by key >> 8 */
 	uint32_t mr_cap;
+	bool tx_blocked; /* the tx callback pushed back since the last uroce_tp_process */
 	uint8_t frame[UROCE_HDR_MAX + 4096 + 4 + UROCE_ICRC_LEN]; /* one outgoing frame */
 };
 
