@@ -273,7 +273,8 @@ void tp_comp_retire(struct uroce_tp_qp *qp)
 		}
 		qp->sq_cons++;
 	}
-	if (qp->state == IBV_QPS_SQD && qp->sq_cons == qp->sq_prod && qp->attr.en_sqd_async_notify)
+	/* Drained: nothing in progress, even if WRs that never started wait (tp_sq_drained). */
+	if (qp->state == IBV_QPS_SQD && tp_sq_drained(qp) && qp->attr.en_sqd_async_notify)
 		tp_event(qp->dev, IBV_EVENT_SQ_DRAINED, qp);
 }
 
@@ -311,6 +312,22 @@ void tp_comp_arm(struct uroce_tp_qp *qp, uint64_t now_ns)
 
 	qp->comp.deadline = (outstanding && qp->comp.timeout_ns) ? now_ns + qp->comp.timeout_ns
 								  : UINT64_MAX;
+}
+
+/* Go-back-N from the oldest unacknowledged PSN, spending a transport retry (timeout or
+ * sequence error, IBA 9.7.6.1.3); with none left the oldest WQE fails with
+ * RETRY_EXC_ERR and the QP goes to ERR. Returns false then. */
+static bool go_back(struct uroce_tp_qp *qp, uint64_t now_ns)
+{
+	if (!use_retry(qp, false)) {
+		qp->dev->cnt.retry_exceeded_err++;
+		fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
+		return false;
+	}
+	qp->dev->cnt.completer_retry_err++;
+	tp_req_rewind(qp, qp->comp.psn);
+	tp_comp_arm(qp, now_ns);
+	return true;
 }
 
 void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64_t now_ns)
@@ -369,15 +386,8 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 			 * rxe's started_retry. The timer covers a retry that is lost too. */
 			if (qp->comp.rewound && (!nak || psn == qp->comp.psn))
 				return;
-			if (!use_retry(qp, false)) {
-				qp->dev->cnt.retry_exceeded_err++;
-				fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
-				return;
-			}
-			qp->dev->cnt.completer_retry_err++;
-			tp_req_rewind(qp, qp->comp.psn);
-			tp_comp_arm(qp, now_ns);
-			tp_req_run(qp, now_ns);
+			if (go_back(qp, now_ns))
+				tp_req_run(qp, now_ns);
 			return;
 		}
 		case COMPST_RNR:
@@ -429,13 +439,6 @@ void tp_comp_timers(struct uroce_tp_qp *qp, uint64_t now_ns)
 			qp->comp.deadline = UINT64_MAX;
 			return;
 		}
-		if (!use_retry(qp, false)) {
-			qp->dev->cnt.retry_exceeded_err++;
-			fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
-			return;
-		}
-		qp->dev->cnt.completer_retry_err++;
-		tp_req_rewind(qp, qp->comp.psn);
-		qp->comp.deadline = now_ns + qp->comp.timeout_ns;
+		go_back(qp, now_ns);
 	}
 }

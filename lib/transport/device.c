@@ -40,6 +40,10 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 		return NULL;
 	dev->cfg = *cfg;
 	dev->rng = cfg->seed;
+	tp_list_init(&dev->pds);
+	tp_list_init(&dev->cqs);
+	tp_list_init(&dev->srqs);
+	tp_list_init(&dev->ahs);
 	/* QPN 0 and 1 are the SMI and GSI QPs (IBA 10.2.5): never handed out. */
 	dev->next_qpn = 0x10 + (uint32_t)(tp_rand(dev) % 0x1000);
 	return dev;
@@ -49,10 +53,20 @@ void uroce_tp_dev_destroy(struct uroce_tp_dev *dev)
 {
 	if (dev == NULL)
 		return;
+	/* In the order verbs would destroy them, each release making the next possible. */
 	while (dev->qps)
 		uroce_tp_destroy_qp(dev->qps);
+	while (dev->ahs.next != &dev->ahs)
+		uroce_tp_destroy_ah((struct uroce_tp_ah *)dev->ahs.next);
+	while (dev->srqs.next != &dev->srqs)
+		uroce_tp_destroy_srq((struct uroce_tp_srq *)dev->srqs.next);
+	while (dev->cqs.next != &dev->cqs)
+		uroce_tp_destroy_cq((struct uroce_tp_cq *)dev->cqs.next);
 	for (uint32_t i = 0; i < dev->mr_cap; i++)
-		free(dev->mrs[i]);
+		if (dev->mrs[i])
+			uroce_tp_dereg_mr(dev->mrs[i]);
+	while (dev->pds.next != &dev->pds)
+		uroce_tp_dealloc_pd((struct uroce_tp_pd *)dev->pds.next);
 	free(dev->mrs);
 	free(dev);
 }
@@ -103,8 +117,10 @@ struct uroce_tp_pd *uroce_tp_alloc_pd(struct uroce_tp_dev *dev)
 {
 	struct uroce_tp_pd *pd = calloc(1, sizeof(*pd));
 
-	if (pd)
+	if (pd) {
 		pd->dev = dev;
+		tp_list_add(&dev->pds, &pd->node);
+	}
 	return pd;
 }
 
@@ -112,6 +128,7 @@ int uroce_tp_dealloc_pd(struct uroce_tp_pd *pd)
 {
 	if (pd->refs)
 		return -EBUSY;
+	tp_list_del(&pd->node);
 	free(pd);
 	return 0;
 }
@@ -271,26 +288,19 @@ struct uroce_tp_ah *uroce_tp_create_ah(struct uroce_tp_pd *pd, const struct ibv_
 	}
 	ah->pd = pd;
 	pd->refs++;
+	tp_list_add(&pd->dev->ahs, &ah->node);
 	return ah;
 }
 
 int uroce_tp_destroy_ah(struct uroce_tp_ah *ah)
 {
 	ah->pd->refs--;
+	tp_list_del(&ah->node);
 	free(ah);
 	return 0;
 }
 
 /* ---- CQ ------------------------------------------------------------------------------- */
-
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
 
 struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe)
 {
@@ -301,7 +311,7 @@ struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe)
 		errno = EINVAL;
 		return NULL;
 	}
-	n = pow2_at_least((uint32_t)cqe + 1);
+	n = tp_pow2_at_least((uint32_t)cqe + 1);
 	cq = calloc(1, sizeof(*cq));
 	if (cq == NULL || (cq->ring = calloc(n, sizeof(*cq->ring))) == NULL) {
 		free(cq);
@@ -311,6 +321,7 @@ struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe)
 	cq->dev = dev;
 	cq->size = n - 1;
 	cq->mask = n - 1;
+	tp_list_add(&dev->cqs, &cq->node);
 	return cq;
 }
 
@@ -318,6 +329,7 @@ int uroce_tp_destroy_cq(struct uroce_tp_cq *cq)
 {
 	if (cq->refs)
 		return -EBUSY;
+	tp_list_del(&cq->node);
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -363,7 +375,7 @@ struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
 		errno = EINVAL;
 		return NULL;
 	}
-	n = pow2_at_least(init->attr.max_wr);
+	n = tp_pow2_at_least(init->attr.max_wr);
 	srq = calloc(1, sizeof(*srq));
 	if (srq == NULL || (srq->ring = calloc(n, sizeof(*srq->ring))) == NULL) {
 		free(srq);
@@ -376,6 +388,7 @@ struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
 	srq->max_sge = init->attr.max_sge ? init->attr.max_sge : 1;
 	srq->limit = init->attr.srq_limit;
 	pd->refs++;
+	tp_list_add(&pd->dev->srqs, &srq->node);
 	return srq;
 }
 
@@ -407,6 +420,7 @@ int uroce_tp_destroy_srq(struct uroce_tp_srq *srq)
 {
 	if (srq->refs)
 		return -EBUSY;
+	tp_list_del(&srq->node);
 	srq->pd->refs--;
 	free(srq->ring);
 	free(srq);

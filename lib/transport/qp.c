@@ -7,15 +7,6 @@
 #include "qp_attr.h"
 #include "tp_internal.h"
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 static uint32_t qp_hash(uint32_t qpn)
 {
 	return (qpn * 0x9e3779b1u) >> 22; /* TP_QP_HASH = 1024 buckets */
@@ -69,8 +60,8 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return NULL;
-	sq_n = pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
-	rq_n = pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	sq_n = tp_pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
+	rq_n = tp_pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->sq = calloc(sq_n, sizeof(*qp->sq));
 	qp->rq = init->srq ? NULL : calloc(rq_n, sizeof(*qp->rq));
 	qp->resp.res = calloc(1, sizeof(*qp->resp.res));
@@ -313,7 +304,7 @@ int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, i
 		break;
 	case IBV_QPS_SQD:
 		qp->state = IBV_QPS_SQD;
-		if (qp->attr.en_sqd_async_notify && qp->sq_cons == qp->sq_prod)
+		if (qp->attr.en_sqd_async_notify && tp_sq_drained(qp))
 			tp_event(qp->dev, IBV_EVENT_SQ_DRAINED, qp);
 		break;
 	default:
@@ -331,7 +322,7 @@ int uroce_tp_query_qp(const struct uroce_tp_qp *qp, struct ibv_qp_attr *attr,
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
 	attr->cap = qp->cap;
-	attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_cons != qp->sq_prod;
+	attr->sq_draining = qp->state == IBV_QPS_SQD && !tp_sq_drained(qp);
 	if (init) {
 		memset(init, 0, sizeof(*init));
 		init->qp_type = qp->type;

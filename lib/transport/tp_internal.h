@@ -10,9 +10,36 @@
 #include "uroce_transport.h"
 
 #define TP_QP_HASH 1024u
+
+/* Every PD, CQ, SRQ and AH is on a list of its device, so that destroying the device (the
+ * daemon does when an application dies) frees what the application left. Circular, with
+ * the device holding the sentinel; the node is the object's first member. */
+struct tp_node {
+	struct tp_node *prev, *next;
+};
+
+static inline void tp_list_init(struct tp_node *head)
+{
+	head->prev = head->next = head;
+}
+
+static inline void tp_list_add(struct tp_node *head, struct tp_node *n)
+{
+	n->next = head->next;
+	n->prev = head;
+	head->next->prev = n;
+	head->next = n;
+}
+
+static inline void tp_list_del(struct tp_node *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+}
 #define TP_MAX_MSG (1u << 31) /* IBA: messages up to 2^31 bytes */
 
 struct uroce_tp_pd {
+	struct tp_node node;
 	struct uroce_tp_dev *dev;
 	uint32_t refs; /* MRs, QPs, SRQs and AHs on it */
 };
@@ -28,11 +55,13 @@ struct uroce_tp_mr {
 };
 
 struct uroce_tp_ah {
+	struct tp_node node;
 	struct uroce_tp_pd *pd;
 	struct uroce_wire_hdr tmpl; /* Ethernet and IP of the destination, filled per send */
 };
 
 struct uroce_tp_cq {
+	struct tp_node node;
 	struct uroce_tp_dev *dev;
 	struct ibv_wc *ring;
 	uint32_t size, mask; /* capacity (as asked) and ring mask (power of two - 1) */
@@ -42,6 +71,7 @@ struct uroce_tp_cq {
 };
 
 struct uroce_tp_srq {
+	struct tp_node node;
 	struct uroce_tp_pd *pd;
 	struct uroce_tp_recv_wqe *ring;
 	uint32_t max_wr, mask, prod, cons;
@@ -170,6 +200,7 @@ struct uroce_tp_dev {
 	struct uroce_tp_counters cnt;
 	struct uroce_tp_qp *qp_hash[TP_QP_HASH];
 	struct uroce_tp_qp *qps; /* list of every QP */
+	struct tp_node pds, cqs, srqs, ahs;
 	uint32_t next_qpn;
 	uint64_t rng;
 	struct uroce_tp_mr **mrs; /* by key >> 8 */
@@ -231,6 +262,24 @@ bool tp_resp_run(struct uroce_tp_qp *qp);
 static inline struct tp_send_slot *tp_sq_slot(struct uroce_tp_qp *qp, uint32_t i)
 {
 	return &qp->sq[i & qp->sq_mask];
+}
+
+/* SQD has drained when no message is in progress: the oldest WQE not retired has not
+ * started (WQEs start in order). WRs posted but never started stay queued and do not
+ * hold the drain up (IBA 10.3.1 SQD; rxe: C10-72, comp.psn == req.psn). */
+static inline bool tp_sq_drained(const struct uroce_tp_qp *qp)
+{
+	return qp->sq_cons == qp->sq_prod || !qp->sq[qp->sq_cons & qp->sq_mask].started;
+}
+
+/* Ring sizes: the power of two at or above @n. */
+static inline uint32_t tp_pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
 }
 
 static inline uint32_t tp_mtu_bytes(enum ibv_mtu mtu)
