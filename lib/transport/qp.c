@@ -283,11 +283,15 @@ int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, i
 
 		if (res == NULL)
 			return -ENOMEM;
-		/* Only before RTR (the table allows it in INIT->RTR), so nothing is queued. */
+		/* Not only before RTR: SQD->SQD may grow it too (IBA table 94) while the
+		 * responder works. Keep the resources, in PSN order: a queued READ response or
+		 * an atomic's saved result must survive (else duplicates go unanswered). */
+		for (uint32_t k = 0; k < qp->resp.res_count; k++)
+			res[k] = qp->resp.res[(qp->resp.res_head + k) % qp->resp.res_n];
 		free(qp->resp.res);
 		qp->resp.res = res;
 		qp->resp.res_n = attr->max_dest_rd_atomic;
-		qp->resp.res_head = qp->resp.res_count = 0;
+		qp->resp.res_head = 0;
 	}
 	apply_attr(qp, attr, mask, dmac);
 

@@ -428,9 +428,12 @@ static enum resp_state duplicate(struct resp_ctx *c)
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
-static void error_to_qp(struct uroce_tp_qp *qp, uint8_t syndrome)
+/* The NAK carries the failing request's PSN (IBA 9.7.5.2: a NAK acknowledges only what
+ * is before its PSN). Not resp.psn: complete() has already moved it past a SEND with an
+ * unusable Invalidate R_Key, and the requester then took the NAK for an ACK. */
+static void error_to_qp(struct uroce_tp_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	nak(qp, syndrome, qp->resp.psn);
+	nak(qp, syndrome, psn);
 	tp_resp_run(qp); /* the NAK goes out before the QP stops answering */
 	tp_qp_to_error(qp);
 }
@@ -533,17 +536,17 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 		case RESPST_ERR_INVALID_REQ:
 			if (qp->resp.has_rwqe)
 				rwqe_complete(qp, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, &pkt->hdr);
-			error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ));
+			error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ), pkt->hdr.bth.psn);
 			return;
 		case RESPST_ERR_ACCESS:
 			if (qp->resp.has_rwqe && qp->resp.in_msg)
 				rwqe_complete(qp, IBV_WC_REM_ACCESS_ERR, IBV_WC_RECV, 0, &pkt->hdr);
-			error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_ACCESS_ERR));
+			error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_ACCESS_ERR), pkt->hdr.bth.psn);
 			return;
 		case RESPST_ERR_REM_OP:
 			rwqe_complete(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, &pkt->hdr);
 			if (qp->type == IBV_QPT_RC) {
-				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_OP_ERR));
+				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_OP_ERR), pkt->hdr.bth.psn);
 				return;
 			}
 			st = RESPST_UC_DROP;
@@ -553,7 +556,7 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 			 * WQE completes in error and the requester is told invalid request. */
 			rwqe_complete(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, &pkt->hdr);
 			if (qp->type == IBV_QPT_RC) {
-				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ));
+				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ), pkt->hdr.bth.psn);
 				return;
 			}
 			st = RESPST_UC_DROP;
@@ -615,14 +618,16 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 		h.atomic_orig = r->orig;
 	} else {
 		len = r->length - r->sent < qp->mtu ? r->length - r->sent : qp->mtu;
-		if (r->length <= qp->mtu)
-			op = UROCE_OP_READ_RESPONSE_ONLY;
-		else if (r->sent == 0)
-			op = UROCE_OP_READ_RESPONSE_FIRST;
-		else if (r->sent + len == r->length)
-			op = UROCE_OP_READ_RESPONSE_LAST;
+		/* FIRST/ONLY only at the READ's first PSN. A duplicate READ that asks from a
+		 * later PSN continues the original response stream with MIDDLE/LAST, as rxe
+		 * answers (captured in loss_read_retry.pcap), and as rxe's completer demands:
+		 * a FIRST at a PSN other than the WQE's first fails the READ. */
+		if (r->cur_psn == r->psn)
+			op = r->length <= qp->mtu ? UROCE_OP_READ_RESPONSE_ONLY
+						  : UROCE_OP_READ_RESPONSE_FIRST;
 		else
-			op = UROCE_OP_READ_RESPONSE_MIDDLE;
+			op = r->length - r->sent <= qp->mtu ? UROCE_OP_READ_RESPONSE_LAST
+							    : UROCE_OP_READ_RESPONSE_MIDDLE;
 		f.va = r->va + r->sent;
 		f.mr = tp_mr_check(qp->pd, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ, true);
 		if (f.mr == NULL)

@@ -64,7 +64,7 @@ struct uroce_tp_cq {
 	struct tp_node node;
 	struct uroce_tp_dev *dev;
 	struct ibv_wc *ring;
-	uint32_t size, mask; /* capacity (as asked) and ring mask (power of two - 1) */
+	uint32_t size, mask; /* capacity (cqe rounded up to 2^k - 1) and ring mask (2^k - 1) */
 	uint32_t prod, cons;
 	uint32_t refs;
 	bool overflowed;

@@ -175,13 +175,15 @@ int uroce_tp_destroy_ah(struct uroce_tp_ah *ah);
 /* ------------------------------------------------------------------------------------- */
 /* Completion queues and shared receive queues                                           */
 
-/** @return the CQ, or NULL with errno (EINVAL: cqe < 1 or above the device maximum). */
+/** @return the CQ, or NULL with errno (EINVAL: cqe < 1 or above the device maximum). It
+ *  holds at least @p cqe completions (cqe rounded up to 2^k - 1, as ibv_create_cq may). */
 struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe);
 /** @return 0, or -EBUSY while a QP uses it. */
 int uroce_tp_destroy_cq(struct uroce_tp_cq *cq);
 /** Up to @p n completions, oldest first. @return how many were written. */
 int uroce_tp_poll_cq(struct uroce_tp_cq *cq, int n, struct ibv_wc *wc);
-/** True once, after a completion overflowed the CQ (IBV_EVENT_CQ_ERR was raised). */
+/** True from the first completion that did not fit on (IBV_EVENT_CQ_ERR was raised then,
+ *  once); that completion and the later ones that do not fit are lost. */
 bool uroce_tp_cq_overflowed(const struct uroce_tp_cq *cq);
 
 struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
@@ -229,8 +231,9 @@ struct uroce_tp_recv_wqe {
 	struct uroce_tp_sge sg_list[UROCE_TP_MAX_SGE];
 };
 
-/** @return 0, -EINVAL (bad opcode for the QP type, too many SGEs, inline too long,
- *  atomic not 8-byte aligned), -ENOMEM (send queue full), or -EINVAL in RESET, INIT or
+/** @return 0, -EINVAL (bad opcode for the QP type, too many SGEs, inline too long or on
+ *  a READ/atomic, atomic not 8 bytes at an 8-byte aligned address, UD without an AH of
+ *  the QP's PD), -ENOMEM (send queue full), or -EINVAL in RESET, INIT or
  *  RTR (rdma-core providers refuse posting sends before RTS). Posting in ERR is allowed:
  *  the WR completes with IBV_WC_WR_FLUSH_ERR. */
 int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *wqe,

@@ -215,6 +215,8 @@ bool sim_run(struct sim *s, uint64_t until_ns, bool (*done)(void *arg), void *ar
 		/* A device waiting for the link (deadline 0) is let go again a little later:
 		 * the link has drained meanwhile. */
 		s->now = next > s->now ? next : s->now + 100;
+		if (s->now > until_ns)
+			return false; /* a device still waiting for the link at the deadline */
 	}
 }
 
