@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Shared regions (memfd, hugepages when there are some) and ring layout. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "uroce_shm.h"
+
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21 << 26) /* MFD_HUGE_SHIFT 26, log2(2 MiB) */
+#endif
+
+#define HUGE_2MB (2ull << 20)
+
+static uint64_t round_up(uint64_t n, uint64_t to)
+{
+	return (n + to - 1) / to * to;
+}
+
+static int map_fd(struct uroce_shm_region *r, int fd, uint64_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	r->fd = fd;
+	r->addr = p;
+	r->size = size;
+	return 0;
+}
+
+int uroce_shm_create(struct uroce_shm_region *r, const char *name, uint64_t size, uint32_t kind,
+		     bool allow_huge)
+{
+	struct uroce_shm_hdr *h;
+	int fd = -1, rc;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	if (size < sizeof(*h))
+		size = sizeof(*h);
+	if (allow_huge) {
+		/* Hugepages: one TLB entry per 2 MiB for the daemon's poll core, and pages the
+		 * kernel never swaps. The reservation may be empty: fall back then. */
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_HUGETLB | MFD_HUGE_2MB);
+		if (fd >= 0) {
+			uint64_t hsize = round_up(size, HUGE_2MB);
+
+			if (ftruncate(fd, (off_t)hsize) == 0 && map_fd(r, fd, hsize) == 0) {
+				/* Touch now: a hugetlb fault with no free page is SIGBUS later,
+				 * in the middle of the data path. */
+				if (madvise(r->addr, hsize, MADV_POPULATE_WRITE) == 0) {
+					r->huge = true;
+					goto header;
+				}
+				munmap(r->addr, hsize);
+			}
+			close(fd);
+		}
+	}
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size = round_up(size, (uint64_t)sysconf(_SC_PAGESIZE));
+	if (ftruncate(fd, (off_t)size) != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = map_fd(r, fd, size);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+header:
+	h = r->addr;
+	h->magic = UROCE_SHM_MAGIC;
+	h->version = UROCE_SHM_VERSION;
+	h->size = r->size;
+	h->kind = kind;
+	return 0;
+}
+
+int uroce_shm_attach(struct uroce_shm_region *r, int fd, uint32_t expect_kind)
+{
+	const struct uroce_shm_hdr *h;
+	struct stat st;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if ((uint64_t)st.st_size < sizeof(*h))
+		return -EINVAL;
+	rc = map_fd(r, fd, (uint64_t)st.st_size);
+	if (rc)
+		return rc;
+	h = r->addr;
+	if (h->magic != UROCE_SHM_MAGIC || h->version != UROCE_SHM_VERSION) {
+		fprintf(stderr,
+			"uroce: shared memory version mismatch: this side speaks version %u, the "
+			"other side's region says magic 0x%08x version %u; use a library and a "
+			"uroced from the same release\n",
+			UROCE_SHM_VERSION, h->magic, h->version);
+		munmap(r->addr, r->size);
+		r->addr = NULL;
+		r->fd = -1;
+		return -EPROTO;
+	}
+	if (h->size != r->size || h->kind != expect_kind) {
+		munmap(r->addr, r->size);
+		r->addr = NULL;
+		r->fd = -1;
+		return -EINVAL;
+	}
+	r->huge = false; /* not knowable from the fd alone; only the creator reports it */
+	return 0;
+}
+
+void uroce_shm_close(struct uroce_shm_region *r)
+{
+	if (r->addr)
+		munmap(r->addr, r->size);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->addr = NULL;
+	r->fd = -1;
+}
+
+int uroce_ring_format(void *mem, uint32_t size, uint32_t elem_size)
+{
+	struct uroce_ring_shared *sh = mem;
+
+	if (size == 0 || (size & (size - 1)) || elem_size == 0 || (elem_size & 7) ||
+	    ((uintptr_t)mem & (UROCE_SHM_CACHELINE - 1)))
+		return -EINVAL;
+	memset(sh, 0, sizeof(*sh));
+	atomic_init(&sh->prod, 0);
+	atomic_init(&sh->cons, 0);
+	atomic_init(&sh->armed, 0);
+	sh->size = size;
+	sh->elem_size = elem_size;
+	return 0;
+}
+
+int uroce_ring_open(struct uroce_ring *r, void *mem, uint64_t bytes, bool producer)
+{
+	struct uroce_ring_shared *sh = mem;
+	uint32_t size, esize;
+
+	if (bytes < sizeof(*sh) || ((uintptr_t)mem & (UROCE_SHM_CACHELINE - 1)))
+		return -EINVAL;
+	/* The other process wrote these: check before trusting them for addressing. */
+	size = sh->size;
+	esize = sh->elem_size;
+	if (size == 0 || (size & (size - 1)) || esize == 0 || (esize & 7) ||
+	    uroce_ring_bytes(size, esize) > bytes)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->sh = sh;
+	r->elems = (uint8_t *)mem + sizeof(*sh);
+	r->mask = size - 1;
+	r->elem_size = esize;
+	/* relaxed: opening happens before the other side is told the ring exists (over the
+	 * socket, a synchronising system call), so no ordering is needed here. */
+	r->mine = atomic_load_explicit(producer ? &sh->prod : &sh->cons, memory_order_relaxed);
+	r->theirs = atomic_load_explicit(producer ? &sh->cons : &sh->prod, memory_order_relaxed);
+	return 0;
+}

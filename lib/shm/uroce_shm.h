@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UROCE_SHM_H
+#define UROCE_SHM_H
+
+/**
+ * @file
+ * The shared-memory contract between uroced and the applications it serves.
+ *
+ * Regions: memory both processes map, made with memfd_create (2 MiB hugepages when the
+ * system has them, ordinary pages otherwise) and handed over a UNIX socket as a file
+ * descriptor. A region starts with a header whose magic and version word make a
+ * mismatched library/daemon pair fail at attach, with a message, instead of misreading
+ * each other's rings.
+ *
+ * Rings: single-producer single-consumer rings of fixed-size elements inside a region.
+ * The producer index is the doorbell: the application posts a WQE by writing the element
+ * and then publishing the index; the daemon's poll core sees it without a system call.
+ * CQ rings run the other way. Every memory-ordering choice is commented where it is made
+ * (as rdma-core's providers/rxe/rxe_queue.h does): each side owns one index, writes it
+ * with release semantics after the element accesses it covers, and reads the other side's
+ * index with acquire semantics before touching elements. No locks, no system calls.
+ *
+ * Indices are free-running 32-bit counters (wrap is harmless: differences are taken
+ * modulo 2^32); the slot of index i is i & mask. A ring never trusts the other side's
+ * index beyond "at most size ahead": a process that scribbles over shared memory can
+ * hurt only its own queues, and the daemon checks what it reads (uroce_ring_cons_avail
+ * clamps a bogus producer index to 0 and reports it).
+ */
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UROCE_SHM_MAGIC 0x75726f63u /* "uroc" */
+#define UROCE_SHM_VERSION 1u
+#define UROCE_SHM_CACHELINE 64
+
+/* ---- regions --------------------------------------------------------------------------- */
+
+struct uroce_shm_hdr {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t size;      /**< bytes of the whole region */
+	uint32_t kind;      /**< what the region holds (the control protocol names kinds) */
+	uint32_t reserved[11];
+};
+
+struct uroce_shm_region {
+	int fd;
+	void *addr;
+	uint64_t size;
+	bool huge; /**< backed by 2 MiB hugepages */
+};
+
+/**
+ * Creates a region of at least @p size bytes (rounded up to the page size used), maps it
+ * and writes the header. Tries 2 MiB hugepages first unless @p allow_huge is false.
+ * @return 0, or -errno (memfd_create, ftruncate or mmap failed).
+ */
+int uroce_shm_create(struct uroce_shm_region *r, const char *name, uint64_t size,
+		     uint32_t kind, bool allow_huge);
+/**
+ * Maps a region received as @p fd (the caller keeps ownership of nothing: on success the
+ * region owns @p fd). Checks the header: -EPROTO for a wrong magic or version (a message
+ * naming both versions goes to stderr), -EINVAL for a size that does not match the file.
+ */
+int uroce_shm_attach(struct uroce_shm_region *r, int fd, uint32_t expect_kind);
+void uroce_shm_close(struct uroce_shm_region *r);
+
+/* ---- rings ----------------------------------------------------------------------------- */
+
+/** The shared part of a ring: each index alone on its cache line, so the producer's
+ *  stores do not invalidate the line the consumer polls and the other way round. */
+struct uroce_ring_shared {
+	_Alignas(UROCE_SHM_CACHELINE) _Atomic uint32_t prod;
+	_Alignas(UROCE_SHM_CACHELINE) _Atomic uint32_t cons;
+	_Alignas(UROCE_SHM_CACHELINE) uint32_t size;      /* elements, a power of two */
+	uint32_t elem_size; /* bytes, a multiple of 8 */
+	/* Completion notification (ibv_req_notify_cq): the consumer arms, the producer
+	 * disarms when it signals. 0: not armed, 1: next completion, 2: next solicited. */
+	_Atomic uint32_t armed;
+	uint32_t reserved[13];
+	/* elements follow, from the next cache line */
+};
+
+/** Bytes a ring of @p size elements of @p elem_size bytes takes in a region. */
+static inline uint64_t uroce_ring_bytes(uint32_t size, uint32_t elem_size)
+{
+	return sizeof(struct uroce_ring_shared) + (uint64_t)size * elem_size;
+}
+
+/** One side's handle: private to the process, pointing into the shared part. */
+struct uroce_ring {
+	struct uroce_ring_shared *sh;
+	uint8_t *elems;
+	uint32_t mask;
+	uint32_t elem_size;
+	/* This side's own index, kept privately too so the hot path need not re-read it,
+	 * and the last value seen of the other side's (refreshed only when it looks full or
+	 * empty: fewer loads of a line the other core writes). */
+	uint32_t mine;
+	uint32_t theirs;
+	uint64_t bogus; /* times the other side's index was out of range */
+};
+
+/** Lays out a ring at @p mem (from a region; cache-line aligned). @p size is a power of
+ *  two, @p elem_size a multiple of 8. @return 0 or -EINVAL. */
+int uroce_ring_format(void *mem, uint32_t size, uint32_t elem_size);
+/** Opens the producer or consumer side of a formatted ring; @p bytes is what the caller
+ *  knows the ring may span (checked against the ring's own header). @return 0 or -EINVAL. */
+int uroce_ring_open(struct uroce_ring *r, void *mem, uint64_t bytes, bool producer);
+
+/* Producer ------------------------------------------------------------------------------ */
+
+/** Free slots: at least this many. The consumer's index is re-read only when the cached
+ *  view says full, so the count may lag behind what the consumer freed since; 0 is
+ *  exact (the ring is full now). */
+static inline uint32_t uroce_ring_prod_space(struct uroce_ring *r)
+{
+	uint32_t used = r->mine - r->theirs;
+
+	if (used > r->mask) {
+		/* acquire: pairs with the consumer's release in uroce_ring_cons_release; once
+		 * we see its index, its reads of those slots are done and we may overwrite. */
+		r->theirs = atomic_load_explicit(&r->sh->cons, memory_order_acquire);
+		used = r->mine - r->theirs;
+		if (used > r->mask + 1) { /* consumer index ahead of ours: corrupt */
+			r->bogus++;
+			return 0;
+		}
+	}
+	return r->mask + 1 - used;
+}
+
+/** The slot @p i places after the next free one (i < uroce_ring_prod_space()). */
+static inline void *uroce_ring_prod_slot(struct uroce_ring *r, uint32_t i)
+{
+	return r->elems + (size_t)((r->mine + i) & r->mask) * r->elem_size;
+}
+
+/** Publishes @p n written slots: this store is the doorbell. */
+static inline void uroce_ring_prod_commit(struct uroce_ring *r, uint32_t n)
+{
+	r->mine += n;
+	/* release: the element stores above become visible before the index does, so a
+	 * consumer that acquires the index reads complete elements. */
+	atomic_store_explicit(&r->sh->prod, r->mine, memory_order_release);
+}
+
+/* Consumer ------------------------------------------------------------------------------ */
+
+/** Elements ready to read: at least this many (the producer index is re-read only when
+ *  the cached view says empty); 0 is exact. */
+static inline uint32_t uroce_ring_cons_avail(struct uroce_ring *r)
+{
+	uint32_t avail = r->theirs - r->mine;
+
+	if (avail == 0) {
+		/* acquire: pairs with the producer's release in uroce_ring_prod_commit; the
+		 * elements up to the index we see are fully written. */
+		r->theirs = atomic_load_explicit(&r->sh->prod, memory_order_acquire);
+		avail = r->theirs - r->mine;
+		if (avail > r->mask + 1) { /* more than the ring holds: the producer is lying */
+			r->bogus++;
+			r->theirs = r->mine;
+			return 0;
+		}
+	}
+	return avail;
+}
+
+/** The element @p i places after the oldest unread one (i < uroce_ring_cons_avail()). */
+static inline const void *uroce_ring_cons_slot(const struct uroce_ring *r, uint32_t i)
+{
+	return r->elems + (size_t)((r->mine + i) & r->mask) * r->elem_size;
+}
+
+/** Gives @p n read slots back to the producer. */
+static inline void uroce_ring_cons_release(struct uroce_ring *r, uint32_t n)
+{
+	r->mine += n;
+	/* release: our reads of those slots complete before the producer can see them free
+	 * and overwrite them. */
+	atomic_store_explicit(&r->sh->cons, r->mine, memory_order_release);
+}
+
+/* Completion notification ----------------------------------------------------------------- */
+
+/** Consumer: ask to be told of the next completion (solicited only, or any). */
+static inline void uroce_ring_arm(struct uroce_ring *r, bool solicited_only)
+{
+	/* seq_cst: the arm must be ordered before the consumer's next poll of the producer
+	 * index (verbs' "arm, then poll again" closes the race of a completion that lands
+	 * between the last poll and the arm); a release store would not order that load. */
+	atomic_store_explicit(&r->sh->armed, solicited_only ? 2u : 1u, memory_order_seq_cst);
+}
+
+/** Producer, after committing a completion: true once per arming if it must signal
+ *  (the caller writes the completion channel's eventfd). */
+static inline bool uroce_ring_take_arm(struct uroce_ring *r, bool solicited)
+{
+	uint32_t a;
+
+	/* seq_cst fence: orders our index store (commit) before the load of the arm flag,
+	 * the mirror of uroce_ring_arm; with both sides seq_cst, either the consumer's
+	 * re-poll sees the completion or we see the arm (Dekker). */
+	atomic_thread_fence(memory_order_seq_cst);
+	a = atomic_load_explicit(&r->sh->armed, memory_order_relaxed);
+	if (a == 0 || (a == 2 && !solicited))
+		return false;
+	/* Only one signal per arming even if several completions race to take it. */
+	return atomic_compare_exchange_strong_explicit(&r->sh->armed, &a, 0u,
+						       memory_order_acq_rel, memory_order_relaxed);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UROCE_SHM_H */

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* lib/shm: regions shared across processes, and the SPSC rings that are the doorbells. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "uroce_shm.h"
+
+#define KIND_TEST 0x7e57
+
+struct elem {
+	uint64_t seq;
+	uint64_t check;
+};
+
+static uint64_t check_of(uint64_t seq)
+{
+	return seq * 0x9e3779b97f4a7c15ull ^ 0x5555;
+}
+
+Test(region, create_attach_in_another_process_and_see_each_others_writes)
+{
+	struct uroce_shm_region r;
+	pid_t pid;
+	int status;
+
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test", 100000, KIND_TEST, false), 0);
+	cr_assert_geq(r.size, 100000);
+	cr_assert_eq(r.size % (uint64_t)sysconf(_SC_PAGESIZE), 0);
+	((uint8_t *)r.addr)[4096] = 0xab;
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* The child maps the same memfd anew, as the daemon does with a received fd. */
+		struct uroce_shm_region c;
+		int fd = dup(r.fd);
+
+		if (uroce_shm_attach(&c, fd, KIND_TEST) != 0 || ((uint8_t *)c.addr)[4096] != 0xab)
+			_exit(1);
+		((uint8_t *)c.addr)[4097] = 0xcd;
+		uroce_shm_close(&c);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_expect_eq(((uint8_t *)r.addr)[4097], 0xcd);
+	uroce_shm_close(&r);
+}
+
+Test(region, version_and_kind_mismatches_are_refused)
+{
+	struct uroce_shm_region r, a;
+	struct uroce_shm_hdr *h;
+
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test", 4096, KIND_TEST, false), 0);
+	h = r.addr;
+	cr_expect_eq(uroce_shm_attach(&a, dup(r.fd), KIND_TEST + 1), -EINVAL);
+	h->version = UROCE_SHM_VERSION + 1;
+	cr_expect_eq(uroce_shm_attach(&a, dup(r.fd), KIND_TEST), -EPROTO);
+	h->version = UROCE_SHM_VERSION;
+	h->magic = 0;
+	cr_expect_eq(uroce_shm_attach(&a, dup(r.fd), KIND_TEST), -EPROTO);
+	h->magic = UROCE_SHM_MAGIC;
+	cr_assert_eq(uroce_shm_attach(&a, dup(r.fd), KIND_TEST), 0);
+	uroce_shm_close(&a);
+	uroce_shm_close(&r);
+}
+
+/* Reserves 2 MiB hugepages for the test and gives them back after. */
+static long read_nr_hugepages(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "r");
+	long n = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+static bool write_nr_hugepages(long n)
+{
+	FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "w");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fprintf(f, "%ld\n", n) > 0;
+	return fclose(f) == 0 && ok;
+}
+
+Test(region, hugepages_when_reserved_and_ordinary_pages_otherwise)
+{
+	struct uroce_shm_region r;
+	long before = read_nr_hugepages();
+
+	if (before < 0 || !write_nr_hugepages(before + 4) || read_nr_hugepages() < before + 4) {
+		if (before >= 0)
+			write_nr_hugepages(before);
+		cr_skip_test("cannot reserve 2 MiB hugepages here (not root, or no memory)");
+	}
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test-huge", 3 << 20, KIND_TEST, true), 0);
+	cr_expect(r.huge, "a hugepage region was asked for with pages reserved");
+	cr_expect_eq(r.size, 4ull << 20, "rounded up to whole 2 MiB pages");
+	memset(r.addr, 1, r.size);
+	uroce_shm_close(&r);
+	cr_expect(write_nr_hugepages(before), "restoring nr_hugepages");
+
+	/* With nothing reserved (or huge not allowed) it still works, on ordinary pages. */
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test", 3 << 20, KIND_TEST, false), 0);
+	cr_expect(!r.huge);
+	uroce_shm_close(&r);
+}
+
+Test(ring, format_and_open_check_what_they_are_given)
+{
+	static _Alignas(64) uint8_t mem[4096];
+	struct uroce_ring r;
+
+	cr_expect_eq(uroce_ring_format(mem, 3, 16), -EINVAL);   /* not a power of two */
+	cr_expect_eq(uroce_ring_format(mem, 8, 12), -EINVAL);   /* not a multiple of 8 */
+	cr_expect_eq(uroce_ring_format(mem + 8, 8, 16), -EINVAL); /* not cache aligned */
+	cr_assert_eq(uroce_ring_format(mem, 16, 16), 0);
+	cr_expect_eq(uroce_ring_open(&r, mem, uroce_ring_bytes(16, 16) - 1, true), -EINVAL);
+	cr_expect_eq(uroce_ring_open(&r, mem, sizeof(mem), true), 0);
+	/* A size written by a hostile process that would reach past the region: refused. */
+	((struct uroce_ring_shared *)mem)->size = 1u << 20;
+	cr_expect_eq(uroce_ring_open(&r, mem, sizeof(mem), false), -EINVAL);
+}
+
+Test(ring, full_empty_and_wrap_of_the_32_bit_indices)
+{
+	static _Alignas(64) uint8_t mem[8192];
+	struct uroce_ring p, c;
+	struct uroce_ring_shared *sh = (void *)mem;
+	uint64_t next_out = 0, next_in = 0;
+
+	cr_assert_eq(uroce_ring_format(mem, 8, 16), 0);
+	/* Start just before the indices wrap. */
+	atomic_store(&sh->prod, UINT32_MAX - 20);
+	atomic_store(&sh->cons, UINT32_MAX - 20);
+	cr_assert_eq(uroce_ring_open(&p, mem, sizeof(mem), true), 0);
+	cr_assert_eq(uroce_ring_open(&c, mem, sizeof(mem), false), 0);
+	cr_expect_eq(uroce_ring_cons_avail(&c), 0);
+	for (int round = 0; round < 100; round++) {
+		uint32_t space = uroce_ring_prod_space(&p), n = 1 + (uint32_t)round % 8, got;
+
+		if (n > space)
+			n = space;
+		for (uint32_t i = 0; i < n; i++) {
+			struct elem *e = uroce_ring_prod_slot(&p, i);
+			e->seq = next_out;
+			e->check = check_of(next_out++);
+		}
+		uroce_ring_prod_commit(&p, n);
+		cr_assert_leq(uroce_ring_prod_space(&p) + n, 8);
+		got = uroce_ring_cons_avail(&c);
+		cr_assert_geq(got, n);
+		for (uint32_t i = 0; i < got; i++) {
+			const struct elem *e = uroce_ring_cons_slot(&c, i);
+			cr_assert_eq(e->seq, next_in);
+			cr_assert_eq(e->check, check_of(next_in++));
+		}
+		uroce_ring_cons_release(&c, got);
+	}
+	cr_expect_gt(next_in, 20, "the indices went through 2^32");
+	/* Everything was consumed: the producer fits exactly 8 more, one at a time (its
+	 * count is a lower bound that refreshes when it reads 0), then none. */
+	{
+		uint32_t filled = 0;
+
+		while (uroce_ring_prod_space(&p) > 0 && filled < 100) {
+			((struct elem *)uroce_ring_prod_slot(&p, 0))->seq = filled++;
+			uroce_ring_prod_commit(&p, 1);
+		}
+		cr_expect_eq(filled, 8);
+		cr_expect_eq(uroce_ring_prod_space(&p), 0);
+		cr_expect_eq(uroce_ring_cons_avail(&c), 8);
+	}
+}
+
+Test(ring, a_lying_producer_index_is_not_believed)
+{
+	static _Alignas(64) uint8_t mem[8192];
+	struct uroce_ring c;
+	struct uroce_ring_shared *sh = (void *)mem;
+
+	cr_assert_eq(uroce_ring_format(mem, 8, 16), 0);
+	cr_assert_eq(uroce_ring_open(&c, mem, sizeof(mem), false), 0);
+	atomic_store(&sh->prod, 8 + 5); /* more than the ring can hold */
+	cr_expect_eq(uroce_ring_cons_avail(&c), 0);
+	cr_expect_eq(c.bogus, 1);
+	atomic_store(&sh->prod, 3);
+	cr_expect_eq(uroce_ring_cons_avail(&c), 3);
+}
+
+/* Two processes, as application and daemon: the parent produces N elements through a
+ * small ring (so it is full and empty all the time), the child checks order and content
+ * and answers through a second ring, the "CQ", each answer acknowledging an element. */
+Test(ring, two_processes_stress_in_order_and_intact, .timeout = 120)
+{
+	const uint64_t n = 2000000;
+	struct uroce_shm_region r;
+	uint8_t *base;
+	uint64_t sq_off = 64 * 8, cq_off;
+	pid_t pid;
+	int status;
+
+	cq_off = sq_off + ((uroce_ring_bytes(16, 16) + 63) & ~63ull);
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test-rings", cq_off + uroce_ring_bytes(16, 16),
+				      KIND_TEST, false),
+		     0);
+	base = r.addr;
+	cr_assert_eq(uroce_ring_format(base + sq_off, 16, 16), 0);
+	cr_assert_eq(uroce_ring_format(base + cq_off, 16, 16), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct uroce_ring sq, cq;
+		uint64_t expect = 0;
+
+		if (uroce_ring_open(&sq, base + sq_off, 4096, false) ||
+		    uroce_ring_open(&cq, base + cq_off, 4096, true))
+			_exit(2);
+		while (expect < n) {
+			uint32_t got = uroce_ring_cons_avail(&sq), room;
+
+			if (got == 0)
+				continue;
+			room = uroce_ring_prod_space(&cq);
+			if (got > room)
+				got = room;
+			for (uint32_t i = 0; i < got; i++) {
+				const struct elem *e = uroce_ring_cons_slot(&sq, i);
+				struct elem *a = uroce_ring_prod_slot(&cq, i);
+
+				if (e->seq != expect || e->check != check_of(expect))
+					_exit(3);
+				a->seq = expect++;
+				a->check = ~e->check;
+			}
+			uroce_ring_cons_release(&sq, got);
+			uroce_ring_prod_commit(&cq, got);
+		}
+		_exit(sq.bogus || cq.bogus ? 4 : 0);
+	}
+	{
+		struct uroce_ring sq, cq;
+		uint64_t sent = 0, acked = 0;
+
+		cr_assert_eq(uroce_ring_open(&sq, base + sq_off, 4096, true), 0);
+		cr_assert_eq(uroce_ring_open(&cq, base + cq_off, 4096, false), 0);
+		while (acked < n) {
+			uint32_t space = uroce_ring_prod_space(&sq), got;
+
+			for (uint32_t i = 0; i < space && sent < n; i++, sent++) {
+				struct elem *e = uroce_ring_prod_slot(&sq, 0);
+				e->seq = sent;
+				e->check = check_of(sent);
+				uroce_ring_prod_commit(&sq, 1); /* one doorbell per WQE, as a post */
+			}
+			got = uroce_ring_cons_avail(&cq);
+			for (uint32_t i = 0; i < got; i++) {
+				const struct elem *a = uroce_ring_cons_slot(&cq, i);
+
+				cr_assert_eq(a->seq, acked, "answer %lu for %lu", (unsigned long)a->seq,
+					     (unsigned long)acked);
+				cr_assert_eq(a->check, ~check_of(acked));
+				acked++;
+			}
+			uroce_ring_cons_release(&cq, got);
+		}
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	uroce_shm_close(&r);
+}
+
+/* Completion notification across processes: arm, re-poll, sleep on the eventfd; the
+ * producer signals exactly when armed. Many rounds, to hit the arm/commit race. */
+Test(ring, armed_completion_wakes_the_consumer_exactly_once, .timeout = 120)
+{
+	const int rounds = 20000;
+	struct uroce_shm_region r;
+	int efd = eventfd(0, EFD_CLOEXEC);
+	pid_t pid;
+	int status;
+
+	cr_assert_geq(efd, 0);
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test-cq", 64 + uroce_ring_bytes(64, 16), KIND_TEST,
+				      false),
+		     0);
+	cr_assert_eq(uroce_ring_format((uint8_t *)r.addr + 64, 64, 16), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* Producer of completions (the daemon). */
+		struct uroce_ring cq;
+		uint64_t one = 1;
+
+		if (uroce_ring_open(&cq, (uint8_t *)r.addr + 64, 4096, true))
+			_exit(2);
+		for (int i = 0; i < rounds; i++) {
+			while (uroce_ring_prod_space(&cq) == 0)
+				;
+			((struct elem *)uroce_ring_prod_slot(&cq, 0))->seq = (uint64_t)i;
+			uroce_ring_prod_commit(&cq, 1);
+			if (uroce_ring_take_arm(&cq, false) && write(efd, &one, 8) != 8)
+				_exit(3);
+			if (i % 7 == 0)
+				usleep(1); /* let the consumer fall asleep sometimes */
+		}
+		_exit(0);
+	}
+	{
+		struct uroce_ring cq;
+		int seen = 0, sleeps = 0;
+
+		cr_assert_eq(uroce_ring_open(&cq, (uint8_t *)r.addr + 64, 4096, false), 0);
+		while (seen < rounds) {
+			uint32_t got = uroce_ring_cons_avail(&cq);
+
+			if (got == 0) {
+				/* verbs' pattern: arm, poll once more, only then sleep */
+				struct pollfd p = {.fd = efd, .events = POLLIN};
+				uint64_t v;
+
+				uroce_ring_arm(&cq, false);
+				if (uroce_ring_cons_avail(&cq) > 0)
+					continue;
+				cr_assert_eq(poll(&p, 1, 10000), 1, "no wake-up: a lost notification");
+				cr_assert_eq(read(efd, &v, 8), 8);
+				sleeps++;
+				continue;
+			}
+			for (uint32_t i = 0; i < got; i++, seen++)
+				cr_assert_eq(((const struct elem *)uroce_ring_cons_slot(&cq, i))->seq,
+					     (uint64_t)seen);
+			uroce_ring_cons_release(&cq, got);
+		}
+		cr_log_info("%d sleeps on the eventfd", sleeps);
+		cr_expect_gt(sleeps, 0, "the consumer never had to sleep: the test proved nothing");
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(efd);
+	uroce_shm_close(&r);
+}
