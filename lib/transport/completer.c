@@ -70,6 +70,15 @@ static enum comp_state check_psn(struct comp_ctx *c)
 		qp->dev->cnt.rcvd_ghost_ack++;
 		return COMPST_DONE; /* nothing outstanding: a late duplicate */
 	}
+	/* Only what was sent can be answered: a response at or after the next PSN to send
+	 * is a ghost (a broken or hostile peer). Without this, an ACK past a WQE that had
+	 * started but not gone out (tx pushed back, or the rest of a message still to send)
+	 * completed it with IBV_WC_SUCCESS. rxe too ignores responses to a WQE not fully
+	 * sent (rxe_comp.c: get_wqe, check_psn). */
+	if (uroce_psn_diff(psn, qp->req.psn) >= 0) {
+		qp->dev->cnt.rcvd_ghost_ack++;
+		return COMPST_DONE;
+	}
 	diff = uroce_psn_diff(psn, c->wqe->last_psn);
 	if (diff > 0) {
 		/* The response is for a later message, so this one is complete, except a READ

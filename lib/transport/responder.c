@@ -284,15 +284,23 @@ static enum resp_state execute(struct resp_ctx *c)
 		return RESPST_DONE;
 	} else if (c->f & UROCE_OPF_ATOMIC) {
 		struct tp_rd_res *r = res_new(qp);
-		uint64_t *mem = (uint64_t *)(c->mr->host + (h->atomiceth.va - c->mr->iova));
-		uint64_t orig = *mem;
+		/* Only the VA is 8-byte aligned (chk_rkey): the MR's host address need not be
+		 * aligned as its iova is, so the 8 bytes are read and written with memcpy, not
+		 * through a uint64_t pointer (a misaligned access is undefined behaviour, and
+		 * clang's -Wcast-align refused the cast). */
+		uint8_t *mem = c->mr->host + (h->atomiceth.va - c->mr->iova);
+		uint64_t orig, val;
 
+		memcpy(&orig, mem, sizeof(orig));
 		/* Executed once per PSN: a duplicate replays r->orig (IBA 9.7.5.1.5). */
 		if (h->bth.opcode == UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_COMPARE_SWAP)) {
-			if (orig == h->atomiceth.compare)
-				*mem = h->atomiceth.swap_add;
+			if (orig == h->atomiceth.compare) {
+				val = h->atomiceth.swap_add;
+				memcpy(mem, &val, sizeof(val));
+			}
 		} else {
-			*mem = orig + h->atomiceth.swap_add;
+			val = orig + h->atomiceth.swap_add;
+			memcpy(mem, &val, sizeof(val));
 		}
 		r->atomic = true;
 		r->psn = r->last_psn = r->cur_psn = h->bth.psn;

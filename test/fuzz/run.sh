@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Runs the lib/wire parser fuzz target for a bounded time (default 60 s):
+# Runs the fuzz targets for a bounded time (default 60 s in all, split evenly):
 #   test/fuzz/run.sh [SECONDS]
-# Configures build-fuzz (clang, ASan+UBSan, fuzz=true) if needed, builds the target and
-# uroce-pcap, turns the pcaps into a seed corpus, fuzzes, and exits non-zero on a crash.
+#   - fuzz_wire_parse: lib/wire's parser and builder;
+#   - fuzz_transport_rx: lib/transport's receive path (responder and completer).
+# Configures build-fuzz (clang, ASan+UBSan, fuzz=true) if needed, builds the targets and
+# uroce-pcap, turns the pcaps into seed corpora, fuzzes one target after the other, and
+# exits non-zero if either crashed (both run regardless).
 # Env: UROCE_PCAP_DIR (default ../shared/pcaps, relative to the repo root).
 set -euo pipefail
 
@@ -14,21 +17,23 @@ if ! [[ $secs =~ ^[1-9][0-9]*$ ]]; then
 	echo "usage: $0 [SECONDS]  (a positive integer, default 60)" >&2
 	exit 2
 fi
+# Half each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
+transport_secs=$((secs / 2))
+((transport_secs >= 1)) || transport_secs=1
+wire_secs=$((secs - transport_secs))
+((wire_secs >= 1)) || wire_secs=1
 
 build=build-fuzz
 pcap_dir=${UROCE_PCAP_DIR:-../shared/pcaps}
 seeds=$build/fuzz-seeds
-corpus=$build/fuzz-corpus
-artifacts=$build/fuzz-artifacts
-log=$build/fuzz_wire_parse.log
-fuzzer=$build/test/fuzz/fuzz_wire_parse
+tseeds=$build/fuzz-transport-seeds
 
 if [[ ! -f $build/build.ninja ]]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dbuildtype=debugoptimized
 fi
 # Only what this script runs, so that a half-edited target elsewhere does not stop it.
-ninja -C "$build" test/fuzz/fuzz_wire_parse app/uroce-pcap/uroce-pcap
+ninja -C "$build" test/fuzz/fuzz_wire_parse test/fuzz/fuzz_transport_rx app/uroce-pcap/uroce-pcap
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1
@@ -41,8 +46,8 @@ if ((${#pcaps[@]} == 0)); then
 	echo "$0: no pcaps in $pcap_dir (set UROCE_PCAP_DIR)" >&2
 	exit 1
 fi
-rm -rf "$seeds"
-mkdir -p "$seeds" "$corpus" "$artifacts"
+rm -rf "$seeds" "$tseeds"
+mkdir -p "$seeds" "$tseeds"
 # Each captured frame, and (-t) its IPv6, 802.1Q, UDP-checksum and CNP variants written by
 # lib/wire's builder: rxe's captures are all untagged IPv4, and libFuzzer does not find
 # its way from there to a valid IPv6 frame on its own.
@@ -55,29 +60,87 @@ if ((nseeds == 0)); then
 	echo "$0: uroce-pcap wrote no seeds into $seeds" >&2
 	exit 1
 fi
-echo "fuzz_wire_parse: $nseeds seeds from ${#pcaps[@]} pcaps, fuzzing for $secs s"
 
-# New inputs go to the first directory (the working corpus, kept between runs); crash,
-# timeout and leak files to $artifacts.
-rc=0
-"$fuzzer" -max_total_time="$secs" -max_len=9100 -timeout=10 \
-	-artifact_prefix="$artifacts/" "$corpus" "$seeds" 2>&1 | tee "$log" || rc=$?
-if ((rc != 0)); then
-	echo "fuzz_wire_parse: FAILED (exit $rc); log: $log; inputs: $artifacts/" >&2
-	echo "fuzz_wire_parse: replay one with: $fuzzer $artifacts/crash-<sha1>" >&2
-	exit "$rc"
-fi
-
-done_line=$(grep -E '^Done [0-9]+ runs in [0-9]+ second' "$log" | tail -n 1 || true)
-if [[ -z $done_line ]]; then
-	echo "fuzz_wire_parse: no 'Done N runs' line from libFuzzer; log: $log" >&2
+# fuzz_transport_rx's input (see the top of fuzz_transport_rx.c): an 8-byte setup header,
+# then records [length (2 bytes, big-endian), ctl] + frame. A seed is a window of 6
+# consecutive frames of one capture (IPv4 windows overlap by 3; IPv6, for the UD GRH,
+# do not), ctl 0x37: rkeys, VAs and PSNs rewritten to fit our QPs, 1 us between frames.
+# The header's rotation (byte 5) varies with the window, so that a response finds a
+# send WQE of its kind at the head of the send queue.
+python3 - "$seeds" "$tseeds" <<'PY'
+import os, re, sys
+src, dst = sys.argv[1], sys.argv[2]
+stems = {}
+for name in os.listdir(src):
+    m = re.fullmatch(r'(.+\.pcap(?:-[a-z0-9]+)?)-([0-9]+)', name)
+    if m:
+        stems.setdefault(m.group(1), []).append((int(m.group(2)), name))
+for stem, files in sorted(stems.items()):
+    variant = stem.rsplit('.pcap', 1)[1]
+    if variant not in ('', '-v6'):
+        continue
+    files.sort()
+    step = 3 if variant == '' else 6
+    for w, start in enumerate(range(0, len(files), step)):
+        out = bytearray([0, 0, 0, 0, 0, w & 7, 0, 0])
+        for _, name in files[start:start + 6]:
+            with open(os.path.join(src, name), 'rb') as f:
+                frame = f.read()
+            out += len(frame).to_bytes(2, 'big') + bytes([0x37]) + frame
+        with open(os.path.join(dst, '%s-w%d' % (stem, start + 1)), 'wb') as f:
+            f.write(out)
+PY
+ntseeds=$(find "$tseeds" -type f | wc -l)
+if ((ntseeds == 0)); then
+	echo "$0: no seeds written into $tseeds" >&2
 	exit 1
 fi
-runs=$(awk '{print $2}' <<<"$done_line")
-took=$(awk '{print $5}' <<<"$done_line")
-status=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
-cov=$(grep -oE 'cov: [0-9]+' <<<"$status" | awk '{print $2}' || true)
-ft=$(grep -oE 'ft: [0-9]+' <<<"$status" | awk '{print $2}' || true)
-corp=$(grep -oE 'corp: [0-9]+/[0-9]+[a-zA-Z]*' <<<"$status" | awk '{print $2}' || true)
-echo "fuzz_wire_parse: cov ${cov:-?} ft ${ft:-?} corpus ${corp:-?} (last status line)"
-echo "fuzz_wire_parse: $runs runs in $took s, no crash"
+
+# run_target NAME SECONDS MAX_LEN SEEDS CORPUS ARTIFACTS: fuzzes, prints the summary;
+# returns libFuzzer's exit status (non-zero on a crash, leak or timeout).
+run_target() {
+	local name=$1 t=$2 max_len=$3 sdir=$4 corpus=$5 artifacts=$6
+	local fuzzer=$build/test/fuzz/$name log=$build/$name.log
+	local rc=0 done_line runs took status cov ft corp
+
+	mkdir -p "$corpus" "$artifacts"
+	# New inputs go to the first directory (the working corpus, kept between runs);
+	# crash, timeout and leak files to $artifacts.
+	"$fuzzer" -max_total_time="$t" -max_len="$max_len" -timeout=10 \
+		-artifact_prefix="$artifacts/" "$corpus" "$sdir" 2>&1 | tee "$log" || rc=$?
+	if ((rc != 0)); then
+		echo "$name: FAILED (exit $rc); log: $log; inputs: $artifacts/" >&2
+		echo "$name: replay one with: $fuzzer $artifacts/crash-<sha1>" >&2
+		summary+=("$name: FAILED (exit $rc); log: $log; inputs: $artifacts/")
+		return "$rc"
+	fi
+	done_line=$(grep -E '^Done [0-9]+ runs in [0-9]+ second' "$log" | tail -n 1 || true)
+	if [[ -z $done_line ]]; then
+		echo "$name: no 'Done N runs' line from libFuzzer; log: $log" >&2
+		return 1
+	fi
+	runs=$(awk '{print $2}' <<<"$done_line")
+	took=$(awk '{print $5}' <<<"$done_line")
+	status=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
+	cov=$(grep -oE 'cov: [0-9]+' <<<"$status" | awk '{print $2}' || true)
+	ft=$(grep -oE 'ft: [0-9]+' <<<"$status" | awk '{print $2}' || true)
+	corp=$(grep -oE 'corp: [0-9]+/[0-9]+[a-zA-Z]*' <<<"$status" | awk '{print $2}' || true)
+	summary+=("$name: cov ${cov:-?} ft ${ft:-?} corpus ${corp:-?} (last status line)")
+	summary+=("$name: $runs runs in $took s, no crash")
+}
+
+summary=()
+rc=0
+echo "fuzz_wire_parse: $nseeds seeds from ${#pcaps[@]} pcaps, fuzzing for $wire_secs s"
+run_target fuzz_wire_parse "$wire_secs" 9100 "$seeds" \
+	"$build/fuzz-corpus" "$build/fuzz-artifacts" || rc=$?
+echo "fuzz_transport_rx: $ntseeds seeds from ${#pcaps[@]} pcaps, fuzzing for $transport_secs s"
+run_target fuzz_transport_rx "$transport_secs" 16384 "$tseeds" \
+	"$build/fuzz-transport-corpus" "$build/fuzz-transport-artifacts" || rc2=$?
+((rc != 0)) || rc=${rc2:-0}
+
+# The summary of both, last, whatever libFuzzer printed in between.
+for line in "${summary[@]}"; do
+	echo "$line"
+done
+exit "$rc"

@@ -2382,6 +2382,59 @@ Test(atomic, cmp_swap_replayed_not_reexecuted)
 	atomic_replay(IBV_WR_ATOMIC_CMP_AND_SWP);
 }
 
+/* Found when fuzz_transport_rx first built lib/transport with clang: the responder read
+ * and wrote an atomic's target through a uint64_t pointer, but only the VA is checked to
+ * be 8-byte aligned, and an MR's host address need not be aligned as its iova is (an
+ * undefined misaligned access; clang's -Wcast-align refused the cast). */
+Test(atomic, target_misaligned_in_host_memory)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_wire_hdr h;
+	struct uroce_tp_mr *mr;
+	const uint64_t iova = 0x10000000; /* 8-byte aligned; its host bytes are not */
+	uint8_t *host;
+	uint64_t init = 0x1000, v;
+	uint32_t rkey;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	host = hp(&e, 1, 0x2004);
+	mr = uroce_tp_reg_mr(e.pd[1], iova, host, 64,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	cr_assert_not_null(mr);
+	uroce_tp_mr_keys(mr, NULL, &rkey);
+	memcpy(host + 8, &init, 8);
+	memcpy(host + 16, &init, 8);
+
+	uroce_wire_hdr_init(&h, 4, OPC(RC, FETCH_ADD));
+	h.bth.psn = o.psn_a;
+	h.bth.ack_req = true;
+	h.atomiceth.va = iova + 8;
+	h.atomiceth.rkey = rkey;
+	h.atomiceth.swap_add = 5;
+	inject(&e, &h, NULL, 0);
+	uroce_wire_hdr_init(&h, 4, OPC(RC, COMPARE_SWAP));
+	h.bth.psn = o.psn_a + 1;
+	h.bth.ack_req = true;
+	h.atomiceth.va = iova + 16;
+	h.atomiceth.rkey = rkey;
+	h.atomiceth.compare = init;
+	h.atomiceth.swap_add = 0x2000;
+	inject(&e, &h, NULL, 0);
+
+	memcpy(&v, host + 8, 8);
+	cr_assert_eq(v, init + 5, "fetch-add target %lx", (unsigned long)v);
+	memcpy(&v, host + 16, 8);
+	cr_assert_eq(v, 0x2000, "cmp-swap target %lx", (unsigned long)v);
+	cr_assert_eq(nframes(1, OPC(RC, ATOMIC_ACKNOWLEDGE), ANY), 2);
+	for (uint32_t i = 0; i < g_tx.n; i++)
+		if (g_tx.f[i].opcode == OPC(RC, ATOMIC_ACKNOWLEDGE))
+			cr_assert_eq(g_tx.f[i].orig, init);
+	cr_assert_eq(qstate(&e, 1), IBV_QPS_RTS);
+	env_fini(&e);
+}
+
 /* ==== 11. what uroce_transport.h claims besides ============================================== */
 
 /* "Malformed frames, bad ICRCs, unknown QPs and packets a QP may not take are dropped and
@@ -2478,6 +2531,76 @@ Test(device, tx_backpressure)
 	cr_assert_eq(nacks(1, UROCE_AETH_ACK, ANY), 1);
 	cr_assert_eq(cnt(&e, 0)->tx_busy, 3);
 	cr_assert_eq(cnt(&e, 1)->tx_busy, 2); /* the ACK went once host 1's link let it */
+	env_fini(&e);
+}
+
+/* An ACK from host 1 to host 0's QP for @psn, handed to host 0 directly. */
+static void inject_ack_to0(struct env *e, uint32_t psn)
+{
+	struct uroce_wire_hdr h;
+	uint8_t buf[256];
+	uint32_t n;
+
+	uroce_wire_hdr_init(&h, 4, OPC(RC, ACKNOWLEDGE));
+	memcpy(h.eth_dst, e->s.host[0].mac, 6);
+	memcpy(h.eth_src, e->s.host[1].mac, 6);
+	h.ip_src[12] = 10, h.ip_src[15] = 2;
+	h.ip_dst[12] = 10, h.ip_dst[15] = 1;
+	h.udp_sport = UROCE_UDP_SPORT_MIN;
+	h.bth.dqpn = uroce_tp_qp_num(e->qp[0]);
+	h.bth.psn = psn & UROCE_PSN_MASK;
+	h.aeth.syndrome = uroce_aeth_ack(UROCE_AETH_CREDIT_INVALID);
+	h.aeth.msn = 1;
+	n = uroce_wire_build(buf, sizeof(buf), &h, NULL, 0);
+	cr_assert_gt(n, 0);
+	uroce_tp_rx(e->s.host[0].dev, buf, n, e->s.now);
+}
+
+/* Found by fuzz_transport_rx: an ACK for a PSN the requester had not sent completed the
+ * WQE with IBV_WC_SUCCESS: past a WQE whose packets tx had pushed back (the fuzzer's
+ * input: every tx call -EAGAIN, then an ACK far ahead), or at the last PSN of a message
+ * whose rest waits for the send window. A response can only answer what was sent: these
+ * are ghosts, dropped and counted, and the message then goes out and completes for real. */
+Test(device, ack_for_unsent_psn_is_ghost)
+{
+	struct env e;
+	struct uroce_tp_dev_cfg cfg;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+
+	uroce_tp_dev_cfg_init(&cfg);
+	cfg.max_unacked_psns = 1; /* one PSN in flight: the SEND's second packet waits */
+	env_init_cfg(&e, &cfg);
+	env_pair(&e, IBV_QPT_RC, &o);
+	post_recv(&e, 1, 7, 0, 4096);
+	fill(hp(&e, 0, 0), 2048, 3);
+	w = wr(1, IBV_WR_SEND, va(&e, 0, 0), 2048, e.key[0], true);
+	post(&e, 0, &w);
+
+	/* Nothing sent: the WQE started, tx pushed back. */
+	g_tx.busy[0] = 1;
+	uroce_tp_process(e.s.host[0].dev, e.s.now);
+	cr_assert_eq(nframes(0, ANY, ANY), 0);
+	inject_ack_to0(&e, o.psn_a + 0x100);
+	collect(&e);
+	cr_assert_eq(e.sc[0].n, 0, "completed though nothing was sent");
+	cr_assert_eq(cnt(&e, 0)->rcvd_ghost_ack, 1);
+
+	/* SEND_FIRST sent, SEND_LAST not: an ACK at the message's last PSN. */
+	uroce_tp_process(e.s.host[0].dev, e.s.now);
+	cr_assert_eq(nframes(0, OPC(RC, SEND_FIRST), o.psn_a), 1);
+	cr_assert_eq(nframes(0, ANY, ANY), 1);
+	inject_ack_to0(&e, o.psn_a + 1);
+	collect(&e);
+	cr_assert_eq(e.sc[0].n, 0, "completed though its last packet was not sent");
+	cr_assert_eq(cnt(&e, 0)->rcvd_ghost_ack, 2);
+	cr_assert_eq(qstate(&e, 0), IBV_QPS_RTS);
+
+	cr_assert(run_until(&e, 1, 1, 100 * MS));
+	expect_wc(&e.sc[0].wc[0], 1, IBV_WC_SUCCESS);
+	expect_wc(&e.rc[1].wc[0], 7, IBV_WC_SUCCESS);
+	cr_assert_eq(memcmp(hp(&e, 1, 0), hp(&e, 0, 0), 2048), 0);
+	cr_assert_eq(nframes(0, OPC(RC, SEND_LAST), o.psn_a + 1), 1);
 	env_fini(&e);
 }
 
