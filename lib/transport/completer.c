@@ -278,7 +278,12 @@ void tp_comp_retire(struct uroce_tp_qp *qp)
 			wc.qp_num = qp->qpn;
 			if (s->status == IBV_WC_SUCCESS)
 				wc.byte_len = s->length;
-			tp_cq_push(qp->send_cq, &wc);
+			if (!tp_cq_push(qp->send_cq, &wc) && qp->state != IBV_QPS_ERR) {
+				/* A lost completion: the QP cannot go on (IBA 11.4.2.1). */
+				qp->sq_cons++;
+				tp_qp_to_error(qp);
+				return;
+			}
 		}
 		qp->sq_cons++;
 	}

@@ -335,17 +335,18 @@ int uroce_tp_destroy_cq(struct uroce_tp_cq *cq)
 	return 0;
 }
 
-void tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc)
+bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc)
 {
 	if (cq->prod - cq->cons >= cq->size) {
 		/* IBA 11.4.2.1: CQ overrun is an error of the CQ, the completion is lost. */
 		if (!cq->overflowed)
 			tp_event(cq->dev, IBV_EVENT_CQ_ERR, cq);
 		cq->overflowed = true;
-		return;
+		return false;
 	}
 	cq->ring[cq->prod & cq->mask] = *wc;
 	cq->prod++;
+	return true;
 }
 
 int uroce_tp_poll_cq(struct uroce_tp_cq *cq, int n, struct ibv_wc *wc)

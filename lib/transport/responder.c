@@ -346,7 +346,8 @@ static void rwqe_complete(struct uroce_tp_qp *qp, enum ibv_wc_status status,
 	}
 	qp->resp.has_rwqe = false;
 	qp->dev->cnt.rdma_recvs++;
-	tp_cq_push(qp->recv_cq, &wc);
+	if (!tp_cq_push(qp->recv_cq, &wc) && qp->state != IBV_QPS_ERR)
+		tp_qp_to_error(qp); /* a lost completion: the QP cannot go on (IBA 11.4.2.1) */
 }
 
 static enum resp_state complete(struct resp_ctx *c)

@@ -214,8 +214,9 @@ uint64_t tp_rand(struct uroce_tp_dev *dev);
 /* The MR behind @key in @pd if [va, va + len) lies inside it and @access is allowed. */
 struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
 				uint64_t len, unsigned int access, bool remote);
-/* Appends a completion; raises IBV_EVENT_CQ_ERR when the CQ is full. */
-void tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc);
+/* Appends a completion. A full CQ loses it, raises IBV_EVENT_CQ_ERR (once) and returns
+ * false: the caller moves its QP to ERR (IBA 11.4.2.1; rxe does the same). */
+bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc);
 void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object);
 /* Takes the next receive WQE of the QP (or its SRQ). */
 bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_recv_wqe *out);

@@ -2314,6 +2314,8 @@ Test(cq, overflow)
 	cr_assert_lt(n, 10);
 	for (int i = 0; i < n; i++)
 		expect_wc(&wc[i], (uint64_t)i, IBV_WC_SUCCESS);
+	/* IBA 11.4.2.1 (and rxe): the QP whose completion was lost goes to ERR. */
+	cr_assert_eq(uroce_tp_qp_state(e.qp[0]), IBV_QPS_ERR);
 	cr_assert_eq(uroce_tp_destroy_cq(small), -EBUSY);
 	env_fini(&e);
 }
