@@ -324,8 +324,8 @@ void tp_comp_arm(struct uroce_tp_qp *qp, uint64_t now_ns)
 {
 	bool outstanding = uroce_psn_diff(qp->req.psn, qp->comp.psn) > 0;
 
-	qp->comp.deadline = (outstanding && qp->comp.timeout_ns) ? now_ns + qp->comp.timeout_ns
-								  : UINT64_MAX;
+	tp_set_deadline(qp, (outstanding && qp->comp.timeout_ns) ? now_ns + qp->comp.timeout_ns
+								 : UINT64_MAX);
 }
 
 /* Go-back-N from the oldest unacknowledged PSN, spending a transport retry (timeout or
@@ -417,8 +417,9 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 				return;
 			}
 			qp->comp.rnr_psn = qp->comp.psn;
-			qp->comp.rnr_deadline = now_ns + uroce_rnr_timer_ns(uroce_aeth_value(pkt->hdr.aeth.syndrome));
-			qp->comp.deadline = UINT64_MAX;
+			tp_set_rnr_deadline(qp, now_ns + uroce_rnr_timer_ns(
+							    uroce_aeth_value(pkt->hdr.aeth.syndrome)));
+			tp_set_deadline(qp, UINT64_MAX);
 			return;
 		case COMPST_ERROR:
 			complete_before(qp, psn);
@@ -444,13 +445,13 @@ void tp_comp_timers(struct uroce_tp_qp *qp, uint64_t now_ns)
 	if (qp->type != IBV_QPT_RC || qp->state == IBV_QPS_ERR)
 		return;
 	if (qp->comp.rnr_deadline <= now_ns) {
-		qp->comp.rnr_deadline = UINT64_MAX;
+		tp_set_rnr_deadline(qp, UINT64_MAX);
 		tp_req_rewind(qp, qp->comp.rnr_psn);
 		tp_comp_arm(qp, now_ns);
 	}
 	if (qp->comp.deadline <= now_ns) {
 		if (uroce_psn_diff(qp->req.psn, qp->comp.psn) <= 0) {
-			qp->comp.deadline = UINT64_MAX;
+			tp_set_deadline(qp, UINT64_MAX);
 			return;
 		}
 		go_back(qp, now_ns);

@@ -44,6 +44,7 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 	tp_list_init(&dev->cqs);
 	tp_list_init(&dev->srqs);
 	tp_list_init(&dev->ahs);
+	tp_list_init(&dev->work);
 	/* QPN 0 and 1 are the SMI and GSI QPs (IBA 10.2.5): never handed out. */
 	dev->next_qpn = 0x10 + (uint32_t)(tp_rand(dev) % 0x1000);
 	return dev;
@@ -68,6 +69,7 @@ void uroce_tp_dev_destroy(struct uroce_tp_dev *dev)
 	while (dev->pds.next != &dev->pds)
 		uroce_tp_dealloc_pd((struct uroce_tp_pd *)dev->pds.next);
 	free(dev->mrs);
+	free(dev->heap);
 	free(dev);
 }
 

@@ -2,7 +2,7 @@
 /*
  * Network I/O of the transport, all of it: building and sending frames through the tx
  * callback, and receiving frames: parse, ICRC, QP lookup, dispatch to the responder
- * (requests) or the completer (responses). Also the device's work loop.
+ * (requests) or the completer (responses). The work loop is in schedule.c.
  */
 #include <string.h>
 
@@ -124,34 +124,4 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, u
 		tp_comp_rx(qp, &pkt, now_ns);
 	else
 		tp_resp_rx(qp, &pkt, now_ns);
-}
-
-void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns)
-{
-	struct uroce_tp_qp *qp, *next;
-
-	dev->tx_blocked = false;
-	for (qp = dev->qps; qp; qp = next) {
-		next = qp->next;
-		if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
-			continue;
-		tp_comp_timers(qp, now_ns);
-		tp_resp_run(qp);
-		tp_req_run(qp, now_ns);
-	}
-}
-
-uint64_t uroce_tp_next_deadline(const struct uroce_tp_dev *dev)
-{
-	uint64_t t = UINT64_MAX;
-
-	if (dev->tx_blocked)
-		return 0; /* work waits for the link: call uroce_tp_process again now */
-	for (const struct uroce_tp_qp *qp = dev->qps; qp; qp = qp->next) {
-		if (qp->comp.deadline < t)
-			t = qp->comp.deadline;
-		if (qp->comp.rnr_deadline < t)
-			t = qp->comp.rnr_deadline;
-	}
-	return t;
 }

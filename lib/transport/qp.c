@@ -27,6 +27,7 @@ static void qp_reset_state(struct uroce_tp_qp *qp)
 	qp->sq_prod = qp->sq_cons = 0;
 	qp->rq_prod = qp->rq_cons = 0;
 	memset(&qp->req, 0, sizeof(qp->req));
+	tp_qp_unschedule(qp);
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	qp->comp.deadline = UINT64_MAX;
 	qp->comp.rnr_deadline = UINT64_MAX;
@@ -57,9 +58,14 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 		errno = EINVAL;
 		return NULL;
 	}
+	if (tp_sched_reserve(dev, dev->nqps + 1)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return NULL;
+	qp->heap_idx = UINT32_MAX;
 	sq_n = tp_pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
 	rq_n = tp_pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->sq = calloc(sq_n, sizeof(*qp->sq));
@@ -110,6 +116,7 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 		dev->qps->prev = qp;
 	dev->qps = qp;
 
+	dev->nqps++;
 	pd->refs++;
 	qp->send_cq->refs++;
 	qp->recv_cq->refs++;
@@ -123,6 +130,8 @@ int uroce_tp_destroy_qp(struct uroce_tp_qp *qp)
 	struct uroce_tp_dev *dev = qp->dev;
 	struct uroce_tp_qp **pp = &dev->qp_hash[qp_hash(qp->qpn)];
 
+	tp_qp_unschedule(qp);
+	dev->nqps--;
 	while (*pp != qp)
 		pp = &(*pp)->hash_next;
 	*pp = qp->hash_next;
@@ -313,6 +322,8 @@ int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, i
 		break;
 	default:
 		qp->state = next;
+		if (next == IBV_QPS_RTS)
+			tp_qp_schedule(qp); /* from SQD: WRs held back may go now */
 		break;
 	}
 	qp->attr.qp_state = qp->state;
@@ -414,6 +425,8 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 	s->state = TP_WQE_POSTED;
 	s->status = IBV_WC_SUCCESS;
 	qp->sq_prod++;
+	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+		tp_qp_schedule(qp); /* the doorbell: uroce_tp_process sends it */
 	if (qp->state == IBV_QPS_ERR) {
 		/* IBA 10.3.1: WRs posted in the error state complete in error. */
 		tp_qp_flush(qp);
@@ -468,8 +481,8 @@ void tp_qp_flush(struct uroce_tp_qp *qp)
 		tp_cq_push(qp->recv_cq, &wc);
 		qp->rq_cons++;
 	}
-	qp->comp.deadline = UINT64_MAX;
-	qp->comp.rnr_deadline = UINT64_MAX;
+	tp_set_deadline(qp, UINT64_MAX);
+	tp_set_rnr_deadline(qp, UINT64_MAX);
 }
 
 void tp_qp_to_error(struct uroce_tp_qp *qp)

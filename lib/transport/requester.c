@@ -173,7 +173,7 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	qp->req.psn = uroce_psn_add(qp->req.psn, (int32_t)npsn);
 	qp->req.offset += (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) ? remaining : seg;
 	if (qp->type == IBV_QPT_RC && qp->comp.deadline == UINT64_MAX && qp->comp.timeout_ns)
-		qp->comp.deadline = now_ns + qp->comp.timeout_ns;
+		tp_set_deadline(qp, now_ns + qp->comp.timeout_ns);
 	if (last) {
 		dev->cnt.rdma_sends++;
 		qp->req.idx++;
@@ -248,8 +248,10 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 				qp->req.rd_atomic++;
 		}
 		rc = send_next(qp, s, now_ns);
-		if (rc == -EAGAIN)
+		if (rc == -EAGAIN) {
+			tp_qp_schedule(qp); /* the link is full: try again on the next process */
 			return false;
+		}
 		if (rc) {
 			fail_wqe(qp, s, IBV_WC_LOC_PROT_ERR);
 			break;

@@ -655,7 +655,17 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 	return 0;
 }
 
+static bool resp_run(struct uroce_tp_qp *qp);
+
 bool tp_resp_run(struct uroce_tp_qp *qp)
+{
+	if (resp_run(qp))
+		return true;
+	tp_qp_schedule(qp); /* the link is full: try again on the next process */
+	return false;
+}
+
+static bool resp_run(struct uroce_tp_qp *qp)
 {
 	struct tp_resp *rs = &qp->resp;
 

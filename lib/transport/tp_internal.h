@@ -36,6 +36,8 @@ static inline void tp_list_del(struct tp_node *n)
 	n->prev->next = n->next;
 	n->next->prev = n->prev;
 }
+
+#define tp_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #define TP_MAX_MSG (1u << 31) /* IBA: messages up to 2^31 bytes */
 
 struct uroce_tp_pd {
@@ -193,6 +195,11 @@ struct uroce_tp_qp {
 
 	struct uroce_tp_qp *hash_next;
 	struct uroce_tp_qp *next, *prev; /* every QP of the device */
+	/* schedule.c: on the device's work list while it has packets to send that the link
+	 * refused or nobody has tried yet; in the timer heap while a timer is armed. */
+	struct tp_node work;
+	bool on_work;
+	uint32_t heap_idx; /* UINT32_MAX: not in the heap */
 };
 
 struct uroce_tp_dev {
@@ -206,6 +213,10 @@ struct uroce_tp_dev {
 	struct uroce_tp_mr **mrs; /* by key >> 8 */
 	uint32_t mr_cap;
 	bool tx_blocked; /* the tx callback pushed back since the last uroce_tp_process */
+	struct tp_node work;           /* QPs with packets to send (schedule.c) */
+	struct uroce_tp_qp **heap;     /* QPs with an armed timer, a min-heap by tp_qp_timer */
+	uint32_t nqps;
+	uint32_t heap_n, heap_cap;
 	uint8_t frame[UROCE_HDR_MAX + 4096 + 4 + UROCE_ICRC_LEN]; /* one outgoing frame */
 };
 
@@ -241,6 +252,22 @@ int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32
 /* Builds the header template of a path from an AH attribute and a MAC. */
 int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const uint8_t dmac[6],
 		 struct uroce_wire_hdr *h);
+
+/* ---- schedule.c ---- */
+/* The QP's earliest timer: retransmission or RNR wait, UINT64_MAX for none. */
+static inline uint64_t tp_qp_timer(const struct uroce_tp_qp *qp)
+{
+	return qp->comp.deadline < qp->comp.rnr_deadline ? qp->comp.deadline : qp->comp.rnr_deadline;
+}
+/* Every change of a QP's timers goes through these, to keep the heap in order. */
+void tp_set_deadline(struct uroce_tp_qp *qp, uint64_t at);
+void tp_set_rnr_deadline(struct uroce_tp_qp *qp, uint64_t at);
+/* Room in the heap for one more QP (at QP creation, where failing is allowed). */
+int tp_sched_reserve(struct uroce_tp_dev *dev, uint32_t nqps);
+/* Puts the QP on the work list: uroce_tp_process will let it send. */
+void tp_qp_schedule(struct uroce_tp_qp *qp);
+/* Takes the QP off the work list and out of the heap (destroy, reset). */
+void tp_qp_unschedule(struct uroce_tp_qp *qp);
 
 /* ---- requester.c ---- */
 /* Sends what the QP may send now. Returns false when tx pushed back. */

@@ -144,8 +144,9 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len,
  */
 void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns);
 
-/** The earliest time at which a timer will need uroce_tp_process(), or UINT64_MAX; 0 when
- *  the tx callback pushed back and packets wait to be sent. */
+/** When uroce_tp_process() must run next: 0 when packets wait to be sent (posted and not
+ *  yet processed, or refused by the link), else the earliest armed timer, or UINT64_MAX.
+ *  O(1); uroce_tp_process() costs what the busy QPs cost, not what the device holds. */
 uint64_t uroce_tp_next_deadline(const struct uroce_tp_dev *dev);
 
 /* ------------------------------------------------------------------------------------- */

@@ -4,6 +4,8 @@
  * by an in-memory lossless wire (a FIFO of frame copies, as a NIC ring would hold them):
  * messages/s for 8 B SEND and 8 B RDMA WRITE, and Gbit/s of payload for 64 KiB RDMA
  * WRITE at path MTU 1024 and 4096, each with and without the ICRC. Beside them, in the
+ * same run, memcpy of the same payload bytes. "+10k" repeats a case with 10,000 idle QPs
+ * in RTS on each device: the work loop must cost what the busy QPs cost. Also, in the
  * same run, memcpy of the same payload bytes (the floor any software transport pays once
  * per copy; the wire here copies each frame once more).
  *
@@ -74,6 +76,7 @@ struct bench_case {
 	uint32_t size;
 	enum ibv_mtu mtu;
 	bool icrc;
+	uint32_t idle_qps; /* extra RTS QPs per device that never send: the loop must not care */
 	double results[64];
 	int nres;
 	uint64_t frames_per_msg_x1000;
@@ -85,6 +88,7 @@ struct setup {
 	struct uroce_tp_mr *mr[2];
 	struct uroce_tp_cq *scq[2], *rcq[2];
 	struct uroce_tp_qp *qp[2];
+	struct uroce_tp_qp **idle[2];
 	uint8_t *mem[2];
 	uint32_t key[2];
 };
@@ -184,9 +188,41 @@ static void setup_pair(struct setup *s, const struct bench_case *c)
 	}
 }
 
-static void teardown(struct setup *s)
+/* QPs in RTS with nothing to do, as a daemon serving many applications holds them. */
+static void add_idle_qps(struct setup *s, const struct bench_case *c)
 {
 	for (int i = 0; i < 2; i++) {
+		s->idle[i] = calloc(c->idle_qps ? c->idle_qps : 1, sizeof(*s->idle[i]));
+		for (uint32_t k = 0; k < c->idle_qps; k++) {
+			struct uroce_tp_qp_init init = {.qp_type = IBV_QPT_UD,
+							.send_cq = s->scq[i],
+							.recv_cq = s->rcq[i],
+							.cap = {.max_send_wr = 1, .max_recv_wr = 1}};
+			struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 1};
+			int rc;
+
+			s->idle[i][k] = uroce_tp_create_qp(s->pd[i], &init);
+			if (!s->idle[i][k])
+				die("create idle qp");
+			rc = uroce_tp_modify_qp(s->idle[i][k], &a,
+						IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+						NULL, 0);
+			a.qp_state = IBV_QPS_RTR;
+			rc |= uroce_tp_modify_qp(s->idle[i][k], &a, IBV_QP_STATE, NULL, 0);
+			a.qp_state = IBV_QPS_RTS;
+			rc |= uroce_tp_modify_qp(s->idle[i][k], &a, IBV_QP_STATE | IBV_QP_SQ_PSN, NULL, 0);
+			if (rc)
+				die("modify idle qp");
+		}
+	}
+}
+
+static void teardown(struct setup *s, const struct bench_case *c)
+{
+	for (int i = 0; i < 2; i++) {
+		for (uint32_t k = 0; k < c->idle_qps; k++)
+			uroce_tp_destroy_qp(s->idle[i][k]);
+		free(s->idle[i]);
 		uroce_tp_destroy_qp(s->qp[i]);
 		uroce_tp_destroy_cq(s->scq[i]);
 		uroce_tp_destroy_cq(s->rcq[i]);
@@ -238,6 +274,7 @@ static uint64_t run(const struct bench_case *c, uint64_t msgs)
 	uint64_t posted = 0, done = 0, t0, t1, frames0;
 
 	setup_pair(&s, c);
+	add_idle_qps(&s, c);
 	if (c->op == OP_SEND)
 		for (uint32_t k = 0; k < DEPTH; k++)
 			post_recv(&s, c, k);
@@ -270,7 +307,7 @@ static uint64_t run(const struct bench_case *c, uint64_t msgs)
 	}
 	t1 = now_ns();
 	((struct bench_case *)c)->frames_per_msg_x1000 = (wire.frames - frames0) * 1000 / msgs;
-	teardown(&s);
+	teardown(&s, c);
 	return t1 - t0;
 }
 
@@ -307,6 +344,8 @@ int main(int argc, char **argv)
 	static struct bench_case cases[] = {
 		{.name = "SEND 8 B", .op = OP_SEND, .size = 8, .mtu = IBV_MTU_1024, .icrc = true},
 		{.name = "SEND 8 B", .op = OP_SEND, .size = 8, .mtu = IBV_MTU_1024, .icrc = false},
+		{.name = "SEND 8 B +10k", .op = OP_SEND, .size = 8, .mtu = IBV_MTU_1024, .icrc = true,
+		 .idle_qps = 10000},
 		{.name = "WRITE 8 B", .op = OP_WRITE, .size = 8, .mtu = IBV_MTU_1024, .icrc = true},
 		{.name = "WRITE 8 B", .op = OP_WRITE, .size = 8, .mtu = IBV_MTU_1024, .icrc = false},
 		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_1024, .icrc = true},
