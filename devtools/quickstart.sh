@@ -9,7 +9,7 @@
 # Run as root on Debian 12 from anywhere inside the checkout. Real RoCEv2 captures are
 # read from $UROCE_PCAP_DIR (default: ../shared/pcaps beside the checkout).
 #
-# Environment: FUZZ_SECONDS (default 60), UROCE_PCAP_DIR.
+# Environment: FUZZ_SECONDS (default 120: 60 s for each fuzz target), UROCE_PCAP_DIR.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -87,7 +87,7 @@ run_suite() {
 }
 
 test_all() {
-	local failed=0 fuzz_seconds=${FUZZ_SECONDS:-60}
+	local failed=0 fuzz_seconds=${FUZZ_SECONDS:-120}
 	logs=()
 	install_missing
 	check_pcaps
@@ -100,7 +100,7 @@ test_all() {
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 	run_suite build-asan
 
-	say "fuzzing the packet parser for ${fuzz_seconds}s (libFuzzer, ASan/UBSan)"
+	say "fuzzing the packet parser and the transport rx path, ${fuzz_seconds}s in all (libFuzzer, ASan/UBSan)"
 	bash test/fuzz/run.sh "$fuzz_seconds" || failed=1
 
 	say "benchmarks, quick mode (figures only; targets are judged in doc/benchmarks.md)"
