@@ -37,7 +37,9 @@ static inline void tp_list_del(struct tp_node *n)
 	n->next->prev = n->prev;
 }
 
-#define tp_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+/* Through void *: the node lies inside a @type, so the result is as aligned as @type. */
+#define tp_container_of(ptr, type, member)                                                 \
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 #define TP_MAX_MSG (1u << 31) /* IBA: messages up to 2^31 bytes */
 
 struct uroce_tp_pd {
