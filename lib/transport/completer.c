@@ -10,7 +10,6 @@
  *   GET_WQE -> CHECK_PSN -> CHECK_ACK -> { READ | ATOMIC | WRITE_SEND } -> COMP_WQE
  *                   \-> implied NAK / ghost       \-> NAK: RETRY | RNR | ERROR
  */
-#include <arpa/inet.h>
 #include <string.h>
 
 #include "tp_internal.h"
@@ -37,7 +36,6 @@ struct comp_ctx {
 	uint32_t wqe_i;
 	enum ibv_wc_status status; /* for COMPST_ERROR */
 	bool progress;
-	uint64_t now;
 };
 
 /* The oldest WQE that has packets in flight. */
@@ -346,7 +344,7 @@ static bool go_back(struct uroce_tp_qp *qp, uint64_t now_ns)
 
 void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64_t now_ns)
 {
-	struct comp_ctx c = {.qp = qp, .pkt = pkt, .now = now_ns};
+	struct comp_ctx c = {.qp = qp, .pkt = pkt};
 	enum comp_state st = COMPST_GET_WQE;
 	uint32_t psn = pkt->hdr.bth.psn;
 

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The device and its simple objects: PD, MR, AH, CQ, SRQ; SGE access through MRs. */
-#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -123,5 +123,5 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, u
 	if (oi->flags & UROCE_OPF_RESP)
 		tp_comp_rx(qp, &pkt, now_ns);
 	else
-		tp_resp_rx(qp, &pkt, now_ns);
+		tp_resp_rx(qp, &pkt);
 }

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Queue pairs: creation, the state machine (IBA 10.3, 11.2.4), posting, flushing. */
-#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 

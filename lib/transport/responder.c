@@ -41,7 +41,6 @@ struct resp_ctx {
 	const struct uroce_opcode_info *oi;
 	uint16_t f; /* oi->flags */
 	struct uroce_tp_mr *mr;
-	uint64_t now;
 };
 
 static struct tp_rd_res *res_at(struct uroce_tp_qp *qp, uint32_t k)
@@ -228,7 +227,6 @@ static struct tp_rd_res *res_new(struct uroce_tp_qp *qp)
 	}
 	r = res_at(qp, qp->resp.res_count++);
 	memset(r, 0, sizeof(*r));
-	r->valid = true;
 	return r;
 }
 
@@ -405,7 +403,7 @@ static enum resp_state duplicate(struct resp_ctx *c)
 	for (uint32_t k = 0; k < qp->resp.res_count; k++) {
 		struct tp_rd_res *r = res_at(qp, k);
 
-		if (!r->valid || uroce_psn_diff(h->bth.psn, r->psn) < 0 ||
+		if (uroce_psn_diff(h->bth.psn, r->psn) < 0 ||
 		    uroce_psn_diff(h->bth.psn, r->last_psn) > 0)
 			continue;
 		if ((c->f & UROCE_OPF_ATOMIC) != 0) {
@@ -483,9 +481,9 @@ static void ud_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *p)
 	rwqe_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, 40 + p->payload_len, &p->hdr);
 }
 
-void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64_t now_ns)
+void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 {
-	struct resp_ctx c = {.qp = qp, .pkt = pkt, .now = now_ns};
+	struct resp_ctx c = {.qp = qp, .pkt = pkt};
 	enum resp_state st = RESPST_CHK_PSN;
 
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&

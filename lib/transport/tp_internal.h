@@ -110,7 +110,6 @@ struct tp_req {
 	uint32_t offset;     /* bytes of WQE idx already sent */
 	uint32_t noack_pkts; /* packets sent since the last AckReq */
 	uint32_t rd_atomic;  /* READ/atomic WQEs in flight */
-	bool wait_fence;
 };
 
 /* Completer (IBA 9.7.5..9.7.7; rxe_comp.c). */
@@ -128,7 +127,6 @@ struct tp_comp {
 /* Responder resources: READ and atomic requests remembered for duplicates and for the
  * responses still to send (IBA 9.7.5.1.6, max_dest_rd_atomic of them). */
 struct tp_rd_res {
-	bool valid;
 	bool atomic;
 	uint32_t psn;       /* first PSN */
 	uint32_t last_psn;
@@ -285,7 +283,7 @@ void tp_comp_retire(struct uroce_tp_qp *qp);
 void tp_comp_arm(struct uroce_tp_qp *qp, uint64_t now_ns);
 
 /* ---- responder.c ---- */
-void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
+void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt);
 /* Sends READ responses, atomic ACKs and the coalesced ACK, in PSN order. */
 bool tp_resp_run(struct uroce_tp_qp *qp);
 

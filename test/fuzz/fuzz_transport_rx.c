@@ -51,13 +51,7 @@
 #include "uroce_transport.h"
 #include "uroce_wire.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond))                                                               \
-			__builtin_trap();                                                  \
-	} while (0)
+#include "fuzz_check.h"
 
 #define MR_SIZE 0x10000u
 #define MR_IOVA 0x7f1200000000ull /* 64 KiB aligned, so VA mod 64 KiB keeps alignment */

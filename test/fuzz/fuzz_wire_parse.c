@@ -24,13 +24,7 @@
 
 #include "uroce_wire.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond))                                                               \
-			__builtin_trap();                                                  \
-	} while (0)
+#include "fuzz_check.h"
 
 /* Largest frame the builder can write: Ethernet + VLAN + a 64 KiB IP datagram (IPv6's
  * payload length excludes its 40-byte header). */
