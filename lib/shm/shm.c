@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared regions (memfd, hugepages when there are some) and ring layout. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -45,7 +46,7 @@ int uroce_shm_create(struct uroce_shm_region *r, const char *name, uint64_t size
 	if (allow_huge) {
 		/* Hugepages: one TLB entry per 2 MiB for the daemon's poll core, and pages the
 		 * kernel never swaps. The reservation may be empty: fall back then. */
-		fd = memfd_create(name, MFD_CLOEXEC | MFD_HUGETLB | MFD_HUGE_2MB);
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB | MFD_HUGE_2MB);
 		if (fd >= 0) {
 			uint64_t hsize = round_up(size, HUGE_2MB);
 
@@ -61,7 +62,7 @@ int uroce_shm_create(struct uroce_shm_region *r, const char *name, uint64_t size
 			close(fd);
 		}
 	}
-	fd = memfd_create(name, MFD_CLOEXEC);
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
 	size = round_up(size, (uint64_t)sysconf(_SC_PAGESIZE));
@@ -76,6 +77,13 @@ int uroce_shm_create(struct uroce_shm_region *r, const char *name, uint64_t size
 		return rc;
 	}
 header:
+	/* Size seals: the other side gets this fd and could otherwise truncate the file
+	 * under our mapping, and our next access would be SIGBUS instead of its problem. */
+	if (fcntl(r->fd, F_ADD_SEALS, UROCE_SHM_SEALS) != 0) {
+		rc = -errno;
+		uroce_shm_close(r);
+		return rc;
+	}
 	h = r->addr;
 	h->magic = UROCE_SHM_MAGIC;
 	h->version = UROCE_SHM_VERSION;
@@ -94,6 +102,8 @@ int uroce_shm_attach(struct uroce_shm_region *r, int fd, uint32_t expect_kind)
 	r->fd = -1;
 	if (fstat(fd, &st) != 0)
 		return -errno;
+	if (!uroce_shm_sealed(fd))
+		return -EINVAL;
 	if ((uint64_t)st.st_size < sizeof(*h))
 		return -EINVAL;
 	rc = map_fd(r, fd, (uint64_t)st.st_size);
@@ -170,4 +180,11 @@ int uroce_ring_open(struct uroce_ring *r, void *mem, uint64_t bytes, bool produc
 	r->mine = atomic_load_explicit(producer ? &sh->prod : &sh->cons, memory_order_relaxed);
 	r->theirs = atomic_load_explicit(producer ? &sh->cons : &sh->prod, memory_order_relaxed);
 	return 0;
+}
+
+bool uroce_shm_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW);
 }

@@ -27,6 +27,7 @@
  * clamps a bogus producer index to 0 and reports it).
  */
 
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,6 +72,13 @@ int uroce_shm_create(struct uroce_shm_region *r, const char *name, uint64_t size
  */
 int uroce_shm_attach(struct uroce_shm_region *r, int fd, uint32_t expect_kind);
 void uroce_shm_close(struct uroce_shm_region *r);
+
+/** Seals every region carries: its size can never change, so a process that maps it
+ *  cannot be made to fault (SIGBUS) by the other side truncating the file. */
+#define UROCE_SHM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+/** True when @p fd is a memfd whose size is sealed (shrink and grow); a daemon maps
+ *  nothing an application gives it unless this holds. */
+bool uroce_shm_sealed(int fd);
 
 /* ---- rings ----------------------------------------------------------------------------- */
 

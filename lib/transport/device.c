@@ -346,7 +346,9 @@ bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc)
 		return false;
 	}
 	cq->ring[cq->prod & cq->mask] = *wc;
-	cq->prod++;
+	/* Told once per empty -> non-empty transition: the caller drains it to empty. */
+	if (cq->prod++ == cq->cons && cq->dev->cfg.cq_ready)
+		cq->dev->cfg.cq_ready(cq->dev->cfg.io_ctx, cq);
 	return true;
 }
 
@@ -462,4 +464,29 @@ bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_recv_wqe *out)
 		tp_event(qp->dev, IBV_EVENT_SRQ_LIMIT_REACHED, srq);
 	}
 	return true;
+}
+
+uint32_t uroce_tp_srq_outstanding(const struct uroce_tp_srq *srq)
+{
+	return srq->prod - srq->cons;
+}
+
+void uroce_tp_cq_set_user(struct uroce_tp_cq *cq, void *user)
+{
+	cq->user = user;
+}
+
+void *uroce_tp_cq_user(const struct uroce_tp_cq *cq)
+{
+	return cq->user;
+}
+
+void uroce_tp_srq_set_user(struct uroce_tp_srq *srq, void *user)
+{
+	srq->user = user;
+}
+
+void *uroce_tp_srq_user(const struct uroce_tp_srq *srq)
+{
+	return srq->user;
 }

@@ -495,3 +495,23 @@ void tp_qp_to_error(struct uroce_tp_qp *qp)
 	if (!was_error && qp->srq)
 		tp_event(qp->dev, IBV_EVENT_QP_LAST_WQE_REACHED, qp);
 }
+
+uint32_t uroce_tp_qp_sq_outstanding(const struct uroce_tp_qp *qp)
+{
+	return qp->sq_prod - qp->sq_cons;
+}
+
+uint32_t uroce_tp_qp_rq_outstanding(const struct uroce_tp_qp *qp)
+{
+	return qp->rq_prod - qp->rq_cons;
+}
+
+void uroce_tp_qp_set_user(struct uroce_tp_qp *qp, void *user)
+{
+	qp->user = user;
+}
+
+void *uroce_tp_qp_user(const struct uroce_tp_qp *qp)
+{
+	return qp->user;
+}

@@ -72,6 +72,7 @@ struct uroce_tp_cq {
 	uint32_t prod, cons;
 	uint32_t refs;
 	bool overflowed;
+	void *user;
 };
 
 struct uroce_tp_srq {
@@ -82,6 +83,7 @@ struct uroce_tp_srq {
 	uint32_t max_sge;
 	uint32_t limit; /* armed when non-zero */
 	uint32_t refs;
+	void *user;
 };
 
 /* A send WQE and what the requester and completer know of it. */
@@ -193,6 +195,7 @@ struct uroce_tp_qp {
 	uint32_t rq_mask, rq_prod, rq_cons;
 	struct tp_resp resp;
 
+	void *user;
 	struct uroce_tp_qp *hash_next;
 	struct uroce_tp_qp *next, *prev; /* every QP of the device */
 	/* schedule.c: on the device's work list while it has packets to send that the link

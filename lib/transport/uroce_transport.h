@@ -105,6 +105,9 @@ struct uroce_tp_dev_cfg {
 	uint8_t gid_count;
 	uroce_tp_tx_fn tx;
 	uroce_tp_event_fn event; /**< may be NULL */
+	/** Called when a CQ that was empty gets a completion (may be NULL): the caller
+	 *  keeps a list of CQs to drain instead of polling every CQ it has. */
+	void (*cq_ready)(void *io_ctx, struct uroce_tp_cq *cq);
 	void *io_ctx;
 	/** Seeds QPNs and the key bytes of lkeys/rkeys (stale keys are refused). */
 	uint64_t seed;
@@ -274,6 +277,21 @@ int uroce_tp_query_qp(const struct uroce_tp_qp *qp, struct ibv_qp_attr *attr,
 		      struct ibv_qp_init_attr *init);
 /** @return 0, or -EBUSY (never: destroying flushes nothing to the CQs, like verbs). */
 int uroce_tp_destroy_qp(struct uroce_tp_qp *qp);
+
+/** Work requests posted and not yet retired (completed, or retired unsignaled): what
+ *  occupies the queue. The daemon publishes "retired" counts from these so that an
+ *  application's post fails with ENOMEM exactly when the queue is full. */
+uint32_t uroce_tp_qp_sq_outstanding(const struct uroce_tp_qp *qp);
+uint32_t uroce_tp_qp_rq_outstanding(const struct uroce_tp_qp *qp);
+uint32_t uroce_tp_srq_outstanding(const struct uroce_tp_srq *srq);
+
+/** An opaque pointer the caller keeps with the object (e.g. its own wrapper). */
+void uroce_tp_qp_set_user(struct uroce_tp_qp *qp, void *user);
+void *uroce_tp_qp_user(const struct uroce_tp_qp *qp);
+void uroce_tp_cq_set_user(struct uroce_tp_cq *cq, void *user);
+void *uroce_tp_cq_user(const struct uroce_tp_cq *cq);
+void uroce_tp_srq_set_user(struct uroce_tp_srq *srq, void *user);
+void *uroce_tp_srq_user(const struct uroce_tp_srq *srq);
 
 /** The QP the device knows by @p qpn, or NULL. */
 struct uroce_tp_qp *uroce_tp_qp_lookup(struct uroce_tp_dev *dev, uint32_t qpn);

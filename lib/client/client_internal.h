@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UROCE_CLIENT_INTERNAL_H
+#define UROCE_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "uroce_client.h"
+#include "uroce_ctrl.h"
+#include "uroce_shm.h"
+
+#define cl_container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* A page range of the application moved onto a memfd (mr_share.c). */
+struct cl_share {
+	uintptr_t start, end; /* page aligned */
+	uint32_t region;      /* the daemon's handle of the memfd */
+	uint64_t ino, dev;    /* the memfd, to notice when the range was unmapped and reused */
+};
+
+/* Objects events can name, found by handle (async events carry handles). */
+struct cl_obj {
+	uint32_t handle;
+	int type; /* UROCE_CTRL_REGION_QP, _CQ, _SRQ */
+	void *obj;
+};
+
+struct uroce_client_ctx {
+	int sock;
+	uint32_t seq;
+	/* Control calls are one request, one reply: serialized (verbs allows any thread to
+	 * call them). */
+	pthread_mutex_t lock;
+	struct ibv_context *ibv;
+	char dev_name[UROCE_CTRL_NAME_MAX];
+	struct uroce_shm_region region; /* the async event ring */
+	struct uroce_ring async_ring;   /* consumer */
+	int async_fd;
+	pthread_mutex_t share_lock; /* the share table (mr_share.c), across its calls */
+	struct cl_share *shares;
+	size_t nshares, cap_shares;
+	struct cl_obj *objs;
+	size_t nobjs, cap_objs;
+};
+
+struct uroce_client_cq {
+	struct ibv_cq ibv;
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
+	struct uroce_client_channel *channel;
+	struct uroce_shm_region region;
+	struct uroce_ring ring; /* consumer */
+	struct uroce_ctrl_cq_ctl *ctl;
+	pthread_spinlock_t lock;
+	uint32_t events_seen; /* of ctl->events, taken by get_cq_event */
+	uint32_t events_acked;
+};
+
+struct uroce_client_srq {
+	struct ibv_srq ibv;
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
+	struct uroce_shm_region region;
+	struct uroce_ring ring; /* producer */
+	struct uroce_ctrl_queue_ctl *ctl;
+	pthread_spinlock_t lock;
+	uint32_t max_wr, max_sge;
+};
+
+struct uroce_client_qp {
+	struct ibv_qp ibv;
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
+	struct uroce_shm_region region;
+	struct uroce_ring sq, rq; /* producers */
+	struct uroce_ctrl_queue_ctl *ctl;
+	pthread_spinlock_t sq_lock, rq_lock;
+	struct ibv_qp_cap cap;
+	struct uroce_client_srq *srq;
+};
+
+/* control.c */
+int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t req_len,
+	    const int *fds, unsigned int nfds, void *rep, size_t rep_len, int *rep_fds,
+	    unsigned int max_rep_fds);
+int cl_obj_add(struct uroce_client_ctx *ctx, uint32_t handle, int type, void *obj);
+void cl_obj_del(struct uroce_client_ctx *ctx, uint32_t handle);
+void *cl_obj_find(struct uroce_client_ctx *ctx, uint32_t handle, int type);
+
+/* mr_share.c: the segments (uroce_ctrl_mr_seg) for [addr, addr + length), sharing what
+ * is not shared yet. @return nseg, or -errno. Called with ctx->share_lock held. */
+int cl_share_range(struct uroce_client_ctx *ctx, void *addr, size_t length,
+		   struct uroce_ctrl_mr_seg **segs);
+void cl_share_forget_all(struct uroce_client_ctx *ctx);
+
+#endif

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The slow path: the connection to uroced, request/reply calls, the context and the
+ * queries, async events. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client_internal.h"
+
+int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t req_len,
+	    const int *fds, unsigned int nfds, void *rep, size_t rep_len, int *rep_fds,
+	    unsigned int max_rep_fds)
+{
+	struct uroce_ctrl_hdr h = {
+		.magic = UROCE_CTRL_MAGIC,
+		.version = UROCE_CTRL_VERSION,
+		.cmd = (uint16_t)cmd,
+		.len = (uint32_t)(sizeof(h) + req_len),
+	};
+	uint8_t *buf;
+	unsigned int got = 0;
+	long n;
+	int rc;
+
+	if (sizeof(h) + req_len > UROCE_CTRL_MSG_MAX || sizeof(h) + rep_len > UROCE_CTRL_MSG_MAX)
+		return -EINVAL;
+	buf = malloc(UROCE_CTRL_MSG_MAX);
+	if (!buf)
+		return -ENOMEM;
+	pthread_mutex_lock(&ctx->lock);
+	h.seq = ++ctx->seq;
+	memcpy(buf, &h, sizeof(h));
+	if (req_len)
+		memcpy(buf + sizeof(h), req, req_len);
+	n = uroce_ctrl_send(ctx->sock, buf, sizeof(h) + req_len, fds, nfds);
+	if (n < 0) {
+		rc = (int)n;
+		goto out;
+	}
+	n = uroce_ctrl_recv(ctx->sock, buf, UROCE_CTRL_MSG_MAX, rep_fds, max_rep_fds, &got);
+	if (n <= 0) {
+		rc = n == 0 ? -ECONNRESET : (int)n;
+		goto out;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if ((size_t)n < sizeof(h) || h.magic != UROCE_CTRL_MAGIC || h.seq != ctx->seq ||
+	    h.cmd != cmd) {
+		rc = -EPROTO;
+		goto bad;
+	}
+	if (h.version != UROCE_CTRL_VERSION) {
+		fprintf(stderr, "uroce: uroced speaks control protocol version %u, this library %u\n",
+			h.version, UROCE_CTRL_VERSION);
+		rc = -EPROTO;
+		goto bad;
+	}
+	rc = h.status;
+	if (rc > 0 || rc < -4095) {
+		rc = -EPROTO;
+		goto bad;
+	}
+	if (rc == 0) {
+		/* A successful reply carries exactly the payload the command defines, or for
+		 * variable replies (STATS) at most the caller's buffer. */
+		size_t got_len = (size_t)n - sizeof(h);
+
+		if (cmd == UROCE_CTRL_STATS ? got_len > rep_len : got_len != rep_len) {
+			rc = -EPROTO;
+			goto bad;
+		}
+		if (rep_len)
+			memcpy(rep, buf + sizeof(h), got_len);
+		if (got < max_rep_fds && rep_fds) {
+			rc = -EPROTO;
+			goto bad;
+		}
+		if (cmd == UROCE_CTRL_STATS)
+			rc = (int)got_len;
+		goto out;
+	}
+bad:
+	while (got)
+		close(rep_fds[--got]);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	free(buf);
+	return rc;
+}
+
+int cl_obj_add(struct uroce_client_ctx *ctx, uint32_t handle, int type, void *obj)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nobjs == ctx->cap_objs) {
+		size_t cap = ctx->cap_objs ? ctx->cap_objs * 2 : 16;
+		struct cl_obj *o = realloc(ctx->objs, cap * sizeof(*o));
+
+		if (!o) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		ctx->objs = o;
+		ctx->cap_objs = cap;
+	}
+	ctx->objs[ctx->nobjs++] = (struct cl_obj){.handle = handle, .type = type, .obj = obj};
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+void cl_obj_del(struct uroce_client_ctx *ctx, uint32_t handle)
+{
+	size_t i;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < ctx->nobjs; i++)
+		if (ctx->objs[i].handle == handle) {
+			ctx->objs[i] = ctx->objs[--ctx->nobjs];
+			break;
+		}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void *cl_obj_find(struct uroce_client_ctx *ctx, uint32_t handle, int type)
+{
+	void *obj = NULL;
+	size_t i;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < ctx->nobjs; i++)
+		if (ctx->objs[i].handle == handle && ctx->objs[i].type == type) {
+			obj = ctx->objs[i].obj;
+			break;
+		}
+	pthread_mutex_unlock(&ctx->lock);
+	return obj;
+}
+
+struct uroce_client_ctx *uroce_client_open(const char *socket_path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct uroce_ctrl_hello_req req = {.version = UROCE_CTRL_VERSION};
+	struct uroce_ctrl_hello_rep rep;
+	struct uroce_client_ctx *ctx;
+	int fds[2], rc;
+	FILE *f;
+
+	if (!socket_path)
+		socket_path = getenv(UROCE_CTRL_SOCKET_ENV);
+	if (!socket_path || !*socket_path)
+		socket_path = UROCE_CTRL_DEFAULT_SOCKET;
+	if (strlen(socket_path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	strcpy(sa.sun_path, socket_path);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return NULL;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->share_lock, NULL);
+	ctx->async_fd = -1;
+	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (ctx->sock < 0)
+		goto fail_errno;
+	if (connect(ctx->sock, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		goto fail_errno;
+
+	req.pid = getpid();
+	f = fopen("/proc/self/comm", "r");
+	if (f) {
+		if (fgets(req.name, sizeof(req.name), f))
+			req.name[strcspn(req.name, "\n")] = 0;
+		fclose(f);
+	}
+	rc = cl_call(ctx, UROCE_CTRL_HELLO, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), fds, 2);
+	if (rc == -EPROTO)
+		fprintf(stderr, "uroce: %s refused this library (control protocol version %u): "
+			"use a library and a uroced from the same release\n",
+			socket_path, UROCE_CTRL_VERSION);
+	if (rc)
+		goto fail_rc;
+	ctx->async_fd = fds[1];
+	rc = uroce_shm_attach(&ctx->region, fds[0], UROCE_CTRL_REGION_CONTEXT);
+	if (rc) {
+		close(fds[0]);
+		goto fail_rc;
+	}
+	if (rep.async_ring_offset >= ctx->region.size ||
+	    uroce_ring_open(&ctx->async_ring, (uint8_t *)ctx->region.addr + rep.async_ring_offset,
+			    ctx->region.size - rep.async_ring_offset, false) != 0) {
+		rc = -EPROTO;
+		goto fail_rc;
+	}
+	memcpy(ctx->dev_name, rep.dev_name, sizeof(ctx->dev_name));
+	ctx->dev_name[sizeof(ctx->dev_name) - 1] = 0;
+	return ctx;
+
+fail_errno:
+	rc = -errno;
+fail_rc:
+	uroce_client_close(ctx);
+	errno = -rc;
+	return NULL;
+}
+
+void uroce_client_close(struct uroce_client_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	/* Closing the socket is the whole protocol: the daemon frees what we had. */
+	if (ctx->sock >= 0)
+		close(ctx->sock);
+	if (ctx->async_fd >= 0)
+		close(ctx->async_fd);
+	uroce_shm_close(&ctx->region);
+	cl_share_forget_all(ctx);
+	free(ctx->objs);
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->share_lock);
+	free(ctx);
+}
+
+void uroce_client_set_ibv_context(struct uroce_client_ctx *ctx, struct ibv_context *ibv)
+{
+	ctx->ibv = ibv;
+}
+
+const char *uroce_client_dev_name(const struct uroce_client_ctx *ctx)
+{
+	return ctx->dev_name;
+}
+
+int uroce_client_query_device(struct uroce_client_ctx *ctx, struct ibv_device_attr *attr)
+{
+	struct uroce_ctrl_query_device_rep rep;
+	int rc = cl_call(ctx, UROCE_CTRL_QUERY_DEVICE, NULL, 0, NULL, 0, &rep, sizeof(rep),
+			 NULL, 0);
+
+	if (rc)
+		return -rc;
+	*attr = rep.attr;
+	return 0;
+}
+
+int uroce_client_query_port(struct uroce_client_ctx *ctx, uint8_t port,
+			    struct ibv_port_attr *attr)
+{
+	struct uroce_ctrl_query_port_req req = {.port = port};
+	struct uroce_ctrl_query_port_rep rep;
+	int rc = cl_call(ctx, UROCE_CTRL_QUERY_PORT, &req, sizeof(req), NULL, 0, &rep,
+			 sizeof(rep), NULL, 0);
+
+	if (rc)
+		return -rc;
+	*attr = rep.attr;
+	return 0;
+}
+
+int uroce_client_query_gid(struct uroce_client_ctx *ctx, uint8_t port, int index,
+			   union ibv_gid *gid)
+{
+	struct uroce_ctrl_query_gid_req req = {.port = port, .index = (uint32_t)index};
+	struct uroce_ctrl_query_gid_rep rep;
+	int rc;
+
+	if (index < 0)
+		return EINVAL;
+	rc = cl_call(ctx, UROCE_CTRL_QUERY_GID, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+		     NULL, 0);
+	if (rc)
+		return -rc;
+	*gid = rep.gid;
+	return 0;
+}
+
+int uroce_client_async_fd(const struct uroce_client_ctx *ctx)
+{
+	return ctx->async_fd;
+}
+
+int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_event *ev)
+{
+	struct uroce_ctrl_async_event e;
+	uint64_t one;
+
+	/* The eventfd is a semaphore (one read per event): it blocks, or says EAGAIN when
+	 * the application made it non-blocking, exactly like rdma-core's async fd. */
+	if (read(ctx->async_fd, &one, sizeof(one)) != sizeof(one))
+		return errno;
+	pthread_mutex_lock(&ctx->lock);
+	if (uroce_ring_cons_avail(&ctx->async_ring) == 0) {
+		pthread_mutex_unlock(&ctx->lock);
+		return EIO; /* signalled without an event: the daemon broke the contract */
+	}
+	memcpy(&e, uroce_ring_cons_slot(&ctx->async_ring, 0), sizeof(e));
+	uroce_ring_cons_release(&ctx->async_ring, 1);
+	pthread_mutex_unlock(&ctx->lock);
+
+	memset(ev, 0, sizeof(*ev));
+	ev->event_type = (enum ibv_event_type)e.event_type;
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct uroce_client_cq *cq = cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_CQ);
+
+		ev->element.cq = cq ? &cq->ibv : NULL;
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct uroce_client_srq *srq = cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_SRQ);
+
+		ev->element.srq = srq ? &srq->ibv : NULL;
+		break;
+	}
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_GID_CHANGE:
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+		ev->element.port_num = (int)e.port;
+		break;
+	case IBV_EVENT_DEVICE_FATAL:
+		break;
+	default: {
+		struct uroce_client_qp *qp = cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_QP);
+
+		ev->element.qp = qp ? &qp->ibv : NULL;
+		break;
+	}
+	}
+	return 0;
+}
+
+int uroce_client_stats(struct uroce_client_ctx *ctx, uint32_t flags,
+		       struct uroce_ctrl_stat **stats)
+{
+	struct uroce_ctrl_stats_req req = {.flags = flags};
+	size_t cap = UROCE_CTRL_MSG_MAX - sizeof(struct uroce_ctrl_hdr);
+	struct uroce_ctrl_stats_rep *rep = malloc(cap);
+	int n;
+
+	if (!rep)
+		return -ENOMEM;
+	n = cl_call(ctx, UROCE_CTRL_STATS, &req, sizeof(req), NULL, 0, rep, cap, NULL, 0);
+	if (n < 0) {
+		free(rep);
+		return n;
+	}
+	if ((size_t)n < sizeof(*rep) ||
+	    (size_t)n != sizeof(*rep) + (size_t)rep->count * sizeof(struct uroce_ctrl_stat)) {
+		free(rep);
+		return -EPROTO;
+	}
+	n = (int)rep->count;
+	*stats = malloc((size_t)n * sizeof(**stats) + 1);
+	if (!*stats) {
+		free(rep);
+		return -ENOMEM;
+	}
+	memcpy(*stats, rep->stat, (size_t)n * sizeof(**stats));
+	for (int i = 0; i < n; i++)
+		(*stats)[i].name[UROCE_CTRL_STAT_NAME_MAX - 1] = 0;
+	free(rep);
+	return n;
+}
+
+int uroce_client_admin(struct uroce_client_ctx *ctx, const struct uroce_ctrl_admin_req *req)
+{
+	return cl_call(ctx, UROCE_CTRL_ADMIN, req, sizeof(*req), NULL, 0, NULL, 0, NULL, 0);
+}

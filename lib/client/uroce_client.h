@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UROCE_CLIENT_H
+#define UROCE_CLIENT_H
+
+/**
+ * @file
+ * The application side of uroce (the "provider"): it connects to uroced's control socket,
+ * maps the rings the daemon shares, and implements the verbs on them.
+ *
+ * Objects embed the verbs structs as their first member (struct ibv_pd, ibv_mr, ibv_cq,
+ * ibv_qp, ibv_srq, ibv_ah, ibv_comp_channel), as rdma-core providers do, so the drop-in
+ * libibverbs maps one to one: it hands out &obj->ibv and gets the object back with
+ * container_of. Each object's ibv.context is the ctx's @c ibv_ctx (set by the caller,
+ * NULL here otherwise). Fields of the embedded structs that verbs documents as readable
+ * (qp_num, qp_type, state, lkey, rkey, addr, length, cqe, handle...) are kept current.
+ *
+ * Errors are what rdma-core's calls return for the same mistake: functions returning
+ * int give 0 or a positive errno (like ibv_modify_qp); functions returning a pointer give
+ * NULL and set errno (like ibv_create_qp).
+ *
+ * Data path: post_send / post_recv write WQEs into shared rings and publish the producer
+ * index (the doorbell); poll_cq reads CQEs from a shared ring. No system call on either.
+ * One QP's send side (and one CQ) must not be used by two threads at once without the
+ * caller's lock; rdma-core providers take a lock here, and so do these functions (a
+ * spinlock per queue, uncontended in the usual one-thread-per-queue case).
+ *
+ * Memory registration moves the registered pages onto shared memory: each page range not
+ * yet shared is copied into a new memfd and that memfd is mapped over it in place
+ * (MAP_FIXED), so the application's pointer and data stay as they were, and the daemon
+ * maps the same pages. Pages stay shared (still ordinary memory to the application) after
+ * deregistration; overlapping registrations reuse what is already shared.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct uroce_client_ctx;
+
+struct uroce_client_pd {
+	struct ibv_pd ibv;
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
+};
+
+struct uroce_client_mr {
+	struct ibv_mr ibv;
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
+};
+
+struct uroce_client_channel {
+	struct ibv_comp_channel ibv; /**< ibv.fd: the eventfd to poll */
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
+};
+
+struct uroce_client_cq;
+struct uroce_client_srq;
+struct uroce_client_qp;
+struct uroce_client_ah {
+	struct ibv_ah ibv;
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
+};
+
+/**
+ * Connects to uroced at @p socket_path (NULL: $UROCE_SOCKET, else
+ * UROCE_CTRL_DEFAULT_SOCKET). @return the context or NULL with errno (ENOENT or
+ * ECONNREFUSED: no daemon; EPROTO: the daemon speaks another protocol version, with a
+ * message on stderr; EACCES: the socket's permissions).
+ */
+struct uroce_client_ctx *uroce_client_open(const char *socket_path);
+/** Closes the connection: the daemon frees every object of this context. */
+void uroce_client_close(struct uroce_client_ctx *ctx);
+/** The verbs context that embedded objects point to (see file comment). */
+void uroce_client_set_ibv_context(struct uroce_client_ctx *ctx, struct ibv_context *ibv);
+/** Device name the daemon serves ("uroce0"). */
+const char *uroce_client_dev_name(const struct uroce_client_ctx *ctx);
+
+int uroce_client_query_device(struct uroce_client_ctx *ctx, struct ibv_device_attr *attr);
+int uroce_client_query_port(struct uroce_client_ctx *ctx, uint8_t port,
+			    struct ibv_port_attr *attr);
+int uroce_client_query_gid(struct uroce_client_ctx *ctx, uint8_t port, int index,
+			   union ibv_gid *gid);
+
+/** The async event fd (readable when ibv_get_async_event would not block). */
+int uroce_client_async_fd(const struct uroce_client_ctx *ctx);
+/** ibv_get_async_event: blocks unless the fd is non-blocking (then EAGAIN). Fills the
+ *  event type and the object (element.qp / cq / srq point at the embedded ibv structs). */
+int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_event *ev);
+
+struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx);
+int uroce_client_dealloc_pd(struct uroce_client_pd *pd);
+
+struct uroce_client_mr *uroce_client_reg_mr(struct uroce_client_pd *pd, void *addr,
+					    size_t length, unsigned int access);
+int uroce_client_dereg_mr(struct uroce_client_mr *mr);
+
+struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx *ctx);
+int uroce_client_destroy_channel(struct uroce_client_channel *ch);
+/** ibv_get_cq_event: waits on the channel (unless its fd is non-blocking: EAGAIN) and
+ *  returns the CQ that had the event; the caller acks it with uroce_client_ack_cq_events. */
+int uroce_client_get_cq_event(struct uroce_client_channel *ch, struct uroce_client_cq **cq);
+void uroce_client_ack_cq_events(struct uroce_client_cq *cq, unsigned int n);
+
+struct uroce_client_cq *uroce_client_create_cq(struct uroce_client_ctx *ctx, int cqe,
+					       struct uroce_client_channel *ch,
+					       int comp_vector);
+int uroce_client_destroy_cq(struct uroce_client_cq *cq);
+struct ibv_cq *uroce_client_cq_ibv(struct uroce_client_cq *cq);
+struct uroce_client_cq *uroce_client_cq_from_ibv(struct ibv_cq *cq);
+/** ibv_poll_cq: up to @p n completions; @return how many, or -errno. */
+int uroce_client_poll_cq(struct uroce_client_cq *cq, int n, struct ibv_wc *wc);
+int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only);
+
+struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
+						 struct ibv_srq_init_attr *attr);
+int uroce_client_modify_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr, int mask);
+int uroce_client_query_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr);
+int uroce_client_destroy_srq(struct uroce_client_srq *srq);
+struct ibv_srq *uroce_client_srq_ibv(struct uroce_client_srq *srq);
+struct uroce_client_srq *uroce_client_srq_from_ibv(struct ibv_srq *srq);
+int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr);
+
+/** ibv_create_qp: attr->send_cq / recv_cq / srq must point at the ibv structs of this
+ *  library's objects (uroce_client_cq_ibv...). attr->cap is written back. */
+struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
+					       struct ibv_qp_init_attr *attr);
+int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask);
+int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask,
+			  struct ibv_qp_init_attr *init);
+int uroce_client_destroy_qp(struct uroce_client_qp *qp);
+struct ibv_qp *uroce_client_qp_ibv(struct uroce_client_qp *qp);
+struct uroce_client_qp *uroce_client_qp_from_ibv(struct ibv_qp *qp);
+/** ibv_post_send / ibv_post_recv: wr->wr.ud.ah points at a uroce_client_ah's ibv. */
+int uroce_client_post_send(struct uroce_client_qp *qp, struct ibv_send_wr *wr,
+			   struct ibv_send_wr **bad_wr);
+int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr);
+
+struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
+					       struct ibv_ah_attr *attr);
+int uroce_client_destroy_ah(struct uroce_client_ah *ah);
+
+/** Named counters from the daemon (uroce stat). @p flags: UROCE_CTRL_STATS_PER_QP.
+ *  @return the count (the caller frees *names_values), or -errno. */
+struct uroce_ctrl_stat;
+int uroce_client_stats(struct uroce_client_ctx *ctx, uint32_t flags,
+		       struct uroce_ctrl_stat **stats);
+/** Operator commands (capture, fault injection, log level); see enum uroce_ctrl_admin_op. */
+struct uroce_ctrl_admin_req;
+int uroce_client_admin(struct uroce_client_ctx *ctx, const struct uroce_ctrl_admin_req *req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UROCE_CLIENT_H */

@@ -1,0 +1,827 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The verbs objects on the client side: PD, MR, completion channel, CQ, SRQ, QP, AH,
+ * and the data path (post send/recv into shared rings, poll CQ from a shared ring). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "client_internal.h"
+
+/* Errors: control calls return -errno; verbs' int calls return positive errno and
+ * pointer calls NULL with errno. */
+static void *fail_null(int rc)
+{
+	errno = rc < 0 ? -rc : rc;
+	return NULL;
+}
+
+/* ---- PD ---------------------------------------------------------------------------- */
+
+struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx)
+{
+	struct uroce_ctrl_handle rep;
+	struct uroce_client_pd *pd;
+	int rc = cl_call(ctx, UROCE_CTRL_ALLOC_PD, NULL, 0, NULL, 0, &rep, sizeof(rep), NULL, 0);
+
+	if (rc)
+		return fail_null(rc);
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		struct uroce_ctrl_handle req = {.handle = rep.handle};
+
+		cl_call(ctx, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+		return fail_null(ENOMEM);
+	}
+	pd->ctx = ctx;
+	pd->handle = rep.handle;
+	pd->ibv.context = ctx->ibv;
+	pd->ibv.handle = rep.handle;
+	return pd;
+}
+
+int uroce_client_dealloc_pd(struct uroce_client_pd *pd)
+{
+	struct uroce_ctrl_handle req = {.handle = pd->handle};
+	int rc = cl_call(pd->ctx, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req), NULL, 0, NULL, 0,
+			 NULL, 0);
+
+	if (rc)
+		return -rc;
+	free(pd);
+	return 0;
+}
+
+/* ---- MR ---------------------------------------------------------------------------- */
+
+struct uroce_client_mr *uroce_client_reg_mr(struct uroce_client_pd *pd, void *addr,
+					    size_t length, unsigned int access)
+{
+	struct uroce_client_ctx *ctx = pd->ctx;
+	struct uroce_ctrl_reg_mr_req *req;
+	struct uroce_ctrl_mr_seg *segs;
+	struct uroce_ctrl_reg_mr_rep rep;
+	struct uroce_client_mr *mr;
+	size_t req_len;
+	int nseg, rc;
+
+	/* rdma-core (ib_umem_get): an empty range, or write access to remote peers without
+	 * local write, is EINVAL. */
+	if (length == 0)
+		return fail_null(EINVAL);
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return fail_null(EINVAL);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return NULL;
+	pthread_mutex_lock(&ctx->share_lock);
+	nseg = cl_share_range(ctx, addr, length, &segs);
+	if (nseg < 0) {
+		pthread_mutex_unlock(&ctx->share_lock);
+		free(mr);
+		return fail_null(nseg);
+	}
+	req_len = sizeof(*req) + (size_t)nseg * sizeof(*segs);
+	req = calloc(1, req_len);
+	if (!req) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	req->pd = pd->handle;
+	req->access = access;
+	req->addr = (uintptr_t)addr;
+	req->length = length;
+	req->nseg = (uint32_t)nseg;
+	memcpy(req->seg, segs, (size_t)nseg * sizeof(*segs));
+	rc = cl_call(ctx, UROCE_CTRL_REG_MR, req, req_len, NULL, 0, &rep, sizeof(rep), NULL, 0);
+	free(req);
+out:
+	pthread_mutex_unlock(&ctx->share_lock);
+	free(segs);
+	if (rc) {
+		free(mr);
+		return fail_null(rc);
+	}
+	mr->ctx = ctx;
+	mr->handle = rep.mr;
+	mr->ibv.context = ctx->ibv;
+	mr->ibv.pd = &pd->ibv;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	mr->ibv.handle = rep.mr;
+	mr->ibv.lkey = rep.lkey;
+	mr->ibv.rkey = rep.rkey;
+	return mr;
+}
+
+int uroce_client_dereg_mr(struct uroce_client_mr *mr)
+{
+	struct uroce_ctrl_handle req = {.handle = mr->handle};
+	int rc = cl_call(mr->ctx, UROCE_CTRL_DEREG_MR, &req, sizeof(req), NULL, 0, NULL, 0,
+			 NULL, 0);
+
+	if (rc)
+		return -rc;
+	free(mr);
+	return 0;
+}
+
+/* ---- completion channels and CQs --------------------------------------------------- */
+
+struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx *ctx)
+{
+	struct uroce_ctrl_handle rep;
+	struct uroce_client_channel *ch;
+	int fd, rc;
+
+	rc = cl_call(ctx, UROCE_CTRL_CREATE_CHANNEL, NULL, 0, NULL, 0, &rep, sizeof(rep), &fd, 1);
+	if (rc)
+		return fail_null(rc);
+	ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		struct uroce_ctrl_handle req = {.handle = rep.handle};
+
+		close(fd);
+		cl_call(ctx, UROCE_CTRL_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+		return fail_null(ENOMEM);
+	}
+	ch->ctx = ctx;
+	ch->handle = rep.handle;
+	ch->ibv.context = ctx->ibv;
+	ch->ibv.fd = fd;
+	return ch;
+}
+
+int uroce_client_destroy_channel(struct uroce_client_channel *ch)
+{
+	struct uroce_ctrl_handle req = {.handle = ch->handle};
+	int rc = cl_call(ch->ctx, UROCE_CTRL_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL, 0,
+			 NULL, 0);
+
+	if (rc)
+		return -rc; /* EBUSY while CQs use it, like verbs */
+	close(ch->ibv.fd);
+	free(ch);
+	return 0;
+}
+
+int uroce_client_get_cq_event(struct uroce_client_channel *ch, struct uroce_client_cq **out)
+{
+	struct uroce_client_ctx *ctx = ch->ctx;
+	uint64_t one;
+	size_t i;
+
+	/* A semaphore eventfd: one read per event the daemon signalled, blocking or EAGAIN
+	 * as the application set the fd. */
+	if (read(ch->ibv.fd, &one, sizeof(one)) != sizeof(one))
+		return errno;
+	/* Which CQ: the one whose shared event count is ahead of what we took. The daemon
+	 * increments the count before it writes the eventfd, so one is always found. */
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < ctx->nobjs; i++) {
+		struct uroce_client_cq *cq = ctx->objs[i].obj;
+
+		if (ctx->objs[i].type != UROCE_CTRL_REGION_CQ || cq->channel != ch)
+			continue;
+		/* acquire: pairs with the daemon's release increment (not strictly needed:
+		 * the eventfd read already orders), kept for clarity of the protocol. */
+		if (atomic_load_explicit(&cq->ctl->events, memory_order_acquire) != cq->events_seen) {
+			cq->events_seen++;
+			*out = cq;
+			pthread_mutex_unlock(&ctx->lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return EIO;
+}
+
+void uroce_client_ack_cq_events(struct uroce_client_cq *cq, unsigned int n)
+{
+	pthread_spin_lock(&cq->lock);
+	cq->events_acked += n;
+	pthread_spin_unlock(&cq->lock);
+}
+
+struct uroce_client_cq *uroce_client_create_cq(struct uroce_client_ctx *ctx, int cqe,
+					       struct uroce_client_channel *ch,
+					       int comp_vector)
+{
+	struct uroce_ctrl_create_cq_req req = {
+		.cqe = cqe, .channel = ch ? ch->handle : 0, .comp_vector = comp_vector};
+	struct uroce_ctrl_create_cq_rep rep;
+	struct uroce_client_cq *cq;
+	int fd, rc;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	rc = cl_call(ctx, UROCE_CTRL_CREATE_CQ, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), &fd,
+		     1);
+	if (rc) {
+		free(cq);
+		return fail_null(rc);
+	}
+	cq->ctx = ctx;
+	cq->handle = rep.cq;
+	rc = uroce_shm_attach(&cq->region, fd, UROCE_CTRL_REGION_CQ);
+	if (rc) {
+		close(fd);
+		goto fail;
+	}
+	if (rep.ctl_offset + sizeof(*cq->ctl) > cq->region.size ||
+	    rep.ring_offset >= cq->region.size ||
+	    uroce_ring_open(&cq->ring, (uint8_t *)cq->region.addr + rep.ring_offset,
+			    cq->region.size - rep.ring_offset, false) != 0 ||
+	    cq->ring.elem_size != sizeof(struct ibv_wc)) {
+		rc = -EPROTO;
+		goto fail;
+	}
+	cq->ctl = (void *)((uint8_t *)cq->region.addr + rep.ctl_offset);
+	cq->events_seen = atomic_load_explicit(&cq->ctl->events, memory_order_relaxed);
+	cq->channel = ch;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->ibv.context = ctx->ibv;
+	cq->ibv.channel = ch ? &ch->ibv : NULL;
+	cq->ibv.cqe = rep.cqe;
+	cq->ibv.handle = rep.cq;
+	rc = cl_obj_add(ctx, rep.cq, UROCE_CTRL_REGION_CQ, cq);
+	if (rc)
+		goto fail;
+	return cq;
+fail: {
+	struct uroce_ctrl_handle d = {.handle = rep.cq};
+
+	cl_call(ctx, UROCE_CTRL_DESTROY_CQ, &d, sizeof(d), NULL, 0, NULL, 0, NULL, 0);
+	uroce_shm_close(&cq->region);
+	free(cq);
+	return fail_null(rc);
+}
+}
+
+int uroce_client_destroy_cq(struct uroce_client_cq *cq)
+{
+	struct uroce_ctrl_handle req = {.handle = cq->handle};
+	int rc = cl_call(cq->ctx, UROCE_CTRL_DESTROY_CQ, &req, sizeof(req), NULL, 0, NULL, 0,
+			 NULL, 0);
+
+	if (rc)
+		return -rc; /* EBUSY while a QP uses it */
+	cl_obj_del(cq->ctx, cq->handle);
+	uroce_shm_close(&cq->region);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+struct ibv_cq *uroce_client_cq_ibv(struct uroce_client_cq *cq)
+{
+	return &cq->ibv;
+}
+
+struct uroce_client_cq *uroce_client_cq_from_ibv(struct ibv_cq *cq)
+{
+	return cl_container_of(cq, struct uroce_client_cq, ibv);
+}
+
+int uroce_client_poll_cq(struct uroce_client_cq *cq, int n, struct ibv_wc *wc)
+{
+	uint32_t avail, i;
+
+	if (n <= 0)
+		return 0;
+	pthread_spin_lock(&cq->lock);
+	avail = uroce_ring_cons_avail(&cq->ring);
+	if (avail > (uint32_t)n)
+		avail = (uint32_t)n;
+	for (i = 0; i < avail; i++)
+		memcpy(&wc[i], uroce_ring_cons_slot(&cq->ring, i), sizeof(*wc));
+	if (avail)
+		uroce_ring_cons_release(&cq->ring, avail);
+	pthread_spin_unlock(&cq->lock);
+	return (int)avail;
+}
+
+int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only)
+{
+	if (!cq->channel)
+		return EINVAL;
+	uroce_ring_arm(&cq->ring, solicited_only != 0);
+	return 0;
+}
+
+/* ---- queues shared by QP and SRQ ----------------------------------------------------- */
+
+/* Posts left before the queue holds @p max_wr outstanding WQEs. */
+static uint32_t queue_room(const struct uroce_ring *r, _Atomic uint32_t *retired,
+			   uint32_t max_wr)
+{
+	/* acquire: pairs with the daemon's release store after the retired WQEs' slots are
+	 * consumed; the count can only lag (fewer posts allowed), never run ahead. */
+	uint32_t outstanding = r->mine - atomic_load_explicit(retired, memory_order_acquire);
+
+	return outstanding >= max_wr ? 0 : max_wr - outstanding;
+}
+
+static int fill_recv(struct uroce_ctrl_recv_wqe *w, const struct ibv_recv_wr *wr,
+		     uint32_t max_sge)
+{
+	int i;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+		return EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->num_sge = (uint32_t)wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		w->sg_list[i].addr = wr->sg_list[i].addr;
+		w->sg_list[i].length = wr->sg_list[i].length;
+		w->sg_list[i].lkey = wr->sg_list[i].lkey;
+	}
+	return 0;
+}
+
+/* ---- SRQ --------------------------------------------------------------------------- */
+
+struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
+						 struct ibv_srq_init_attr *attr)
+{
+	struct uroce_client_ctx *ctx = pd->ctx;
+	struct uroce_ctrl_create_srq_req req = {.pd = pd->handle, .attr = attr->attr};
+	struct uroce_ctrl_create_srq_rep rep;
+	struct uroce_client_srq *srq;
+	int fd, rc;
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	rc = cl_call(ctx, UROCE_CTRL_CREATE_SRQ, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+		     &fd, 1);
+	if (rc) {
+		free(srq);
+		return fail_null(rc);
+	}
+	srq->ctx = ctx;
+	srq->handle = rep.srq;
+	rc = uroce_shm_attach(&srq->region, fd, UROCE_CTRL_REGION_SRQ);
+	if (rc) {
+		close(fd);
+		goto fail;
+	}
+	if (rep.ring_offset >= srq->region.size ||
+	    UROCE_CTRL_QUEUE_CTL_OFFSET + sizeof(*srq->ctl) > rep.ring_offset ||
+	    uroce_ring_open(&srq->ring, (uint8_t *)srq->region.addr + rep.ring_offset,
+			    srq->region.size - rep.ring_offset, true) != 0 ||
+	    srq->ring.elem_size != sizeof(struct uroce_ctrl_recv_wqe) ||
+	    rep.attr.max_wr > srq->ring.mask + 1) {
+		rc = -EPROTO;
+		goto fail;
+	}
+	srq->ctl = (void *)((uint8_t *)srq->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	srq->max_wr = rep.attr.max_wr;
+	srq->max_sge = rep.attr.max_sge;
+	attr->attr = rep.attr;
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	srq->ibv.context = ctx->ibv;
+	srq->ibv.pd = &pd->ibv;
+	srq->ibv.srq_context = attr->srq_context;
+	srq->ibv.handle = rep.srq;
+	rc = cl_obj_add(ctx, rep.srq, UROCE_CTRL_REGION_SRQ, srq);
+	if (rc)
+		goto fail;
+	return srq;
+fail: {
+	struct uroce_ctrl_handle d = {.handle = rep.srq};
+
+	cl_call(ctx, UROCE_CTRL_DESTROY_SRQ, &d, sizeof(d), NULL, 0, NULL, 0, NULL, 0);
+	uroce_shm_close(&srq->region);
+	free(srq);
+	return fail_null(rc);
+}
+}
+
+int uroce_client_modify_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	struct uroce_ctrl_modify_srq_req req = {.srq = srq->handle, .mask = mask, .attr = *attr};
+
+	/* Resizing would need a new ring; verbs allows refusing it (EINVAL/EOPNOTSUPP). */
+	if (mask & IBV_SRQ_MAX_WR)
+		return EOPNOTSUPP;
+	return -cl_call(srq->ctx, UROCE_CTRL_MODIFY_SRQ, &req, sizeof(req), NULL, 0, NULL, 0,
+			NULL, 0);
+}
+
+int uroce_client_query_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct uroce_ctrl_handle req = {.handle = srq->handle};
+	struct uroce_ctrl_query_srq_rep rep;
+	int rc = cl_call(srq->ctx, UROCE_CTRL_QUERY_SRQ, &req, sizeof(req), NULL, 0, &rep,
+			 sizeof(rep), NULL, 0);
+
+	if (rc)
+		return -rc;
+	*attr = rep.attr;
+	return 0;
+}
+
+int uroce_client_destroy_srq(struct uroce_client_srq *srq)
+{
+	struct uroce_ctrl_handle req = {.handle = srq->handle};
+	int rc = cl_call(srq->ctx, UROCE_CTRL_DESTROY_SRQ, &req, sizeof(req), NULL, 0, NULL, 0,
+			 NULL, 0);
+
+	if (rc)
+		return -rc;
+	cl_obj_del(srq->ctx, srq->handle);
+	uroce_shm_close(&srq->region);
+	pthread_spin_destroy(&srq->lock);
+	free(srq);
+	return 0;
+}
+
+struct ibv_srq *uroce_client_srq_ibv(struct uroce_client_srq *srq)
+{
+	return &srq->ibv;
+}
+
+struct uroce_client_srq *uroce_client_srq_from_ibv(struct ibv_srq *srq)
+{
+	return cl_container_of(srq, struct uroce_client_srq, ibv);
+}
+
+int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad_wr)
+{
+	uint32_t n = 0, room;
+	int rc = 0;
+
+	pthread_spin_lock(&srq->lock);
+	room = queue_room(&srq->ring, &srq->ctl->sq_retired, srq->max_wr);
+	for (; wr; wr = wr->next, n++) {
+		if (n == room) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = fill_recv(uroce_ring_prod_slot(&srq->ring, n), wr, srq->max_sge);
+		if (rc)
+			break;
+	}
+	if (n)
+		uroce_ring_prod_commit(&srq->ring, n);
+	pthread_spin_unlock(&srq->lock);
+	if (rc)
+		*bad_wr = wr;
+	return rc;
+}
+
+/* ---- QP ---------------------------------------------------------------------------- */
+
+struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
+					       struct ibv_qp_init_attr *attr)
+{
+	struct uroce_client_ctx *ctx = pd->ctx;
+	struct uroce_ctrl_create_qp_req req = {
+		.pd = pd->handle,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all ? 1 : 0,
+		.cap = attr->cap,
+	};
+	struct uroce_ctrl_create_qp_rep rep;
+	struct uroce_client_qp *qp;
+	int fd, rc;
+
+	if (!attr->send_cq || !attr->recv_cq)
+		return fail_null(EINVAL);
+	req.send_cq = uroce_client_cq_from_ibv(attr->send_cq)->handle;
+	req.recv_cq = uroce_client_cq_from_ibv(attr->recv_cq)->handle;
+	if (attr->srq)
+		req.srq = uroce_client_srq_from_ibv(attr->srq)->handle;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	rc = cl_call(ctx, UROCE_CTRL_CREATE_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), &fd,
+		     1);
+	if (rc) {
+		free(qp);
+		return fail_null(rc);
+	}
+	qp->ctx = ctx;
+	qp->handle = rep.qp;
+	rc = uroce_shm_attach(&qp->region, fd, UROCE_CTRL_REGION_QP);
+	if (rc) {
+		close(fd);
+		goto fail;
+	}
+	if (rep.sq_offset >= qp->region.size || rep.rq_offset >= qp->region.size ||
+	    UROCE_CTRL_QUEUE_CTL_OFFSET + sizeof(*qp->ctl) > rep.sq_offset ||
+	    uroce_ring_open(&qp->sq, (uint8_t *)qp->region.addr + rep.sq_offset,
+			    qp->region.size - rep.sq_offset, true) != 0 ||
+	    qp->sq.elem_size != sizeof(struct uroce_ctrl_send_wqe) ||
+	    rep.cap.max_send_wr > qp->sq.mask + 1) {
+		rc = -EPROTO;
+		goto fail;
+	}
+	if (!attr->srq &&
+	    (uroce_ring_open(&qp->rq, (uint8_t *)qp->region.addr + rep.rq_offset,
+			     qp->region.size - rep.rq_offset, true) != 0 ||
+	     qp->rq.elem_size != sizeof(struct uroce_ctrl_recv_wqe) ||
+	     rep.cap.max_recv_wr > qp->rq.mask + 1)) {
+		rc = -EPROTO;
+		goto fail;
+	}
+	qp->ctl = (void *)((uint8_t *)qp->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	qp->cap = rep.cap;
+	attr->cap = rep.cap;
+	qp->srq = attr->srq ? uroce_client_srq_from_ibv(attr->srq) : NULL;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	qp->ibv.context = ctx->ibv;
+	qp->ibv.qp_context = attr->qp_context;
+	qp->ibv.pd = &pd->ibv;
+	qp->ibv.send_cq = attr->send_cq;
+	qp->ibv.recv_cq = attr->recv_cq;
+	qp->ibv.srq = attr->srq;
+	qp->ibv.handle = rep.qp;
+	qp->ibv.qp_num = rep.qpn;
+	qp->ibv.state = IBV_QPS_RESET;
+	qp->ibv.qp_type = attr->qp_type;
+	rc = cl_obj_add(ctx, rep.qp, UROCE_CTRL_REGION_QP, qp);
+	if (rc)
+		goto fail;
+	return qp;
+fail: {
+	struct uroce_ctrl_handle d = {.handle = rep.qp};
+
+	cl_call(ctx, UROCE_CTRL_DESTROY_QP, &d, sizeof(d), NULL, 0, NULL, 0, NULL, 0);
+	uroce_shm_close(&qp->region);
+	free(qp);
+	return fail_null(rc);
+}
+}
+
+int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	struct uroce_ctrl_modify_qp_req req = {.qp = qp->handle, .mask = mask, .attr = *attr};
+	int rc;
+
+	/* Serialized with posts: a transition to RESET empties the queues on both sides. */
+	pthread_spin_lock(&qp->sq_lock);
+	pthread_spin_lock(&qp->rq_lock);
+	rc = cl_call(qp->ctx, UROCE_CTRL_MODIFY_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+	if (rc == 0 && (mask & IBV_QP_STATE)) {
+		qp->ibv.state = attr->qp_state;
+		if (attr->qp_state == IBV_QPS_RESET) {
+			/* The daemon discarded what was queued and counted it retired. */
+			qp->sq.theirs = qp->sq.mine;
+			qp->rq.theirs = qp->rq.mine;
+		}
+	}
+	pthread_spin_unlock(&qp->rq_lock);
+	pthread_spin_unlock(&qp->sq_lock);
+	return -rc;
+}
+
+int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask,
+			  struct ibv_qp_init_attr *init)
+{
+	struct uroce_ctrl_query_qp_req req = {.qp = qp->handle, .mask = mask};
+	struct uroce_ctrl_query_qp_rep rep;
+	int rc = cl_call(qp->ctx, UROCE_CTRL_QUERY_QP, &req, sizeof(req), NULL, 0, &rep,
+			 sizeof(rep), NULL, 0);
+
+	if (rc)
+		return -rc;
+	*attr = rep.attr;
+	qp->ibv.state = rep.attr.qp_state;
+	if (init) {
+		memset(init, 0, sizeof(*init));
+		init->qp_context = qp->ibv.qp_context;
+		init->send_cq = qp->ibv.send_cq;
+		init->recv_cq = qp->ibv.recv_cq;
+		init->srq = qp->ibv.srq;
+		init->cap = rep.cap;
+		init->qp_type = (enum ibv_qp_type)rep.qp_type;
+		init->sq_sig_all = (int)rep.sq_sig_all;
+	}
+	return 0;
+}
+
+int uroce_client_destroy_qp(struct uroce_client_qp *qp)
+{
+	struct uroce_ctrl_handle req = {.handle = qp->handle};
+	int rc = cl_call(qp->ctx, UROCE_CTRL_DESTROY_QP, &req, sizeof(req), NULL, 0, NULL, 0,
+			 NULL, 0);
+
+	if (rc)
+		return -rc;
+	cl_obj_del(qp->ctx, qp->handle);
+	uroce_shm_close(&qp->region);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	free(qp);
+	return 0;
+}
+
+struct ibv_qp *uroce_client_qp_ibv(struct uroce_client_qp *qp)
+{
+	return &qp->ibv;
+}
+
+struct uroce_client_qp *uroce_client_qp_from_ibv(struct ibv_qp *qp)
+{
+	return cl_container_of(qp, struct uroce_client_qp, ibv);
+}
+
+/* rdma-core's rxe provider checks (validate_send_wr) plus the opcode/QP type rules its
+ * kernel side applies; what passes here the daemon executes. */
+static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
+		     const struct ibv_send_wr *wr)
+{
+	uint64_t len = 0;
+	int i;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+		return EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		break;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (qp->ibv.qp_type == IBV_QPT_UD)
+			return EINVAL;
+		break;
+	case IBV_WR_RDMA_READ:
+		if (qp->ibv.qp_type != IBV_QPT_RC || (wr->send_flags & IBV_SEND_INLINE))
+			return EINVAL;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (qp->ibv.qp_type != IBV_QPT_RC || len < 8 || (wr->wr.atomic.remote_addr & 7) ||
+		    (wr->send_flags & IBV_SEND_INLINE))
+			return EINVAL;
+		break;
+	default:
+		return EINVAL;
+	}
+	if ((wr->send_flags & IBV_SEND_INLINE) && len > qp->cap.max_inline_data)
+		return EINVAL;
+	if (qp->ibv.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+
+	memset(w, 0, offsetof(struct uroce_ctrl_send_wqe, sg_list));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->imm_data = ntohl(wr->imm_data);
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+		break;
+	default:
+		break;
+	}
+	if (qp->ibv.qp_type == IBV_QPT_UD) {
+		w->ah = cl_container_of(wr->wr.ud.ah, struct uroce_client_ah, ibv)->handle;
+		w->remote_qpn = wr->wr.ud.remote_qpn;
+		w->remote_qkey = wr->wr.ud.remote_qkey;
+	}
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		/* Inline data is copied now: the caller may reuse its buffer on return. */
+		uint32_t at = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_data + at, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			at += wr->sg_list[i].length;
+		}
+		w->inline_len = at;
+	} else {
+		w->num_sge = (uint32_t)wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			w->sg_list[i].addr = wr->sg_list[i].addr;
+			w->sg_list[i].length = wr->sg_list[i].length;
+			w->sg_list[i].lkey = wr->sg_list[i].lkey;
+		}
+	}
+	return 0;
+}
+
+int uroce_client_post_send(struct uroce_client_qp *qp, struct ibv_send_wr *wr,
+			   struct ibv_send_wr **bad_wr)
+{
+	uint32_t n = 0, room;
+	int rc = 0;
+
+	pthread_spin_lock(&qp->sq_lock);
+	if (qp->ibv.state == IBV_QPS_RESET || qp->ibv.state == IBV_QPS_INIT ||
+	    qp->ibv.state == IBV_QPS_RTR) {
+		rc = EINVAL;
+		goto out;
+	}
+	room = queue_room(&qp->sq, &qp->ctl->sq_retired, qp->cap.max_send_wr);
+	for (; wr; wr = wr->next, n++) {
+		if (n == room) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = fill_send(qp, uroce_ring_prod_slot(&qp->sq, n), wr);
+		if (rc)
+			break;
+	}
+	if (n)
+		uroce_ring_prod_commit(&qp->sq, n); /* the doorbell */
+out:
+	pthread_spin_unlock(&qp->sq_lock);
+	if (rc)
+		*bad_wr = wr;
+	return rc;
+}
+
+int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
+			   struct ibv_recv_wr **bad_wr)
+{
+	uint32_t n = 0, room;
+	int rc = 0;
+
+	if (qp->srq) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	pthread_spin_lock(&qp->rq_lock);
+	if (qp->ibv.state == IBV_QPS_RESET) {
+		rc = EINVAL;
+		goto out;
+	}
+	room = queue_room(&qp->rq, &qp->ctl->rq_retired, qp->cap.max_recv_wr);
+	for (; wr; wr = wr->next, n++) {
+		if (n == room) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = fill_recv(uroce_ring_prod_slot(&qp->rq, n), wr, qp->cap.max_recv_sge);
+		if (rc)
+			break;
+	}
+	if (n)
+		uroce_ring_prod_commit(&qp->rq, n);
+out:
+	pthread_spin_unlock(&qp->rq_lock);
+	if (rc)
+		*bad_wr = wr;
+	return rc;
+}
+
+/* ---- AH ---------------------------------------------------------------------------- */
+
+struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
+					       struct ibv_ah_attr *attr)
+{
+	struct uroce_ctrl_create_ah_req req = {.pd = pd->handle, .attr = *attr};
+	struct uroce_ctrl_handle rep;
+	struct uroce_client_ah *ah;
+	int rc = cl_call(pd->ctx, UROCE_CTRL_CREATE_AH, &req, sizeof(req), NULL, 0, &rep,
+			 sizeof(rep), NULL, 0);
+
+	if (rc)
+		return fail_null(rc);
+	ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		struct uroce_ctrl_handle d = {.handle = rep.handle};
+
+		cl_call(pd->ctx, UROCE_CTRL_DESTROY_AH, &d, sizeof(d), NULL, 0, NULL, 0, NULL, 0);
+		return fail_null(ENOMEM);
+	}
+	ah->ctx = pd->ctx;
+	ah->handle = rep.handle;
+	ah->ibv.context = pd->ctx->ibv;
+	ah->ibv.pd = &pd->ibv;
+	ah->ibv.handle = rep.handle;
+	return ah;
+}
+
+int uroce_client_destroy_ah(struct uroce_client_ah *ah)
+{
+	struct uroce_ctrl_handle req = {.handle = ah->handle};
+	int rc = cl_call(ah->ctx, UROCE_CTRL_DESTROY_AH, &req, sizeof(req), NULL, 0, NULL, 0,
+			 NULL, 0);
+
+	if (rc)
+		return -rc;
+	free(ah);
+	return 0;
+}

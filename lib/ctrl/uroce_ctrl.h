@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UROCE_CTRL_H
+#define UROCE_CTRL_H
+
+/**
+ * @file
+ * The control protocol between uroced and the applications it serves, and the formats
+ * of what they share in memory (work requests, completions, async events).
+ *
+ * Transport: a SOCK_SEQPACKET UNIX socket, so each message keeps its boundaries and file
+ * descriptors travel with the message they belong to (SCM_RIGHTS). The client sends one
+ * request and waits for its reply (same seq); the daemon answers every request, in
+ * order, with status 0 or a negative errno. Requests are modelled on uverbs' commands:
+ * one per verb of the slow path. The data path never crosses the socket.
+ *
+ * Versioning: every message carries UROCE_CTRL_MAGIC and UROCE_CTRL_VERSION; the daemon
+ * refuses any other version with -EPROTO (and a log line naming both), so a library and
+ * a daemon built from different trees fail at open with a message, never misread each
+ * other. The shared regions carry their own version word (lib/shm).
+ *
+ * Validation: the daemon trusts nothing in a request. uroce_ctrl_check_request() checks
+ * the header, the command, the exact payload size (variable part included) and the file
+ * descriptor count before any handler runs; handlers check handles (which belong to the
+ * connection that made them, typed) and values. It is fuzzed (test/fuzz).
+ *
+ * Handles are 32-bit numbers the daemon gives out per connection; 0 is never valid.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
+#define UROCE_CTRL_VERSION 1u
+/** Largest message either side sends (the socket's datagram limit is higher). */
+#define UROCE_CTRL_MSG_MAX 65536u
+#define UROCE_CTRL_MAX_FDS 4
+#define UROCE_CTRL_NAME_MAX 32
+/** Default socket path; the daemon's config can change it ([control] socket). */
+#define UROCE_CTRL_DEFAULT_SOCKET "/run/uroce/uroced.sock"
+/** Environment variable a client reads for the socket path. */
+#define UROCE_CTRL_SOCKET_ENV "UROCE_SOCKET"
+
+enum uroce_ctrl_cmd {
+	UROCE_CTRL_HELLO = 1,
+	UROCE_CTRL_QUERY_DEVICE,
+	UROCE_CTRL_QUERY_PORT,
+	UROCE_CTRL_QUERY_GID,
+	UROCE_CTRL_ALLOC_PD,
+	UROCE_CTRL_DEALLOC_PD,
+	UROCE_CTRL_MAP_REGION,
+	UROCE_CTRL_UNMAP_REGION,
+	UROCE_CTRL_REG_MR,
+	UROCE_CTRL_DEREG_MR,
+	UROCE_CTRL_CREATE_CHANNEL,
+	UROCE_CTRL_DESTROY_CHANNEL,
+	UROCE_CTRL_CREATE_CQ,
+	UROCE_CTRL_DESTROY_CQ,
+	UROCE_CTRL_CREATE_SRQ,
+	UROCE_CTRL_MODIFY_SRQ,
+	UROCE_CTRL_QUERY_SRQ,
+	UROCE_CTRL_DESTROY_SRQ,
+	UROCE_CTRL_CREATE_QP,
+	UROCE_CTRL_MODIFY_QP,
+	UROCE_CTRL_QUERY_QP,
+	UROCE_CTRL_DESTROY_QP,
+	UROCE_CTRL_CREATE_AH,
+	UROCE_CTRL_DESTROY_AH,
+	UROCE_CTRL_STATS,
+	UROCE_CTRL_ADMIN,
+	UROCE_CTRL_CMD_END
+};
+
+/** Name of a command ("CREATE_QP"), or "?" */
+const char *uroce_ctrl_cmd_name(uint32_t cmd);
+
+struct uroce_ctrl_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t cmd;
+	uint32_t len;    /**< bytes of the whole message, header included */
+	uint32_t seq;    /**< the reply repeats the request's */
+	int32_t status;  /**< replies: 0 or -errno; requests: 0 */
+	uint32_t reserved;
+};
+
+/* ---- requests and replies (payload after the header) ------------------------------------ */
+
+/* HELLO. Reply fds: [0] the context region (async event ring), [1] the async eventfd. */
+struct uroce_ctrl_hello_req {
+	uint32_t version;
+	int32_t pid;
+	char name[UROCE_CTRL_NAME_MAX]; /**< program name, for logs and stats */
+};
+struct uroce_ctrl_hello_rep {
+	uint32_t version;
+	uint32_t async_ring_offset; /**< in the context region */
+	uint64_t region_size;
+	char dev_name[UROCE_CTRL_NAME_MAX]; /**< "uroce0" */
+	uint64_t node_guid;                 /**< network byte order, as verbs keeps it */
+};
+
+struct uroce_ctrl_query_device_rep {
+	struct ibv_device_attr attr;
+};
+
+struct uroce_ctrl_query_port_req {
+	uint32_t port;
+};
+struct uroce_ctrl_query_port_rep {
+	struct ibv_port_attr attr;
+};
+
+struct uroce_ctrl_query_gid_req {
+	uint32_t port;
+	uint32_t index;
+};
+struct uroce_ctrl_query_gid_rep {
+	union ibv_gid gid;
+	uint32_t gid_type; /**< IBV_GID_TYPE_ROCE_V2 */
+	uint32_t reserved;
+};
+
+/** A reply (or request) that carries one handle. */
+struct uroce_ctrl_handle {
+	uint32_t handle;
+	uint32_t reserved;
+};
+
+/* MAP_REGION: one fd (a memfd of the client's, covering application memory that MRs will
+ * use); the reply is its handle. UNMAP_REGION: -EBUSY while an MR uses it. */
+struct uroce_ctrl_map_region_req {
+	uint64_t size;
+};
+
+#define UROCE_CTRL_MR_MAX_SEGS 1024
+struct uroce_ctrl_mr_seg {
+	uint32_t region;
+	uint32_t reserved;
+	uint64_t offset; /**< in the region, page aligned */
+	uint64_t length; /**< page multiple */
+};
+/* REG_MR: the segments cover [addr rounded down to a page, addr + length rounded up)
+ * in order, each a page-aligned piece of a mapped region. */
+struct uroce_ctrl_reg_mr_req {
+	uint32_t pd;
+	uint32_t access;
+	uint64_t addr;
+	uint64_t length;
+	uint32_t nseg;
+	uint32_t reserved;
+	struct uroce_ctrl_mr_seg seg[];
+};
+struct uroce_ctrl_reg_mr_rep {
+	uint32_t mr;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint32_t reserved;
+};
+
+/* CREATE_CHANNEL: the reply carries the channel's eventfd (written once per CQ event). */
+
+/* CREATE_CQ: the reply carries the CQ's region (layout: struct uroce_ctrl_cq_ctl at
+ * ctl_offset, the CQE ring at ring_offset). */
+struct uroce_ctrl_create_cq_req {
+	int32_t cqe;
+	uint32_t channel; /**< 0: none */
+	int32_t comp_vector;
+	uint32_t reserved;
+};
+struct uroce_ctrl_create_cq_rep {
+	uint32_t cq;
+	int32_t cqe;
+	uint32_t ctl_offset;
+	uint32_t ring_offset;
+	uint64_t region_size;
+};
+
+/** Shared per-CQ state besides the ring. */
+struct uroce_ctrl_cq_ctl {
+	/** Events the daemon signalled on the channel for this CQ (it increments, then
+	 *  writes the eventfd); a client waiting on a channel shared by several CQs finds
+	 *  the CQ(s) whose count moved. */
+	_Atomic uint32_t events;
+	/** Set by the daemon when a completion did not fit (CQ overrun: IBV_EVENT_CQ_ERR). */
+	_Atomic uint32_t overrun;
+};
+
+/** Shared per-queue state of a QP or SRQ region, at UROCE_CTRL_QUEUE_CTL_OFFSET: how
+ *  many WQEs of each queue have retired (completed, or retired unsignaled), written by
+ *  the daemon before it publishes their completions. A post counts its own posts
+ *  minus these to know exactly how many are outstanding: verbs' ENOMEM on a full queue
+ *  at the queue's real capacity. */
+struct uroce_ctrl_queue_ctl {
+	_Alignas(64) _Atomic uint32_t sq_retired; /**< SRQ: the receive queue's */
+	_Alignas(64) _Atomic uint32_t rq_retired;
+};
+#define UROCE_CTRL_QUEUE_CTL_OFFSET 64u
+
+/* CREATE_SRQ: the reply carries the SRQ's region (recv WQE ring at ring_offset). */
+struct uroce_ctrl_create_srq_req {
+	uint32_t pd;
+	uint32_t reserved;
+	struct ibv_srq_attr attr;
+};
+struct uroce_ctrl_create_srq_rep {
+	uint32_t srq;
+	uint32_t ring_offset;
+	uint64_t region_size;
+	struct ibv_srq_attr attr; /**< as created (rounded up) */
+};
+struct uroce_ctrl_modify_srq_req {
+	uint32_t srq;
+	int32_t mask;
+	struct ibv_srq_attr attr;
+};
+struct uroce_ctrl_query_srq_rep {
+	struct ibv_srq_attr attr;
+};
+
+/* CREATE_QP: the reply carries the QP's region (send WQE ring at sq_offset, recv WQE ring
+ * at rq_offset, 0 when the QP uses an SRQ). */
+struct uroce_ctrl_create_qp_req {
+	uint32_t pd;
+	uint32_t send_cq;
+	uint32_t recv_cq;
+	uint32_t srq; /**< 0: none */
+	uint32_t qp_type;
+	uint32_t sq_sig_all;
+	struct ibv_qp_cap cap;
+};
+struct uroce_ctrl_create_qp_rep {
+	uint32_t qp;
+	uint32_t qpn;
+	struct ibv_qp_cap cap; /**< as created (rounded up) */
+	uint32_t sq_offset;
+	uint32_t rq_offset;
+	uint64_t region_size;
+};
+struct uroce_ctrl_modify_qp_req {
+	uint32_t qp;
+	int32_t mask;
+	struct ibv_qp_attr attr;
+};
+struct uroce_ctrl_query_qp_req {
+	uint32_t qp;
+	int32_t mask;
+};
+struct uroce_ctrl_query_qp_rep {
+	struct ibv_qp_attr attr;
+	struct ibv_qp_cap cap;
+	uint32_t qp_type;
+	uint32_t sq_sig_all;
+};
+
+struct uroce_ctrl_create_ah_req {
+	uint32_t pd;
+	uint32_t reserved;
+	struct ibv_ah_attr attr;
+};
+
+/* STATS: the reply is a list of named counters (device, port, host stack, per QP when
+ * asked, and the daemon's object and mapping counts). */
+#define UROCE_CTRL_STATS_PER_QP 1u
+struct uroce_ctrl_stats_req {
+	uint32_t flags;
+	uint32_t reserved;
+};
+#define UROCE_CTRL_STAT_NAME_MAX 48
+struct uroce_ctrl_stat {
+	char name[UROCE_CTRL_STAT_NAME_MAX];
+	uint64_t value;
+};
+struct uroce_ctrl_stats_rep {
+	uint32_t count;
+	uint32_t reserved;
+	struct uroce_ctrl_stat stat[];
+};
+
+/* ADMIN: operations for operators and tests (the socket's permissions gate them). */
+enum uroce_ctrl_admin_op {
+	UROCE_CTRL_ADMIN_CAPTURE_START = 1, /**< path: pcap file to write RoCE frames to */
+	UROCE_CTRL_ADMIN_CAPTURE_STOP,
+	UROCE_CTRL_ADMIN_FAULT,             /**< rates: rx drop,dup,reorder,corrupt, tx same */
+	UROCE_CTRL_ADMIN_LOG_LEVEL,         /**< value: 0 error .. 3 debug */
+};
+struct uroce_ctrl_admin_req {
+	uint32_t op;
+	uint32_t value;
+	double rates[8];
+	char path[256]; /**< NUL-terminated */
+};
+
+/** The largest fixed payload of any request or reply (buffers are sized with it). */
+union uroce_ctrl_any_payload {
+	struct uroce_ctrl_hello_req hello_req;
+	struct uroce_ctrl_hello_rep hello_rep;
+	struct uroce_ctrl_query_device_rep query_device_rep;
+	struct uroce_ctrl_query_port_rep query_port_rep;
+	struct uroce_ctrl_query_qp_rep query_qp_rep;
+	struct uroce_ctrl_modify_qp_req modify_qp_req;
+	struct uroce_ctrl_admin_req admin_req;
+};
+
+/**
+ * Checks a received request before anything reads its payload: magic, version, command,
+ * length (exactly the command's payload; REG_MR's segment count included) and number of
+ * file descriptors received with it.
+ * @return 0, -EPROTO (magic or version: the peer is another build), -EINVAL.
+ */
+int uroce_ctrl_check_request(const void *msg, size_t len, unsigned int nfds);
+
+/** Payload bytes a request of @p cmd carries (REG_MR: without segments); -1 if unknown. */
+long uroce_ctrl_request_size(uint32_t cmd);
+/** File descriptors a request of @p cmd carries. */
+unsigned int uroce_ctrl_request_fds(uint32_t cmd);
+
+/**
+ * Message I/O on a SOCK_SEQPACKET socket. uroce_ctrl_send() sends one message with up to
+ * UROCE_CTRL_MAX_FDS descriptors; uroce_ctrl_recv() receives one, taking the descriptors
+ * that came with it (closed if more than @p max_fds came, or if the message was cut).
+ * @return bytes (0: the peer closed), or -errno; a truncated message is -EMSGSIZE.
+ */
+long uroce_ctrl_send(int sock, const void *msg, size_t len, const int *fds, unsigned int nfds);
+long uroce_ctrl_recv(int sock, void *buf, size_t cap, int *fds, unsigned int max_fds,
+		     unsigned int *nfds);
+
+/* ---- shared memory formats ------------------------------------------------------------- */
+
+/** Region kinds (struct uroce_shm_hdr.kind). */
+enum uroce_ctrl_region_kind {
+	UROCE_CTRL_REGION_CONTEXT = 1,
+	UROCE_CTRL_REGION_CQ,
+	UROCE_CTRL_REGION_QP,
+	UROCE_CTRL_REGION_SRQ,
+};
+
+/** A send work request in an SQ ring: ibv_send_wr flattened (no pointers; the AH is a
+ *  handle of the poster's connection). */
+struct uroce_ctrl_send_wqe {
+	uint64_t wr_id;
+	uint32_t opcode;          /**< enum ibv_wr_opcode */
+	uint32_t send_flags;      /**< IBV_SEND_* */
+	uint32_t imm_data;        /**< host order */
+	uint32_t invalidate_rkey;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t ah;              /**< UD: AH handle */
+	uint64_t compare_add;
+	uint64_t swap;
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+	uint32_t num_sge;
+	uint32_t inline_len;
+	union {
+		struct {
+			uint64_t addr;
+			uint32_t length;
+			uint32_t lkey;
+		} sg_list[8];
+		uint8_t inline_data[128];
+	};
+};
+
+/** A receive work request in an RQ or SRQ ring. */
+struct uroce_ctrl_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t reserved;
+	struct {
+		uint64_t addr;
+		uint32_t length;
+		uint32_t lkey;
+	} sg_list[8];
+};
+
+/** CQ rings carry struct ibv_wc as verbs defines it. */
+#define UROCE_CTRL_CQE_SIZE sizeof(struct ibv_wc)
+
+/** An async event in the context region's ring (ibv_get_async_event). */
+struct uroce_ctrl_async_event {
+	uint32_t event_type; /**< enum ibv_event_type */
+	uint32_t handle;     /**< the QP, CQ or SRQ (handle of this connection); 0: device */
+	uint32_t port;
+	uint32_t reserved;
+};
+#define UROCE_CTRL_ASYNC_RING_SIZE 256
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UROCE_CTRL_H */
