@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* uroced.conf: every key, once. The daemon owns the meaning; the doc strings say it in one
+ * line each and reach the shipped file and doc/config.md from here. */
+#include <stddef.h>
+
+#include "uroce_conf.h"
+
+#define OFF(f) offsetof(struct uroce_conf, f)
+#define SZ(f) sizeof(((struct uroce_conf *)0)->f)
+
+#define STR(sec, nm, def_, doc_)                                                         \
+	{.section = #sec, .name = #nm, .type = UROCE_CONF_STRING, .off = OFF(sec.nm),      \
+	 .size = SZ(sec.nm), .def = def_, .doc = doc_}
+#define UINT(sec, nm, lo, hi, def_, doc_)                                                \
+	{.section = #sec, .name = #nm, .type = UROCE_CONF_UINT, .off = OFF(sec.nm),        \
+	 .size = SZ(sec.nm), .min = lo, .max = hi, .def = def_, .doc = doc_}
+#define OCTAL(sec, nm, lo, hi, def_, doc_)                                               \
+	{.section = #sec, .name = #nm, .type = UROCE_CONF_OCTAL, .off = OFF(sec.nm),       \
+	 .size = SZ(sec.nm), .min = lo, .max = hi, .def = def_, .doc = doc_}
+#define RATE(sec, nm, doc_)                                                              \
+	{.section = #sec, .name = #nm, .type = UROCE_CONF_DOUBLE, .off = OFF(sec.nm),      \
+	 .size = SZ(sec.nm), .dmin = 0.0, .dmax = 1.0, .def = "0", .doc = doc_}
+#define ADDRS(sec, nm, type_, doc_)                                                      \
+	{.section = #sec, .name = #nm, .type = type_, .off = OFF(sec.nm),                  \
+	 .size = SZ(sec.nm), .count_off = OFF(sec.n_##nm), .max = UROCE_CONF_MAX_ADDRS,    \
+	 .def = "", .doc = doc_}
+
+static const char *const log_levels[] = {"error", "warning", "info", "debug", NULL};
+
+static const struct uroce_conf_key keys[] = {
+	STR(port, name, "",
+	    "DPDK port to use, by name (net_af_packet0, 0000:3b:00.0, ...); empty: the first port"),
+	UINT(port, mtu, 576, 9216, "1500",
+	     "IP MTU of the port; the RoCE path MTU is the largest of 256..4096 that fits"),
+	UINT(port, rx_queues, 1, 16, "1", "receive queues on the port (RSS spreads QPs over them)"),
+	UINT(port, rx_ring, 64, 16384, "1024", "descriptors per receive queue"),
+	UINT(port, tx_ring, 64, 16384, "1024", "descriptors per transmit queue"),
+	UINT(port, vlan, 0, 4094, "0", "802.1Q VLAN ID of RoCE frames; 0: untagged"),
+
+	ADDRS(host, ipv4, UROCE_CONF_IPV4,
+	      "IPv4 addresses of this endpoint, each one a RoCEv2 GID; empty: none"),
+	ADDRS(host, ipv6, UROCE_CONF_IPV6,
+	      "IPv6 addresses of this endpoint, each one a RoCEv2 GID; empty: none"),
+	{.section = "host", .name = "mac", .type = UROCE_CONF_MAC, .off = OFF(host.mac),
+	 .size = SZ(host.mac), .def = "", .doc = "MAC address of this endpoint; empty: the port's own"},
+
+	STR(control, socket, "/run/uroce/uroced.sock",
+	    "UNIX socket applications connect to (the verbs library finds it here)"),
+	OCTAL(control, socket_mode, 0, 0777, "0660", "permissions of the control socket"),
+	STR(control, socket_group, "",
+	    "group owning the control socket (who may use RDMA); empty: the daemon's group"),
+	UINT(control, max_clients, 1, 1024, "64", "most applications connected at once"),
+
+	UINT(transport, ack_coalesce, 1, 1024, "16",
+	     "responder: ACK at least every this many packets without AckReq"),
+	UINT(transport, max_unacked_psns, 1, 8388608, "128",
+	     "requester: most PSNs in flight per QP (rxe: 128)"),
+	UINT(transport, max_pkts_per_ack, 1, 1024, "64",
+	     "requester: set AckReq at least every this many packets (rxe: 64)"),
+	UINT(transport, seed, 0, UINT64_MAX, "0",
+	     "seeds QPNs and key bytes; 0: from the time (set one to replay a run)"),
+
+	UINT(lcore, poll_lcores, 1, 64, "1", "lcores that poll the port and run the transport"),
+	UINT(lcore, idle_sleep_us, 0, 100000, "0",
+	     "microseconds a poll lcore sleeps once idle a while; 0: pure busy polling"),
+	UINT(lcore, control_poll_us, 1, 100000, "100",
+	     "microseconds between looks at the control socket and timers"),
+
+	RATE(fault, rx_drop, "probability a received frame is dropped (testing only)"),
+	RATE(fault, rx_dup, "probability a received frame is duplicated"),
+	RATE(fault, rx_reorder, "probability a received frame is overtaken by later ones"),
+	RATE(fault, rx_corrupt, "probability a received frame gets one byte flipped"),
+	RATE(fault, tx_drop, "probability a frame to send is dropped"),
+	RATE(fault, tx_dup, "probability a frame to send is duplicated"),
+	RATE(fault, tx_reorder, "probability a frame to send is overtaken by later ones"),
+	RATE(fault, tx_corrupt, "probability a frame to send gets one byte flipped"),
+	UINT(fault, seed, 0, UINT64_MAX, "1", "seed of the fault injection (the same seed, the same faults)"),
+
+	STR(capture, file, "", "pcap file receiving every frame sent and received; empty: off"),
+	UINT(capture, snaplen, 64, 65535, "65535", "bytes kept of each captured frame"),
+
+	{.section = "log", .name = "level", .type = UROCE_CONF_CHOICE, .off = OFF(log.level),
+	 .size = SZ(log.level), .choices = log_levels, .def = "info",
+	 .doc = "least severe messages logged"},
+};
+
+_Static_assert(sizeof(enum uroce_conf_log_level) == sizeof(int), "CHOICE fields are ints");
+
+const struct uroce_conf_table uroce_conf_uroced = {
+	.keys = keys,
+	.nkeys = sizeof(keys) / sizeof(keys[0]),
+	.obj_size = sizeof(struct uroce_conf),
+	.title = "# uroced configuration: every key with its default.\n"
+		 "#\n"
+		 "# Generated by uroce_conf_print_defaults() (lib/conf/conf_uroced.c); a test keeps\n"
+		 "# this file equal to it. Keys are 'name = value' under a [section], or\n"
+		 "# 'section.name = value'; the daemon's --set section.name=value overrides them.\n"
+		 "# Unknown keys, bad values and keys set twice stop the daemon with file:line.\n"
+		 "# Reference: doc/config.md.",
+};
+
+void uroce_conf_defaults(struct uroce_conf *c)
+{
+	uroce_conf_table_defaults(&uroce_conf_uroced, c);
+}
+
+int uroce_conf_load(struct uroce_conf *c, const char *path, char *err, size_t errlen)
+{
+	return uroce_conf_table_load(&uroce_conf_uroced, c, path, err, errlen);
+}
+
+int uroce_conf_parse(struct uroce_conf *c, const char *text, size_t len, const char *name,
+		     char *err, size_t errlen)
+{
+	return uroce_conf_table_parse(&uroce_conf_uroced, c, text, len, name, err, errlen);
+}
+
+int uroce_conf_set(struct uroce_conf *c, const char *assignment, char *err, size_t errlen)
+{
+	return uroce_conf_table_set(&uroce_conf_uroced, c, assignment, err, errlen);
+}
+
+void uroce_conf_print(const struct uroce_conf *c, FILE *out)
+{
+	uroce_conf_table_print(&uroce_conf_uroced, c, out);
+}
+
+void uroce_conf_print_defaults(FILE *out)
+{
+	struct uroce_conf c;
+
+	uroce_conf_defaults(&c);
+	uroce_conf_print(&c, out);
+}
+
+const char *uroce_conf_log_level_name(enum uroce_conf_log_level l)
+{
+	return (unsigned)l < 4 ? log_levels[l] : "?";
+}
