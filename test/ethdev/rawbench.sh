@@ -11,7 +11,10 @@
 # Needs root (namespaces, veth): exits 77 (skip) otherwise.
 #
 # usage: rawbench.sh /path/to/uroce-rawbench
+# For figures (doc/ethdev.md) rather than a check: RAWBENCH_ROUNDS=20000 RAWBENCH_SECONDS=3
 set -u
+ROUNDS=${RAWBENCH_ROUNDS:-2000}
+SECS=${RAWBENCH_SECONDS:-1}
 
 BIN=${1:?usage: $0 /path/to/uroce-rawbench}
 if [ "$(id -u)" -ne 0 ]; then
@@ -136,18 +139,18 @@ B="ip netns exec $NSB"
 
 echo "# net_af_packet over veth (netns $NSA <-> $NSB)"
 run afp-pingpong "$A" "net_af_packet0,iface=$VA" "$B" "net_af_packet0,iface=$VB" -- \
-	--mode pingpong --size 64 --count 2000
-check_pingpong afp-pingpong 2000
+	--mode pingpong --size 64 --count "$ROUNDS"
+check_pingpong afp-pingpong "$ROUNDS"
 run afp-blast "$A" "net_af_packet0,iface=$VA" "$B" "net_af_packet0,iface=$VB" -- \
-	--mode blast --size 64 --duration 1
+	--mode blast --size 64 --duration "$SECS"
 check_blast afp-blast
 
 echo "# net_memif (socket $SOCK)"
 MS="net_memif0,role=server,socket=$SOCK,socket-abstract=no"
 MC="net_memif0,role=client,socket=$SOCK,socket-abstract=no"
-run memif-pingpong "" "$MS" "" "$MC" -- --mode pingpong --size 64 --count 5000
-check_pingpong memif-pingpong 5000 exact
-run memif-blast "" "$MS" "" "$MC" -- --mode blast --size 64 --duration 1
+run memif-pingpong "" "$MS" "" "$MC" -- --mode pingpong --size 64 --count "$ROUNDS"
+check_pingpong memif-pingpong "$ROUNDS" exact
+run memif-blast "" "$MS" "" "$MC" -- --mode blast --size 64 --duration "$SECS"
 check_blast memif-blast
 
 echo "# MTU 9000: veth MTU 9000, af_packet frames of 9216 bytes"
@@ -155,15 +158,15 @@ ip -n "$NSA" link set "$VA" mtu 9000 && ip -n "$NSB" link set "$VB" mtu 9000 ||
 	fail "veth MTU 9000"
 AFJ="blocksz=36864,framesz=9216,framecnt=512"
 run afp-jumbo "$A" "net_af_packet0,iface=$VA,$AFJ" "$B" "net_af_packet0,iface=$VB,$AFJ" -- \
-	--mode pingpong --size 8000 --count 1000 --mtu 9000
-check_pingpong afp-jumbo 1000
+	--mode pingpong --size 8000 --count "$ROUNDS" --mtu 9000
+check_pingpong afp-jumbo "$ROUNDS"
 grep -q "mtu 9000 (software)" "$TMP/afp-jumbo.client" ||
 	fail "afp-jumbo: expected a software MTU of 9000 on net_af_packet"
 
 echo "# MTU 9000 over memif, 2 KiB mbufs: chained TX, linearized RX"
 run memif-jumbo "" "$MS,bsize=9216" "" "$MC,bsize=9216" -- \
-	--mode pingpong --size 8000 --count 1000 --mtu 9000 --mbuf-size 2048
-check_pingpong memif-jumbo 1000 exact
+	--mode pingpong --size 8000 --count "$ROUNDS" --mtu 9000 --mbuf-size 2048
+check_pingpong memif-jumbo "$ROUNDS" exact
 for side in client server; do
 	check_stat memif-jumbo $side tx_chained
 	check_stat memif-jumbo $side rx_linearized
