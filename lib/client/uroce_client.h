@@ -150,6 +150,9 @@ struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
 					       struct ibv_ah_attr *attr);
 int uroce_client_destroy_ah(struct uroce_client_ah *ah);
 
+/** ibv_wc_status_str's text (this library does not link libibverbs). */
+const char *uroce_client_wc_status_str(enum ibv_wc_status status);
+
 /** Named counters from the daemon (uroce stat). @p flags: UROCE_CTRL_STATS_PER_QP.
  *  @return the count (the caller frees *names_values), or -errno. */
 struct uroce_ctrl_stat;

@@ -341,6 +341,8 @@ static void rwqe_complete(struct uroce_tp_qp *qp, enum ibv_wc_status status,
 		}
 		if (qp->type == IBV_QPT_UD)
 			wc.wc_flags |= IBV_WC_GRH;
+		if (h->bth.se)
+			wc.wc_flags |= UROCE_TP_WC_SOLICITED;
 	}
 	qp->resp.has_rwqe = false;
 	qp->dev->cnt.rdma_recvs++;

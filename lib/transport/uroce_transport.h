@@ -179,6 +179,11 @@ int uroce_tp_destroy_ah(struct uroce_tp_ah *ah);
 /* ------------------------------------------------------------------------------------- */
 /* Completion queues and shared receive queues                                           */
 
+/** A wc_flags bit verbs does not define: the completion's message had the Solicited
+ *  Event bit (IBA 9.2.1), for ibv_req_notify_cq(solicited_only). The caller clears it
+ *  before handing the completion to an application. */
+#define UROCE_TP_WC_SOLICITED (1u << 30)
+
 /** @return the CQ, or NULL with errno (EINVAL: cqe < 1 or above the device maximum). It
  *  holds at least @p cqe completions (cqe rounded up to 2^k - 1, as ibv_create_cq may). */
 struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe);

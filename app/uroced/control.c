@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control socket: accepting applications, reading their requests, answering them,
+ * and noticing when they go (a closed socket, kill -9 included, frees all they had).
+ *
+ * Every request is checked by uroce_ctrl_check_request() before a handler sees it; a
+ * message that fails the check is a protocol violation: the daemon logs it, answers
+ * -EINVAL (or -EPROTO for another version) and drops the connection, so a hostile or
+ * broken client can neither crash the daemon nor leave it half-understanding a stream.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "uroced.h"
+
+static void client_close(struct ud_client *c, const char *why)
+{
+	struct ud_client **pp;
+
+	UD_INFO("client %s[%d] (#%llu): %s", c->name, c->pid, (unsigned long long)c->id, why);
+	uroce_ip_cancel(ud.ip, c->id);
+	ud_client_free_objects(c);
+	epoll_ctl(ud.epfd, EPOLL_CTL_DEL, c->sock, NULL);
+	close(c->sock);
+	for (pp = &ud.clients; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	ud.nclients--;
+	ud.cnt.clients_closed++;
+	free(c);
+}
+
+void ud_client_reply(struct ud_client *c, const struct uroce_ctrl_hdr *req, int status,
+		     const void *payload, uint32_t len, const int *fds, unsigned int nfds)
+{
+	uint8_t buf[sizeof(struct uroce_ctrl_hdr) + UROCE_CTRL_MSG_MAX];
+	struct uroce_ctrl_hdr h = {
+		.magic = UROCE_CTRL_MAGIC,
+		.version = UROCE_CTRL_VERSION,
+		.cmd = req->cmd,
+		.seq = req->seq,
+		.status = status,
+	};
+
+	if (status)
+		len = 0, nfds = 0;
+	if (len > UROCE_CTRL_MSG_MAX - sizeof(h))
+		len = 0, h.status = -EOVERFLOW;
+	h.len = (uint32_t)(sizeof(h) + len);
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + sizeof(h), payload, len);
+	/* A client that does not read its replies only hurts itself: the send is
+	 * non-blocking and a full socket drops the connection at the next poll. */
+	if (uroce_ctrl_send(c->sock, buf, h.len, fds, nfds) < 0)
+		UD_DBG("client %s[%d]: reply to %s lost", c->name, c->pid,
+			uroce_ctrl_cmd_name(req->cmd));
+	if (status && status != -EAGAIN)
+		UD_DBG("client %s[%d]: %s -> %s", c->name, c->pid, uroce_ctrl_cmd_name(req->cmd),
+		       strerror(-status));
+}
+
+/* Reads and handles one request. @return false when the client must go. */
+static bool client_request(struct ud_client *c)
+{
+	uint8_t buf[UROCE_CTRL_MSG_MAX];
+	int fds[UROCE_CTRL_MAX_FDS];
+	unsigned int nfds = 0, i;
+	long n;
+	int rc;
+
+	n = uroce_ctrl_recv(c->sock, buf, sizeof(buf), fds, UROCE_CTRL_MAX_FDS, &nfds);
+	if (n == -EAGAIN)
+		return true;
+	if (n <= 0)
+		return false; /* closed, reset, or a message too big to be ours */
+	rc = uroce_ctrl_check_request(buf, (size_t)n, nfds);
+	if (rc) {
+		struct uroce_ctrl_hdr h = {0};
+
+		ud.cnt.bad_requests++;
+		if ((size_t)n >= sizeof(h))
+			memcpy(&h, buf, sizeof(h));
+		UD_WARN("client %s[%d]: malformed %s request (%ld bytes, %u fds): %s", c->name,
+			c->pid, uroce_ctrl_cmd_name(h.cmd), n, nfds,
+			rc == -EPROTO ? "another protocol version" : "refused");
+		ud_client_reply(c, &h, rc, NULL, 0, NULL, 0);
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		return false;
+	}
+	if (!ud_handle(c, buf, (uint32_t)n, fds, nfds)) {
+		/* Waits for a neighbour; no further request is read meanwhile (a client has
+		 * one request in flight, and this keeps the replies in order). */
+		epoll_ctl(ud.epfd, EPOLL_CTL_MOD, c->sock,
+			  &(struct epoll_event){.events = EPOLLRDHUP, .data.ptr = c});
+	}
+	return true;
+}
+
+void ud_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], const uint8_t *mac,
+		       int err)
+{
+	struct ud_client *c;
+
+	(void)ctx;
+	(void)gid;
+	for (c = ud.clients; c; c = c->next)
+		if (c->id == cookie && c->pending.active) {
+			ud_handle_resolved(c, mac, err);
+			epoll_ctl(ud.epfd, EPOLL_CTL_MOD, c->sock,
+				  &(struct epoll_event){.events = EPOLLIN | EPOLLRDHUP,
+							.data.ptr = c});
+			return;
+		}
+}
+
+static void accept_clients(void)
+{
+	for (;;) {
+		int fd = accept4(ud.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ud_client *c;
+
+		if (fd < 0)
+			return;
+		if (ud.nclients >= ud.conf.control.max_clients) {
+			UD_WARN("refusing a client: %u connected (control.max_clients)",
+				ud.nclients);
+			ud.cnt.clients_refused++;
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->sock = fd;
+		c->id = ++ud.next_client_id;
+		c->async_efd = -1;
+		c->region.fd = -1;
+		strcpy(c->name, "?");
+		if (epoll_ctl(ud.epfd, EPOLL_CTL_ADD, fd,
+			      &(struct epoll_event){.events = EPOLLIN | EPOLLRDHUP,
+						    .data.ptr = c}) != 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = ud.clients;
+		ud.clients = c;
+		ud.nclients++;
+		ud.cnt.clients_accepted++;
+	}
+}
+
+void ud_control_poll(uint64_t timeout_ns)
+{
+	struct epoll_event ev[16];
+	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
+			      .tv_nsec = (long)(timeout_ns % 1000000000u)};
+	int n, i;
+
+	n = epoll_pwait2(ud.epfd, ev, 16, &ts, NULL);
+	for (i = 0; i < n; i++) {
+		struct ud_client *c = ev[i].data.ptr;
+
+		if (!c) {
+			accept_clients();
+			continue;
+		}
+		if (ev[i].events & EPOLLIN) {
+			/* A few requests per turn: the data path must not starve. */
+			int k;
+
+			for (k = 0; k < 8 && !c->pending.active; k++) {
+				int avail = 0;
+
+				if (!client_request(c)) {
+					client_close(c, "disconnected");
+					c = NULL;
+					break;
+				}
+				if (recv(c->sock, &avail, 1, MSG_PEEK | MSG_DONTWAIT) <= 0)
+					break;
+			}
+			if (!c)
+				continue;
+		}
+		if (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
+			/* Requests sent before the close were handled above. */
+			char b;
+
+			if (recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0 ||
+			    (ev[i].events & (EPOLLHUP | EPOLLERR)))
+				client_close(c, "gone");
+		}
+	}
+}
+
+int ud_control_init(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *path = ud.conf.control.socket;
+	char dir[sizeof(sa.sun_path)], *slash;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		UD_ERR("control.socket: path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	strcpy(dir, path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		mkdir(dir, 0755); /* /run/uroce on a fresh host */
+	}
+	ud.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ud.epfd < 0)
+		return -errno;
+	ud.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ud.listen_fd < 0)
+		return -errno;
+	unlink(path); /* a stale socket from a killed daemon */
+	if (bind(ud.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		UD_ERR("control: cannot bind %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	/* Who may connect is who may use the device: the socket's mode and group. */
+	if (ud.conf.control.socket_group[0]) {
+		struct group *g = getgrnam(ud.conf.control.socket_group);
+
+		if (!g) {
+			UD_ERR("control.socket_group: no group %s", ud.conf.control.socket_group);
+			return -EINVAL;
+		}
+		if (chown(path, (uid_t)-1, g->gr_gid) != 0) {
+			UD_ERR("control: chown %s: %s", path, strerror(errno));
+			return -errno;
+		}
+	}
+	if (chmod(path, (mode_t)ud.conf.control.socket_mode) != 0) {
+		UD_ERR("control: chmod %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (listen(ud.listen_fd, 64) != 0)
+		return -errno;
+	if (epoll_ctl(ud.epfd, EPOLL_CTL_ADD, ud.listen_fd,
+		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = NULL}) != 0)
+		return -errno;
+	return 0;
+}
+
+void ud_control_fini(void)
+{
+	while (ud.clients)
+		client_close(ud.clients, "daemon stopping");
+	if (ud.listen_fd >= 0) {
+		close(ud.listen_fd);
+		unlink(ud.conf.control.socket);
+	}
+	if (ud.epfd >= 0)
+		close(ud.epfd);
+	ud.listen_fd = ud.epfd = -1;
+}

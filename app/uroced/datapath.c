@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shared-memory data path: doorbells (producer indices the applications publish)
+ * into the transport, completions out of the transport into the applications' CQ rings,
+ * and async events into their event rings.
+ *
+ * Ordering, per queue (see lib/shm for the ring protocol itself):
+ * - a QP's "retired" counts are published (release) before the completions that retire
+ *   those WQEs are committed to the CQ ring, so an application that sees a completion
+ *   and posts again never finds its queue spuriously full;
+ * - a CQ's event count is incremented before its eventfd is written, so a reader woken
+ *   by the eventfd finds which CQ it was.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "uroced.h"
+
+void ud_qp_publish_retired(struct ud_qp *q)
+{
+	uint32_t sq = q->sq_taken - uroce_tp_qp_sq_outstanding(q->tp);
+
+	if (sq != q->sq_retired) {
+		q->sq_retired = sq;
+		/* release: our reads of the retired slots happened before (cons_release), and
+		 * the application may overwrite them once it sees this. */
+		atomic_store_explicit(&q->ctl->sq_retired, sq, memory_order_release);
+	}
+	if (!q->srq) {
+		uint32_t rq = q->rq_taken - uroce_tp_qp_rq_outstanding(q->tp);
+
+		if (rq != q->rq_retired) {
+			q->rq_retired = rq;
+			atomic_store_explicit(&q->ctl->rq_retired, rq, memory_order_release);
+		}
+	}
+}
+
+static void srq_publish_retired(struct ud_srq *s)
+{
+	uint32_t r = s->taken - uroce_tp_srq_outstanding(s->tp);
+
+	/* release: as for a QP's queues. */
+	if (atomic_load_explicit(&s->ctl->sq_retired, memory_order_relaxed) != r)
+		atomic_store_explicit(&s->ctl->sq_retired, r, memory_order_release);
+}
+
+/* A WQE the transport refused (a client that skipped its library's checks, or wrote
+ * the ring by hand): the QP cannot go on. The error state flushes what it holds; the
+ * WQE itself is posted again there so it completes (flushed) instead of vanishing. */
+static void qp_bad_wqe(struct ud_qp *q)
+{
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+
+	ud.cnt.bad_wqe++;
+	UD_WARN("client %s[%d]: QP %u: a work request the transport refused: QP to error",
+		q->client->name, q->client->pid, uroce_tp_qp_num(q->tp));
+	uroce_tp_modify_qp(q->tp, &err, IBV_QP_STATE, NULL, ud.now_ns);
+	ud_tp_event(NULL, IBV_EVENT_QP_FATAL, q->tp);
+}
+
+static void to_tp_recv(struct uroce_tp_recv_wqe *t, const struct uroce_ctrl_recv_wqe *w)
+{
+	uint32_t i, n = w->num_sge > UROCE_TP_MAX_SGE ? UROCE_TP_MAX_SGE + 1 : w->num_sge;
+
+	t->wr_id = w->wr_id;
+	t->num_sge = n; /* too many is refused by the transport, not truncated here */
+	for (i = 0; i < n && i < UROCE_TP_MAX_SGE; i++) {
+		t->sg_list[i].addr = w->sg_list[i].addr;
+		t->sg_list[i].length = w->sg_list[i].length;
+		t->sg_list[i].lkey = w->sg_list[i].lkey;
+	}
+}
+
+static int to_tp_send(struct ud_qp *q, struct uroce_tp_send_wqe *t,
+		      const struct uroce_ctrl_send_wqe *w)
+{
+	t->wr_id = w->wr_id;
+	t->opcode = (enum ibv_wr_opcode)w->opcode;
+	t->send_flags = w->send_flags;
+	t->imm_data = w->imm_data;
+	t->invalidate_rkey = w->invalidate_rkey;
+	t->remote_addr = w->remote_addr;
+	t->rkey = w->rkey;
+	t->compare_add = w->compare_add;
+	t->swap = w->swap;
+	t->ah = NULL;
+	if (w->ah) {
+		t->ah = ud_obj_get(q->client, w->ah, UD_OBJ_AH);
+		if (!t->ah)
+			return -EINVAL;
+	}
+	t->remote_qpn = w->remote_qpn;
+	t->remote_qkey = w->remote_qkey;
+	t->num_sge = w->num_sge;
+	t->inline_len = w->inline_len;
+	if (w->send_flags & IBV_SEND_INLINE) {
+		if (w->inline_len > sizeof(t->inline_data))
+			return -EINVAL;
+		memcpy(t->inline_data, w->inline_data, w->inline_len);
+	} else {
+		uint32_t i;
+
+		if (w->num_sge > UROCE_TP_MAX_SGE)
+			return -EINVAL;
+		for (i = 0; i < w->num_sge; i++) {
+			t->sg_list[i].addr = w->sg_list[i].addr;
+			t->sg_list[i].length = w->sg_list[i].length;
+			t->sg_list[i].lkey = w->sg_list[i].lkey;
+		}
+	}
+	return 0;
+}
+
+static unsigned int qp_doorbell(struct ud_qp *q)
+{
+	unsigned int done = 0;
+	uint32_t n, i;
+	int rc;
+
+	n = uroce_ring_cons_avail(&q->sq);
+	for (i = 0; i < n; i++) {
+		struct uroce_tp_send_wqe t;
+
+		rc = to_tp_send(q, &t, uroce_ring_cons_slot(&q->sq, i));
+		if (rc == 0)
+			rc = uroce_tp_post_send(q->tp, &t, ud.now_ns);
+		if (rc == -ENOMEM)
+			break; /* the transport's queue is full: the rest waits in the ring */
+		if (rc) {
+			qp_bad_wqe(q);
+			if (to_tp_send(q, &t, uroce_ring_cons_slot(&q->sq, i)) != 0) {
+				t.num_sge = 0;
+				t.inline_len = 0;
+				t.send_flags &= ~(unsigned int)IBV_SEND_INLINE;
+			}
+			t.opcode = IBV_WR_SEND;
+			t.ah = NULL;
+			uroce_tp_post_send(q->tp, &t, ud.now_ns); /* completes flushed */
+		}
+	}
+	if (i) {
+		uroce_ring_cons_release(&q->sq, i);
+		q->sq_taken += i;
+		done += i;
+	}
+	if (!q->srq) {
+		n = uroce_ring_cons_avail(&q->rq);
+		for (i = 0; i < n; i++) {
+			struct uroce_tp_recv_wqe t;
+
+			to_tp_recv(&t, uroce_ring_cons_slot(&q->rq, i));
+			rc = uroce_tp_post_recv(q->tp, &t);
+			if (rc == -ENOMEM)
+				break;
+			if (rc) {
+				qp_bad_wqe(q);
+				t.num_sge = 0;
+				uroce_tp_post_recv(q->tp, &t);
+			}
+		}
+		if (i) {
+			uroce_ring_cons_release(&q->rq, i);
+			q->rq_taken += i;
+			done += i;
+		}
+	}
+	return done;
+}
+
+static unsigned int srq_doorbell(struct ud_srq *s)
+{
+	uint32_t n = uroce_ring_cons_avail(&s->ring), i;
+
+	for (i = 0; i < n; i++) {
+		struct uroce_tp_recv_wqe t;
+
+		to_tp_recv(&t, uroce_ring_cons_slot(&s->ring, i));
+		if (uroce_tp_post_srq_recv(s->tp, &t) != 0)
+			break; /* full, or a malformed WQE that stays until the SRQ goes */
+	}
+	if (i) {
+		uroce_ring_cons_release(&s->ring, i);
+		s->taken += i;
+	}
+	return i;
+}
+
+unsigned int ud_doorbells(void)
+{
+	unsigned int done = 0;
+	uint32_t i;
+
+	/* Every QP's producer indices, each a load of a line the application writes only
+	 * when it posts. A doorbell summary page would make idle QPs free; see
+	 * doc/daemon.md for why this is the simple first step. */
+	for (i = 0; i < ud.nsrqs; i++) {
+		done += srq_doorbell(ud.srqs[i]);
+		srq_publish_retired(ud.srqs[i]);
+	}
+	for (i = 0; i < ud.nqps; i++) {
+		done += qp_doorbell(ud.qps[i]);
+		/* Unsignaled WQEs retire without a completion: publish here too. */
+		ud_qp_publish_retired(ud.qps[i]);
+	}
+	return done;
+}
+
+void ud_cq_ready(void *io_ctx, struct uroce_tp_cq *cq)
+{
+	struct ud_cq *q = uroce_tp_cq_user(cq);
+
+	(void)io_ctx;
+	if (!q || q->ready)
+		return;
+	if (ud_list_add((void ***)&ud.ready, &ud.nready, &ud.cap_ready, q, NULL) == 0)
+		q->ready = true;
+}
+
+/* Moves a CQ's completions into its shared ring. @return true when it is drained. */
+static bool cq_drain(struct ud_cq *q, unsigned int *moved)
+{
+	bool solicited = false, any = false;
+
+	for (;;) {
+		uint32_t space = uroce_ring_prod_space(&q->ring);
+		uint32_t first = q->ring.mine & q->ring.mask;
+		uint32_t run = q->ring.mask + 1 - first; /* contiguous slots before the wrap */
+		struct ibv_wc *wc;
+		int n, i;
+
+		if (space == 0)
+			break;
+		if (run > space)
+			run = space;
+		wc = uroce_ring_prod_slot(&q->ring, 0);
+		n = uroce_tp_poll_cq(q->tp, (int)run, wc);
+		if (n == 0) {
+			if (any && uroce_ring_take_arm(&q->ring, solicited)) {
+				/* Count first, then wake: see the file comment. */
+				atomic_fetch_add_explicit(&q->ctl->events, 1, memory_order_release);
+				if (q->channel) {
+					uint64_t one = 1;
+
+					if (write(q->channel->efd, &one, sizeof(one)) != sizeof(one))
+						UD_WARN("CQ event lost: %s", strerror(errno));
+				}
+			}
+			return true;
+		}
+		for (i = 0; i < n; i++) {
+			struct uroce_tp_qp *tq = uroce_tp_qp_lookup(ud.dev, wc[i].qp_num);
+
+			/* ibv_req_notify_cq(solicited_only): solicited receives and every error
+			 * completion wake the waiter (IBA 11.4.2.2). */
+			if ((wc[i].wc_flags & UROCE_TP_WC_SOLICITED) || wc[i].status != IBV_WC_SUCCESS)
+				solicited = true;
+			wc[i].wc_flags &= ~(unsigned int)UROCE_TP_WC_SOLICITED;
+			if (tq && uroce_tp_qp_user(tq))
+				ud_qp_publish_retired(uroce_tp_qp_user(tq));
+		}
+		/* The retired counts above are released before the completions are. */
+		uroce_ring_prod_commit(&q->ring, (uint32_t)n);
+		*moved += (unsigned int)n;
+		any = true;
+	}
+	/* The shared ring is full: the rest stays in the transport's CQ (which overruns, as
+	 * verbs says, if the application never polls). */
+	if (uroce_tp_cq_overflowed(q->tp) && !q->overrun_reported) {
+		q->overrun_reported = true;
+		atomic_store_explicit(&q->ctl->overrun, 1, memory_order_relaxed);
+		ud.cnt.cq_overruns++;
+	}
+	return false;
+}
+
+unsigned int ud_completions(void)
+{
+	unsigned int moved = 0;
+	uint32_t i = 0;
+
+	while (i < ud.nready) {
+		struct ud_cq *q = ud.ready[i];
+
+		if (cq_drain(q, &moved)) {
+			q->ready = false;
+			ud.ready[i] = ud.ready[--ud.nready];
+		} else {
+			i++;
+		}
+	}
+	return moved;
+}
+
+static void async_post(struct ud_client *c, enum ibv_event_type type, uint32_t handle)
+{
+	struct uroce_ctrl_async_event e = {.event_type = type, .handle = handle, .port = 1};
+	uint64_t one = 1;
+
+	ud.cnt.async_events++;
+	if (!c->region.addr || uroce_ring_prod_space(&c->async_ring) == 0) {
+		ud.cnt.async_lost++;
+		return;
+	}
+	memcpy(uroce_ring_prod_slot(&c->async_ring, 0), &e, sizeof(e));
+	uroce_ring_prod_commit(&c->async_ring, 1);
+	if (write(c->async_efd, &one, sizeof(one)) != sizeof(one))
+		ud.cnt.async_lost++;
+}
+
+void ud_tp_event(void *io_ctx, enum ibv_event_type type, void *object)
+{
+	(void)io_ctx;
+	switch (type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct ud_cq *q = uroce_tp_cq_user(object);
+
+		if (q)
+			async_post(q->client, type, q->handle);
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct ud_srq *s = uroce_tp_srq_user(object);
+
+		if (s)
+			async_post(s->client, type, s->handle);
+		break;
+	}
+	case IBV_EVENT_DEVICE_FATAL:
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR: {
+		struct ud_client *c;
+
+		for (c = ud.clients; c; c = c->next)
+			async_post(c, type, 0);
+		break;
+	}
+	default: {
+		struct ud_qp *q = object ? uroce_tp_qp_user(object) : NULL;
+
+		if (q)
+			async_post(q->client, type, q->handle);
+		break;
+	}
+	}
+}

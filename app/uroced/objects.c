@@ -1,0 +1,1096 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The commands of the control protocol: the verbs objects of each connection, made in
+ * the transport and, for queues, in shared memory the application maps.
+ *
+ * Handles index a per-connection table and are typed, so one connection can name only
+ * its own objects, and only as what they are. Every value from a request is checked
+ * here or by the transport (which returns the errno rdma-core would) before use.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "uroced.h"
+
+/* ---- handle table --------------------------------------------------------------------- */
+
+static uint32_t obj_add(struct ud_client *c, enum ud_obj_type type, void *p)
+{
+	uint32_t i;
+
+	/* Reuse the lowest free slot; tables stay as small as the live object count. */
+	for (i = 0; i < c->nobjs; i++)
+		if (c->objs[i].type == UD_OBJ_FREE)
+			break;
+	if (i == c->nobjs) {
+		if (c->nobjs == c->cap_objs) {
+			uint32_t cap = c->cap_objs ? c->cap_objs * 2 : 32;
+			struct ud_obj *o = realloc(c->objs, cap * sizeof(*o));
+
+			if (!o)
+				return 0;
+			c->objs = o;
+			c->cap_objs = cap;
+		}
+		c->nobjs++;
+	}
+	c->objs[i].type = type;
+	c->objs[i].p = p;
+	c->counts[type]++;
+	return i + 1;
+}
+
+void *ud_obj_get(struct ud_client *c, uint32_t handle, enum ud_obj_type type)
+{
+	if (handle == 0 || handle > c->nobjs || c->objs[handle - 1].type != type)
+		return NULL;
+	return c->objs[handle - 1].p;
+}
+
+static void obj_del(struct ud_client *c, uint32_t handle)
+{
+	c->counts[c->objs[handle - 1].type]--;
+	c->objs[handle - 1].type = UD_OBJ_FREE;
+	c->objs[handle - 1].p = NULL;
+}
+
+static int list_del(void **list, uint32_t *n, uint32_t idx)
+{
+	list[idx] = list[--*n];
+	return (int)idx;
+}
+
+int ud_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx)
+{
+	if (*n == *cap) {
+		uint32_t nc = *cap ? *cap * 2 : 64;
+		void **l = realloc(*list, nc * sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		*list = l;
+		*cap = nc;
+	}
+	if (idx)
+		*idx = *n;
+	(*list)[(*n)++] = item;
+	return 0;
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+/* A shared region for one object's rings; counts as a mapping until closed. */
+static int region_create(struct uroce_shm_region *r, const char *name, uint64_t size,
+			 uint32_t kind)
+{
+	int rc = uroce_shm_create(r, name, size, kind, true);
+
+	if (rc == 0)
+		ud.mappings++;
+	return rc;
+}
+
+static void region_close(struct uroce_shm_region *r)
+{
+	if (r->addr)
+		ud.mappings--;
+	uroce_shm_close(r);
+}
+
+/* ---- QP and SRQ lists (the doorbells the poll loop watches) -------------------------- */
+
+static void qp_unlist(struct ud_qp *q)
+{
+	list_del((void **)ud.qps, &ud.nqps, q->idx);
+	if (q->idx < ud.nqps)
+		ud.qps[q->idx]->idx = q->idx;
+}
+
+static void srq_unlist(struct ud_srq *s)
+{
+	list_del((void **)ud.srqs, &ud.nsrqs, s->idx);
+	if (s->idx < ud.nsrqs)
+		ud.srqs[s->idx]->idx = s->idx;
+}
+
+static void cq_unready(struct ud_cq *q)
+{
+	uint32_t i;
+
+	if (!q->ready)
+		return;
+	for (i = 0; i < ud.nready; i++)
+		if (ud.ready[i] == q) {
+			list_del((void **)ud.ready, &ud.nready, i);
+			break;
+		}
+	q->ready = false;
+}
+
+/* ---- destruction (commands and connection teardown share these) ----------------------- */
+
+static int destroy_qp(struct ud_client *c, uint32_t h, struct ud_qp *q)
+{
+	int rc = uroce_tp_destroy_qp(q->tp);
+
+	if (rc)
+		return rc;
+	qp_unlist(q);
+	region_close(&q->region);
+	obj_del(c, h);
+	free(q);
+	return 0;
+}
+
+static int destroy_srq(struct ud_client *c, uint32_t h, struct ud_srq *s)
+{
+	int rc = uroce_tp_destroy_srq(s->tp);
+
+	if (rc)
+		return rc;
+	srq_unlist(s);
+	region_close(&s->region);
+	obj_del(c, h);
+	free(s);
+	return 0;
+}
+
+static int destroy_cq(struct ud_client *c, uint32_t h, struct ud_cq *q)
+{
+	int rc = uroce_tp_destroy_cq(q->tp);
+
+	if (rc)
+		return rc;
+	cq_unready(q);
+	if (q->channel)
+		q->channel->refs--;
+	region_close(&q->region);
+	obj_del(c, h);
+	free(q);
+	return 0;
+}
+
+static int destroy_mr(struct ud_client *c, uint32_t h, struct ud_mr *m)
+{
+	int rc = uroce_tp_dereg_mr(m->tp);
+
+	if (rc)
+		return rc;
+	munmap(m->map, m->map_len);
+	ud.mappings--;
+	obj_del(c, h);
+	free(m);
+	return 0;
+}
+
+static void destroy_region(struct ud_client *c, uint32_t h, struct ud_region *r)
+{
+	close(r->fd);
+	obj_del(c, h);
+	free(r);
+}
+
+static int destroy_channel(struct ud_client *c, uint32_t h, struct ud_channel *ch)
+{
+	if (ch->refs)
+		return -EBUSY;
+	close(ch->efd);
+	obj_del(c, h);
+	free(ch);
+	return 0;
+}
+
+void ud_client_free_objects(struct ud_client *c)
+{
+	/* Dependents before what they depend on, as the transport requires. QPs go to the
+	 * error state first: their WQEs flush, and a connected peer sees what it sees when
+	 * an RNIC's QP fails (no more responses: its retries run out). */
+	static const enum ud_obj_type order[] = {UD_OBJ_AH, UD_OBJ_QP, UD_OBJ_SRQ, UD_OBJ_CQ,
+						 UD_OBJ_MR, UD_OBJ_REGION, UD_OBJ_CHANNEL,
+						 UD_OBJ_PD};
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	size_t k;
+	uint32_t h;
+
+	for (k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		for (h = 1; h <= c->nobjs; h++) {
+			struct ud_obj *o = &c->objs[h - 1];
+
+			if (o->type != order[k])
+				continue;
+			switch (o->type) {
+			case UD_OBJ_AH:
+				uroce_tp_destroy_ah(o->p);
+				obj_del(c, h);
+				break;
+			case UD_OBJ_QP: {
+				struct ud_qp *q = o->p;
+
+				if (uroce_tp_qp_state(q->tp) != IBV_QPS_RESET)
+					uroce_tp_modify_qp(q->tp, &err, IBV_QP_STATE, NULL,
+							   ud.now_ns);
+				destroy_qp(c, h, q);
+				break;
+			}
+			case UD_OBJ_SRQ:
+				destroy_srq(c, h, o->p);
+				break;
+			case UD_OBJ_CQ:
+				destroy_cq(c, h, o->p);
+				break;
+			case UD_OBJ_MR:
+				destroy_mr(c, h, o->p);
+				break;
+			case UD_OBJ_REGION:
+				destroy_region(c, h, o->p);
+				break;
+			case UD_OBJ_CHANNEL:
+				destroy_channel(c, h, o->p);
+				break;
+			case UD_OBJ_PD:
+				uroce_tp_dealloc_pd(o->p);
+				obj_del(c, h);
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	free(c->objs);
+	c->objs = NULL;
+	c->nobjs = c->cap_objs = 0;
+	if (c->region.addr)
+		region_close(&c->region);
+	if (c->async_efd >= 0)
+		close(c->async_efd);
+	c->async_efd = -1;
+}
+
+/* ---- commands ------------------------------------------------------------------------- */
+
+#define REPLY(c, h, st, p, l) ud_client_reply(c, h, st, p, l, NULL, 0)
+
+static void cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+		      const struct uroce_ctrl_hello_req *req)
+{
+	struct uroce_ctrl_hello_rep rep = {.version = UROCE_CTRL_VERSION};
+	int fds[2], rc;
+
+	if (c->region.addr) {
+		REPLY(c, h, -EINVAL, NULL, 0); /* once per connection */
+		return;
+	}
+	c->pid = req->pid;
+	memcpy(c->name, req->name, sizeof(c->name));
+	c->name[sizeof(c->name) - 1] = 0;
+	rep.async_ring_offset = UROCE_SHM_CACHELINE;
+	rc = region_create(&c->region, "uroce-ctx",
+			   rep.async_ring_offset +
+				   uroce_ring_bytes(UROCE_CTRL_ASYNC_RING_SIZE,
+						    sizeof(struct uroce_ctrl_async_event)),
+			   UROCE_CTRL_REGION_CONTEXT);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	uroce_ring_format((uint8_t *)c->region.addr + rep.async_ring_offset,
+			  UROCE_CTRL_ASYNC_RING_SIZE, sizeof(struct uroce_ctrl_async_event));
+	uroce_ring_open(&c->async_ring, (uint8_t *)c->region.addr + rep.async_ring_offset,
+			c->region.size - rep.async_ring_offset, true);
+	/* A semaphore eventfd: one read per event, as ibv_get_async_event consumes them. */
+	c->async_efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (c->async_efd < 0) {
+		REPLY(c, h, -errno, NULL, 0);
+		return;
+	}
+	rep.region_size = c->region.size;
+	snprintf(rep.dev_name, sizeof(rep.dev_name), "uroce0");
+	memcpy(&rep.node_guid, ud.gids[0].raw + 8, 8); /* EUI-64 of the MAC, as rxe */
+	fds[0] = c->region.fd;
+	fds[1] = c->async_efd;
+	UD_INFO("client %s[%d] (#%llu) connected", c->name, c->pid, (unsigned long long)c->id);
+	ud_client_reply(c, h, 0, &rep, sizeof(rep), fds, 2);
+}
+
+static void cmd_query_device(struct ud_client *c, const struct uroce_ctrl_hdr *h)
+{
+	struct uroce_ctrl_query_device_rep rep;
+
+	uroce_tp_query_device(ud.dev, &rep.attr);
+	snprintf(rep.attr.fw_ver, sizeof(rep.attr.fw_ver), "uroce %s", "0.1.0");
+	memcpy(&rep.attr.node_guid, ud.gids[0].raw + 8, 8);
+	rep.attr.sys_image_guid = rep.attr.node_guid;
+	rep.attr.vendor_part_id = 0x7572; /* "ur" */
+	rep.attr.hw_ver = 0;
+	REPLY(c, h, 0, &rep, sizeof(rep));
+}
+
+static void cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			   const struct uroce_ctrl_query_port_req *req)
+{
+	struct uroce_ctrl_query_port_rep rep;
+	bool up = ud.have_port ? uroce_eth_link_up(&ud.port) : true;
+	uint32_t speed = ud.have_port ? uroce_eth_link_speed(&ud.port) : 0;
+
+	if (req->port != 1) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	memset(&rep, 0, sizeof(rep));
+	/* What rxe reports for an Ethernet netdev, with our link's state and MTU. */
+	rep.attr.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	rep.attr.max_mtu = IBV_MTU_4096;
+	rep.attr.active_mtu = ud.active_mtu;
+	rep.attr.gid_tbl_len = UROCE_TP_MAX_GID;
+	rep.attr.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	rep.attr.max_msg_sz = 0x80000000u;
+	rep.attr.bad_pkey_cntr = 0;
+	rep.attr.qkey_viol_cntr = 0;
+	rep.attr.pkey_tbl_len = 1;
+	rep.attr.lid = 0;
+	rep.attr.sm_lid = 0;
+	rep.attr.lmc = 0;
+	rep.attr.max_vl_num = 1;
+	rep.attr.sm_sl = 0;
+	rep.attr.subnet_timeout = 0;
+	rep.attr.init_type_reply = 0;
+	rep.attr.active_width = 1; /* 1X */
+	/* IB speed codes: 1 SDR 2.5, 2 DDR 5, 4 QDR 10, 8 FDR10, 16 FDR 14, 32 EDR 25 Gb/s
+	 * per lane; pick the one nearest the Ethernet link speed. */
+	rep.attr.active_speed = speed >= 25000 ? 32 : speed >= 14000 ? 16 : speed >= 10000 ? 8 :
+				speed >= 5000 ? 2 : 1;
+	rep.attr.phys_state = up ? 5 : 3; /* LinkUp / Disabled */
+	rep.attr.link_layer = IBV_LINK_LAYER_ETHERNET;
+	REPLY(c, h, 0, &rep, sizeof(rep));
+}
+
+static void cmd_query_gid(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const struct uroce_ctrl_query_gid_req *req)
+{
+	struct uroce_ctrl_query_gid_rep rep = {.gid_type = IBV_GID_TYPE_ROCE_V2};
+
+	if (req->port != 1 || req->index >= UROCE_TP_MAX_GID) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	if (req->index < ud.ngids)
+		rep.gid = ud.gids[req->index];
+	REPLY(c, h, 0, &rep, sizeof(rep)); /* an unused entry reads as the zero GID */
+}
+
+static void reply_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, uint32_t handle)
+{
+	struct uroce_ctrl_handle rep = {.handle = handle};
+
+	REPLY(c, h, handle ? 0 : -ENOMEM, &rep, sizeof(rep));
+}
+
+static void cmd_alloc_pd(struct ud_client *c, const struct uroce_ctrl_hdr *h)
+{
+	struct uroce_tp_pd *pd = uroce_tp_alloc_pd(ud.dev);
+	uint32_t handle;
+
+	if (!pd) {
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	handle = obj_add(c, UD_OBJ_PD, pd);
+	if (!handle)
+		uroce_tp_dealloc_pd(pd);
+	reply_handle(c, h, handle);
+}
+
+static void cmd_map_region(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			   const struct uroce_ctrl_map_region_req *req, int fd)
+{
+	struct ud_region *r;
+	struct stat st;
+	uint32_t handle;
+
+	/* Only a memfd whose size is sealed: a file the client could truncate under our
+	 * mapping would turn our next access into SIGBUS. */
+	if (!uroce_shm_sealed(fd) || fstat(fd, &st) != 0 || (uint64_t)st.st_size != req->size ||
+	    req->size == 0 || (req->size & ((uint64_t)sysconf(_SC_PAGESIZE) - 1))) {
+		close(fd);
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	r = malloc(sizeof(*r));
+	if (!r) {
+		close(fd);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	r->fd = fd;
+	r->size = req->size;
+	handle = obj_add(c, UD_OBJ_REGION, r);
+	if (!handle) {
+		close(fd);
+		free(r);
+	}
+	reply_handle(c, h, handle);
+}
+
+static void cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+		       const struct uroce_ctrl_reg_mr_req *req)
+{
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
+	struct uroce_ctrl_reg_mr_rep rep = {0};
+	uint64_t start, end, total = 0, at;
+	struct ud_mr *m = NULL;
+	uint8_t *base = MAP_FAILED;
+	uint32_t i, handle;
+	int rc = -EINVAL;
+
+	if (!pd || req->length == 0 || req->addr + req->length < req->addr)
+		goto fail;
+	start = req->addr & ~(ps - 1);
+	end = (req->addr + req->length + ps - 1) & ~(ps - 1);
+	for (i = 0; i < req->nseg; i++) {
+		const struct uroce_ctrl_mr_seg *s = &req->seg[i];
+		struct ud_region *r = ud_obj_get(c, s->region, UD_OBJ_REGION);
+
+		if (!r || s->length == 0 || ((s->offset | s->length) & (ps - 1)) ||
+		    s->offset > r->size || s->length > r->size - s->offset)
+			goto fail;
+		total += s->length;
+	}
+	if (total != end - start)
+		goto fail;
+	/* Reserve the whole span, then map each piece over it: the MR is contiguous in our
+	 * address space as it is in the application's. */
+	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0, at = 0; i < req->nseg; i++) {
+		const struct uroce_ctrl_mr_seg *s = &req->seg[i];
+		struct ud_region *r = ud_obj_get(c, s->region, UD_OBJ_REGION);
+
+		if (mmap(base + at, s->length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			 r->fd, (off_t)s->offset) == MAP_FAILED) {
+			rc = -errno;
+			goto fail;
+		}
+		at += s->length;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	m->map = base;
+	m->map_len = total;
+	m->tp = uroce_tp_reg_mr(pd, req->addr, base + (req->addr - start), req->length,
+				req->access);
+	if (!m->tp) {
+		rc = -errno;
+		goto fail;
+	}
+	handle = obj_add(c, UD_OBJ_MR, m);
+	if (!handle) {
+		uroce_tp_dereg_mr(m->tp);
+		rc = -ENOMEM;
+		goto fail;
+	}
+	ud.mappings++;
+	rep.mr = handle;
+	uroce_tp_mr_keys(m->tp, &rep.lkey, &rep.rkey);
+	REPLY(c, h, 0, &rep, sizeof(rep));
+	return;
+fail:
+	if (base != MAP_FAILED)
+		munmap(base, total);
+	free(m);
+	REPLY(c, h, rc, NULL, 0);
+}
+
+static void cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h)
+{
+	struct uroce_ctrl_handle rep;
+	struct ud_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch) {
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	/* Blocking semaphore: the application decides with fcntl whether its reads block;
+	 * our writes never do (the counter cannot reach its limit). */
+	ch->efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (ch->efd < 0) {
+		free(ch);
+		REPLY(c, h, -errno, NULL, 0);
+		return;
+	}
+	rep.handle = obj_add(c, UD_OBJ_CHANNEL, ch);
+	if (!rep.handle) {
+		close(ch->efd);
+		free(ch);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	rep.reserved = 0;
+	ud_client_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
+}
+
+#define QUEUE_RING_OFFSET 256u /* after the region header and struct uroce_ctrl_queue_ctl */
+
+static void cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const struct uroce_ctrl_create_cq_req *req)
+{
+	struct uroce_ctrl_create_cq_rep rep = {.ctl_offset = 64, .ring_offset = 128};
+	struct ud_channel *ch = NULL;
+	struct ud_cq *q;
+	uint32_t ring_size;
+	int rc;
+
+	if (req->channel && !(ch = ud_obj_get(c, req->channel, UD_OBJ_CHANNEL))) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	q->tp = uroce_tp_create_cq(ud.dev, req->cqe);
+	if (!q->tp) {
+		rc = -errno;
+		free(q);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	/* The transport holds 2^k - 1 >= cqe; the shared ring holds as many more, so a
+	 * burst that the application has not polled yet waits without overrunning. */
+	ring_size = pow2_at_least((uint32_t)req->cqe + 1);
+	rep.cqe = (int32_t)(ring_size - 1);
+	rc = region_create(&q->region, "uroce-cq",
+			   rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct ibv_wc)),
+			   UROCE_CTRL_REGION_CQ);
+	if (rc) {
+		uroce_tp_destroy_cq(q->tp);
+		free(q);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	uroce_ring_format((uint8_t *)q->region.addr + rep.ring_offset, ring_size,
+			  sizeof(struct ibv_wc));
+	uroce_ring_open(&q->ring, (uint8_t *)q->region.addr + rep.ring_offset,
+			q->region.size - rep.ring_offset, true);
+	q->ctl = (void *)((uint8_t *)q->region.addr + rep.ctl_offset);
+	q->client = c;
+	q->channel = ch;
+	uroce_tp_cq_set_user(q->tp, q);
+	q->handle = rep.cq = obj_add(c, UD_OBJ_CQ, q);
+	if (!q->handle) {
+		uroce_tp_destroy_cq(q->tp);
+		region_close(&q->region);
+		free(q);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	if (ch)
+		ch->refs++;
+	rep.region_size = q->region.size;
+	ud_client_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
+}
+
+static void cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			   const struct uroce_ctrl_create_srq_req *req)
+{
+	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
+	struct ibv_srq_init_attr init = {.attr = req->attr};
+	struct uroce_ctrl_create_srq_rep rep = {.ring_offset = QUEUE_RING_OFFSET};
+	struct ud_srq *s;
+	uint32_t ring_size;
+	int rc;
+
+	if (!pd) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	s->tp = uroce_tp_create_srq(pd, &init);
+	if (!s->tp) {
+		rc = -errno;
+		free(s);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	uroce_tp_query_srq(s->tp, &rep.attr);
+	ring_size = pow2_at_least(rep.attr.max_wr);
+	rc = region_create(&s->region, "uroce-srq",
+			   rep.ring_offset +
+				   uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
+			   UROCE_CTRL_REGION_SRQ);
+	if (rc == 0)
+		rc = ud_list_add((void ***)&ud.srqs, &ud.nsrqs, &ud.cap_srqs, s, &s->idx);
+	if (rc) {
+		if (s->region.addr)
+			region_close(&s->region);
+		uroce_tp_destroy_srq(s->tp);
+		free(s);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	uroce_ring_format((uint8_t *)s->region.addr + rep.ring_offset, ring_size,
+			  sizeof(struct uroce_ctrl_recv_wqe));
+	uroce_ring_open(&s->ring, (uint8_t *)s->region.addr + rep.ring_offset,
+			s->region.size - rep.ring_offset, false);
+	s->ctl = (void *)((uint8_t *)s->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	s->client = c;
+	uroce_tp_srq_set_user(s->tp, s);
+	s->handle = rep.srq = obj_add(c, UD_OBJ_SRQ, s);
+	if (!s->handle) {
+		srq_unlist(s);
+		uroce_tp_destroy_srq(s->tp);
+		region_close(&s->region);
+		free(s);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	rep.region_size = s->region.size;
+	ud_client_reply(c, h, 0, &rep, sizeof(rep), &s->region.fd, 1);
+}
+
+static void cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const struct uroce_ctrl_create_qp_req *req)
+{
+	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
+	struct ud_cq *scq = ud_obj_get(c, req->send_cq, UD_OBJ_CQ);
+	struct ud_cq *rcq = ud_obj_get(c, req->recv_cq, UD_OBJ_CQ);
+	struct ud_srq *srq = req->srq ? ud_obj_get(c, req->srq, UD_OBJ_SRQ) : NULL;
+	struct uroce_ctrl_create_qp_rep rep = {.sq_offset = QUEUE_RING_OFFSET};
+	struct uroce_tp_qp_init init;
+	uint32_t sq_size, rq_size = 0;
+	uint64_t bytes;
+	struct ud_qp *q;
+	int rc;
+
+	if (!pd || !scq || !rcq || (req->srq && !srq)) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	memset(&init, 0, sizeof(init));
+	init.qp_type = (enum ibv_qp_type)req->qp_type;
+	init.send_cq = scq->tp;
+	init.recv_cq = rcq->tp;
+	init.srq = srq ? srq->tp : NULL;
+	init.cap = req->cap;
+	init.sq_sig_all = req->sq_sig_all != 0;
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	q->tp = uroce_tp_create_qp(pd, &init);
+	if (!q->tp) {
+		rc = -errno;
+		free(q);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	rep.cap = init.cap;
+	sq_size = pow2_at_least(init.cap.max_send_wr ? init.cap.max_send_wr : 1);
+	bytes = rep.sq_offset + uroce_ring_bytes(sq_size, sizeof(struct uroce_ctrl_send_wqe));
+	if (!srq) {
+		rq_size = pow2_at_least(init.cap.max_recv_wr ? init.cap.max_recv_wr : 1);
+		rep.rq_offset = (uint32_t)bytes;
+		bytes += uroce_ring_bytes(rq_size, sizeof(struct uroce_ctrl_recv_wqe));
+	}
+	rc = region_create(&q->region, "uroce-qp", bytes, UROCE_CTRL_REGION_QP);
+	if (rc == 0)
+		rc = ud_list_add((void ***)&ud.qps, &ud.nqps, &ud.cap_qps, q, &q->idx);
+	if (rc) {
+		if (q->region.addr)
+			region_close(&q->region);
+		uroce_tp_destroy_qp(q->tp);
+		free(q);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	uroce_ring_format((uint8_t *)q->region.addr + rep.sq_offset, sq_size,
+			  sizeof(struct uroce_ctrl_send_wqe));
+	uroce_ring_open(&q->sq, (uint8_t *)q->region.addr + rep.sq_offset,
+			q->region.size - rep.sq_offset, false);
+	if (!srq) {
+		uroce_ring_format((uint8_t *)q->region.addr + rep.rq_offset, rq_size,
+				  sizeof(struct uroce_ctrl_recv_wqe));
+		uroce_ring_open(&q->rq, (uint8_t *)q->region.addr + rep.rq_offset,
+				q->region.size - rep.rq_offset, false);
+	}
+	q->ctl = (void *)((uint8_t *)q->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	q->client = c;
+	q->srq = srq;
+	q->send_cq = scq;
+	q->recv_cq = rcq;
+	uroce_tp_qp_set_user(q->tp, q);
+	q->handle = rep.qp = obj_add(c, UD_OBJ_QP, q);
+	if (!q->handle) {
+		qp_unlist(q);
+		uroce_tp_destroy_qp(q->tp);
+		region_close(&q->region);
+		free(q);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	rep.qpn = uroce_tp_qp_num(q->tp);
+	rep.region_size = q->region.size;
+	ud_client_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
+}
+
+/* The next hop for a GID: 1 and @p mac filled, 0 when the request now waits for the
+ * neighbour (kept in c->pending), or a negative errno. */
+static int resolve(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+		   const struct ibv_ah_attr *ah, uint8_t mac[6])
+{
+	int rc;
+
+	/* RoCE has no LIDs: every address is a GRH (rdma-core's rxe says EINVAL too). */
+	if (!ah->is_global || ah->port_num > 1)
+		return -EINVAL;
+	rc = uroce_ip_resolve(ud.ip, ah->grh.dgid.raw, ud.now_ns, mac, c->id);
+	if (rc == 0)
+		return 1;
+	if (rc != -EAGAIN)
+		return rc;
+	memcpy(c->pending.msg, h, h->len);
+	c->pending.len = h->len;
+	c->pending.active = true;
+	return 0;
+}
+
+static bool cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const struct uroce_ctrl_modify_qp_req *req)
+{
+	struct ud_qp *q = ud_obj_get(c, req->qp, UD_OBJ_QP);
+	struct ibv_qp_attr attr = req->attr;
+	uint8_t mac[6], *dmac = NULL;
+	int rc;
+
+	if (!q) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return true;
+	}
+	if (req->mask & IBV_QP_AV) {
+		rc = resolve(c, h, &attr.ah_attr, mac);
+		if (rc == 0)
+			return false;
+		if (rc < 0) {
+			REPLY(c, h, rc, NULL, 0);
+			return true;
+		}
+		dmac = mac;
+	}
+	/* rxe: the path MTU cannot exceed what the port carries. */
+	if ((req->mask & IBV_QP_PATH_MTU) && attr.path_mtu > ud.active_mtu)
+		attr.path_mtu = ud.active_mtu;
+	rc = uroce_tp_modify_qp(q->tp, &attr, req->mask, dmac, ud.now_ns);
+	if (rc == 0 && (req->mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
+		/* RESET discards every queued WQE (IBA 10.3.1): what the application posted
+		 * and we had not taken yet is dropped with them and counts as retired. */
+		uint32_t n;
+
+		while ((n = uroce_ring_cons_avail(&q->sq)) != 0) {
+			uroce_ring_cons_release(&q->sq, n);
+			q->sq_taken += n;
+		}
+		while (!q->srq && (n = uroce_ring_cons_avail(&q->rq)) != 0) {
+			uroce_ring_cons_release(&q->rq, n);
+			q->rq_taken += n;
+		}
+		ud_qp_publish_retired(q);
+	}
+	REPLY(c, h, rc, NULL, 0);
+	return true;
+}
+
+static void cmd_query_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			 const struct uroce_ctrl_query_qp_req *req)
+{
+	struct ud_qp *q = ud_obj_get(c, req->qp, UD_OBJ_QP);
+	struct uroce_ctrl_query_qp_rep rep;
+	struct ibv_qp_init_attr init;
+	int rc;
+
+	if (!q) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	memset(&rep, 0, sizeof(rep));
+	rc = uroce_tp_query_qp(q->tp, &rep.attr, &init);
+	rep.cap = init.cap;
+	rep.qp_type = init.qp_type;
+	rep.sq_sig_all = (uint32_t)init.sq_sig_all;
+	REPLY(c, h, rc, &rep, sizeof(rep));
+}
+
+static bool cmd_create_ah(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const struct uroce_ctrl_create_ah_req *req)
+{
+	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
+	struct uroce_tp_ah *ah;
+	uint8_t mac[6];
+	uint32_t handle;
+	int rc;
+
+	if (!pd) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return true;
+	}
+	rc = resolve(c, h, &req->attr, mac);
+	if (rc == 0)
+		return false;
+	if (rc < 0) {
+		REPLY(c, h, rc, NULL, 0);
+		return true;
+	}
+	ah = uroce_tp_create_ah(pd, &req->attr, mac);
+	if (!ah) {
+		REPLY(c, h, -errno, NULL, 0);
+		return true;
+	}
+	handle = obj_add(c, UD_OBJ_AH, ah);
+	if (!handle)
+		uroce_tp_destroy_ah(ah);
+	reply_handle(c, h, handle);
+	return true;
+}
+
+static void cmd_stats(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+		      const struct uroce_ctrl_stats_req *req)
+{
+	static uint8_t buf[UROCE_CTRL_MSG_MAX];
+	struct uroce_ctrl_stats_rep *rep = (void *)buf;
+	uint32_t max = (uint32_t)((sizeof(buf) - sizeof(struct uroce_ctrl_hdr) - sizeof(*rep)) /
+				  sizeof(struct uroce_ctrl_stat));
+	int n = ud_stats(c, req->flags, rep->stat, max);
+
+	rep->count = (uint32_t)n;
+	rep->reserved = 0;
+	REPLY(c, h, 0, rep, (uint32_t)(sizeof(*rep) + (size_t)n * sizeof(struct uroce_ctrl_stat)));
+}
+
+static void cmd_admin(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+		      const struct uroce_ctrl_admin_req *req)
+{
+	char path[sizeof(req->path)];
+	int rc = -EINVAL;
+
+	switch (req->op) {
+	case UROCE_CTRL_ADMIN_CAPTURE_START:
+		memcpy(path, req->path, sizeof(path));
+		if (memchr(path, 0, sizeof(path)) && path[0])
+			rc = ud_capture_start(path);
+		break;
+	case UROCE_CTRL_ADMIN_CAPTURE_STOP:
+		ud_capture_stop();
+		rc = 0;
+		break;
+	case UROCE_CTRL_ADMIN_FAULT:
+		rc = ud_fault_set(req->rates);
+		break;
+	case UROCE_CTRL_ADMIN_LOG_LEVEL:
+		if (req->value <= UROCE_CONF_LOG_DEBUG) {
+			ud_log_level = (int)req->value;
+			rc = 0;
+		}
+		break;
+	default:
+		break;
+	}
+	REPLY(c, h, rc, NULL, 0);
+}
+
+/* Destroy-style commands: a handle of the given type, then the type's destructor. */
+static void cmd_destroy(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			const struct uroce_ctrl_handle *req, enum ud_obj_type type)
+{
+	void *p = ud_obj_get(c, req->handle, type);
+	int rc;
+
+	if (!p) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	switch (type) {
+	case UD_OBJ_PD:
+		rc = uroce_tp_dealloc_pd(p);
+		if (!rc)
+			obj_del(c, req->handle);
+		break;
+	case UD_OBJ_REGION:
+		destroy_region(c, req->handle, p);
+		rc = 0;
+		break;
+	case UD_OBJ_MR:
+		rc = destroy_mr(c, req->handle, p);
+		break;
+	case UD_OBJ_CHANNEL:
+		rc = destroy_channel(c, req->handle, p);
+		break;
+	case UD_OBJ_CQ:
+		rc = destroy_cq(c, req->handle, p);
+		break;
+	case UD_OBJ_SRQ:
+		rc = destroy_srq(c, req->handle, p);
+		break;
+	case UD_OBJ_QP:
+		rc = destroy_qp(c, req->handle, p);
+		break;
+	case UD_OBJ_AH:
+		rc = uroce_tp_destroy_ah(p);
+		if (!rc)
+			obj_del(c, req->handle);
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	REPLY(c, h, rc, NULL, 0);
+}
+
+bool ud_handle(struct ud_client *c, const uint8_t *msg, uint32_t len, const int *fds,
+	       unsigned int nfds)
+{
+	struct uroce_ctrl_hdr h;
+	const void *p = msg + sizeof(h);
+
+	(void)len;
+	(void)nfds;
+	memcpy(&h, msg, sizeof(h));
+	if (h.cmd != UROCE_CTRL_HELLO && !c->region.addr) {
+		/* Nothing before HELLO: it is where versions are compared. */
+		REPLY(c, &h, -EPROTO, NULL, 0);
+		if (nfds)
+			close(fds[0]);
+		return true;
+	}
+	switch (h.cmd) {
+	case UROCE_CTRL_HELLO:
+		cmd_hello(c, &h, p);
+		break;
+	case UROCE_CTRL_QUERY_DEVICE:
+		cmd_query_device(c, &h);
+		break;
+	case UROCE_CTRL_QUERY_PORT:
+		cmd_query_port(c, &h, p);
+		break;
+	case UROCE_CTRL_QUERY_GID:
+		cmd_query_gid(c, &h, p);
+		break;
+	case UROCE_CTRL_ALLOC_PD:
+		cmd_alloc_pd(c, &h);
+		break;
+	case UROCE_CTRL_DEALLOC_PD:
+		cmd_destroy(c, &h, p, UD_OBJ_PD);
+		break;
+	case UROCE_CTRL_MAP_REGION:
+		cmd_map_region(c, &h, p, fds[0]);
+		break;
+	case UROCE_CTRL_UNMAP_REGION:
+		cmd_destroy(c, &h, p, UD_OBJ_REGION);
+		break;
+	case UROCE_CTRL_REG_MR:
+		cmd_reg_mr(c, &h, p);
+		break;
+	case UROCE_CTRL_DEREG_MR:
+		cmd_destroy(c, &h, p, UD_OBJ_MR);
+		break;
+	case UROCE_CTRL_CREATE_CHANNEL:
+		cmd_create_channel(c, &h);
+		break;
+	case UROCE_CTRL_DESTROY_CHANNEL:
+		cmd_destroy(c, &h, p, UD_OBJ_CHANNEL);
+		break;
+	case UROCE_CTRL_CREATE_CQ:
+		cmd_create_cq(c, &h, p);
+		break;
+	case UROCE_CTRL_DESTROY_CQ:
+		cmd_destroy(c, &h, p, UD_OBJ_CQ);
+		break;
+	case UROCE_CTRL_CREATE_SRQ:
+		cmd_create_srq(c, &h, p);
+		break;
+	case UROCE_CTRL_MODIFY_SRQ: {
+		const struct uroce_ctrl_modify_srq_req *r = p;
+		struct ud_srq *s = ud_obj_get(c, r->srq, UD_OBJ_SRQ);
+		struct ibv_srq_attr a = r->attr;
+
+		REPLY(c, &h, s ? uroce_tp_modify_srq(s->tp, &a, r->mask) : -EINVAL, NULL, 0);
+		break;
+	}
+	case UROCE_CTRL_QUERY_SRQ: {
+		const struct uroce_ctrl_handle *r = p;
+		struct ud_srq *s = ud_obj_get(c, r->handle, UD_OBJ_SRQ);
+		struct uroce_ctrl_query_srq_rep rep;
+
+		memset(&rep, 0, sizeof(rep));
+		REPLY(c, &h, s ? uroce_tp_query_srq(s->tp, &rep.attr) : -EINVAL, &rep, sizeof(rep));
+		break;
+	}
+	case UROCE_CTRL_DESTROY_SRQ:
+		cmd_destroy(c, &h, p, UD_OBJ_SRQ);
+		break;
+	case UROCE_CTRL_CREATE_QP:
+		cmd_create_qp(c, &h, p);
+		break;
+	case UROCE_CTRL_MODIFY_QP:
+		return cmd_modify_qp(c, &h, p);
+	case UROCE_CTRL_QUERY_QP:
+		cmd_query_qp(c, &h, p);
+		break;
+	case UROCE_CTRL_DESTROY_QP:
+		cmd_destroy(c, &h, p, UD_OBJ_QP);
+		break;
+	case UROCE_CTRL_CREATE_AH:
+		return cmd_create_ah(c, &h, p);
+	case UROCE_CTRL_DESTROY_AH:
+		cmd_destroy(c, &h, p, UD_OBJ_AH);
+		break;
+	case UROCE_CTRL_STATS:
+		cmd_stats(c, &h, p);
+		break;
+	case UROCE_CTRL_ADMIN:
+		cmd_admin(c, &h, p);
+		break;
+	default:
+		REPLY(c, &h, -EINVAL, NULL, 0);
+	}
+	return true;
+}
+
+void ud_handle_resolved(struct ud_client *c, const uint8_t *mac, int err)
+{
+	struct uroce_ctrl_hdr h;
+
+	c->pending.active = false;
+	memcpy(&h, c->pending.msg, sizeof(h));
+	if (!mac) {
+		/* No answer to our ARP/ND probes: the peer is unreachable. */
+		REPLY(c, &h, err ? err : -EHOSTUNREACH, NULL, 0);
+		return;
+	}
+	/* The neighbour is cached now: handling the request again finds it at once. */
+	if (!ud_handle(c, c->pending.msg, c->pending.len, NULL, 0)) {
+		c->pending.active = false;
+		REPLY(c, &h, -EHOSTUNREACH, NULL, 0);
+	}
+}
