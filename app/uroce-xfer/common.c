@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The device, QP state changes, completion waits with a timeout, data patterns. */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xfer.h"
+
+bool xfer_verbose;
+
+uint64_t xfer_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void xfer_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("uroce-xfer: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int xfer_find_ipv4_gid(struct xfer_dev *d, union ibv_gid *gid)
+{
+	int n = d->port_attr.gid_tbl_len > 0 ? d->port_attr.gid_tbl_len : 16;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		union ibv_gid g;
+		static const uint8_t v4pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+		if (uroce_client_query_gid(d->ctx, (uint8_t)d->ib_port, i, &g))
+			break;
+		if (!memcmp(g.raw, v4pfx, sizeof(v4pfx))) {
+			*gid = g;
+			return i;
+		}
+	}
+	return -1;
+}
+
+int xfer_dev_open(struct xfer_dev *d, const struct xfer_opts *o)
+{
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	d->ib_port = o->ib_port;
+	d->ctx = uroce_client_open(o->socket);
+	if (!d->ctx) {
+		xfer_err("cannot connect to uroced at %s: %s",
+			 o->socket ? o->socket :
+			 getenv("UROCE_SOCKET") ? getenv("UROCE_SOCKET") : "the default socket",
+			 strerror(errno));
+		return -1;
+	}
+	r = uroce_client_query_port(d->ctx, (uint8_t)d->ib_port, &d->port_attr);
+	if (r) {
+		xfer_err("query_port %d: %s", d->ib_port, strerror(r));
+		goto fail;
+	}
+	if (o->gid_index >= 0) {
+		r = uroce_client_query_gid(d->ctx, (uint8_t)d->ib_port, o->gid_index, &d->gid);
+		if (r) {
+			xfer_err("can't read sgid of index %d: %s", o->gid_index, strerror(r));
+			goto fail;
+		}
+		d->gid_index = o->gid_index;
+	} else {
+		d->gid_index = xfer_find_ipv4_gid(d, &d->gid);
+		if (d->gid_index < 0) {
+			xfer_err("no IPv4 RoCE v2 GID on port %d (give one with -g)", d->ib_port);
+			goto fail;
+		}
+	}
+	d->pd = uroce_client_alloc_pd(d->ctx);
+	if (!d->pd) {
+		xfer_err("alloc_pd: %s", strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	uroce_client_close(d->ctx);
+	d->ctx = NULL;
+	return -1;
+}
+
+void xfer_dev_close(struct xfer_dev *d)
+{
+	if (d->pd)
+		uroce_client_dealloc_pd(d->pd);
+	if (d->ctx)
+		uroce_client_close(d->ctx);
+	memset(d, 0, sizeof(*d));
+}
+
+enum ibv_mtu xfer_mtu_enum(int mtu)
+{
+	switch (mtu) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	case 4096: return IBV_MTU_4096;
+	default: return (enum ibv_mtu)0;
+	}
+}
+
+int xfer_mtu_bytes(enum ibv_mtu m)
+{
+	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
+}
+
+/* Page-aligned anonymous memory (zeroed), as the applications' own buffers would be. */
+void *xfer_alloc(size_t len)
+{
+	void *p;
+
+	if (!len)
+		len = 1;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		xfer_err("cannot allocate %zu bytes: %s", len, strerror(errno));
+		return NULL;
+	}
+	return p;
+}
+
+void xfer_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len ? len : 1);
+}
+
+struct uroce_client_qp *xfer_create_qp(struct xfer_dev *d, enum ibv_qp_type type,
+				       struct uroce_client_cq *scq, struct uroce_client_cq *rcq,
+				       uint32_t max_send_wr, uint32_t max_recv_wr,
+				       uint32_t max_inline, struct ibv_qp_cap *cap_out)
+{
+	struct ibv_qp_init_attr ia;
+	struct uroce_client_qp *qp;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = uroce_client_cq_ibv(scq);
+	ia.recv_cq = uroce_client_cq_ibv(rcq);
+	ia.qp_type = type;
+	ia.cap.max_send_wr = max_send_wr;
+	ia.cap.max_recv_wr = max_recv_wr;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = max_inline;
+	qp = uroce_client_create_qp(d->pd, &ia);
+	if (!qp) {
+		xfer_err("create_qp (%s, send %u, recv %u): %s",
+			 type == IBV_QPT_RC ? "RC" : type == IBV_QPT_UC ? "UC" : "UD",
+			 max_send_wr, max_recv_wr, strerror(errno));
+		return NULL;
+	}
+	if (cap_out)
+		*cap_out = ia.cap;
+	return qp;
+}
+
+int xfer_qp_init(struct uroce_client_qp *qp, enum ibv_qp_type type, int ib_port,
+		 unsigned int access, uint32_t qkey)
+{
+	struct ibv_qp_attr a;
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	int r;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = (uint8_t)ib_port;
+	if (type == IBV_QPT_UD) {
+		a.qkey = qkey;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = access;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	r = uroce_client_modify_qp(qp, &a, mask);
+	if (r)
+		xfer_err("Failed to modify QP to INIT: %s", strerror(r));
+	return r ? -1 : 0;
+}
+
+int xfer_qp_connect(struct uroce_client_qp *qp, enum ibv_qp_type type, int ib_port,
+		    int gid_index, enum ibv_mtu mtu, uint32_t my_psn,
+		    const struct xfer_peer *peer, uint8_t hop_limit, uint8_t rd_atomic)
+{
+	struct ibv_qp_attr a;
+	int mask, r;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	mask = IBV_QP_STATE;
+	if (type != IBV_QPT_UD) {
+		a.path_mtu = mtu;
+		a.dest_qp_num = peer->qpn;
+		a.rq_psn = peer->psn;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = peer->gid;
+		a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
+		a.ah_attr.grh.hop_limit = hop_limit;
+		a.ah_attr.port_num = (uint8_t)ib_port;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (type == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = rd_atomic;
+			a.min_rnr_timer = 12;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	r = uroce_client_modify_qp(qp, &a, mask);
+	if (r) {
+		xfer_err("Failed to modify QP to RTR: %s", strerror(r));
+		return -1;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = my_psn;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (type == IBV_QPT_RC) {
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = rd_atomic;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	r = uroce_client_modify_qp(qp, &a, mask);
+	if (r) {
+		xfer_err("Failed to modify QP to RTS: %s", strerror(r));
+		return -1;
+	}
+	return 0;
+}
+
+struct uroce_client_ah *xfer_create_ah(struct xfer_dev *d, int gid_index,
+				       const union ibv_gid *dgid, uint8_t hop_limit)
+{
+	struct ibv_ah_attr a;
+	struct uroce_client_ah *ah;
+
+	memset(&a, 0, sizeof(a));
+	a.is_global = 1;
+	a.grh.dgid = *dgid;
+	a.grh.sgid_index = (uint8_t)gid_index;
+	a.grh.hop_limit = hop_limit;
+	a.port_num = (uint8_t)d->ib_port;
+	ah = uroce_client_create_ah(d->pd, &a);
+	if (!ah)
+		xfer_err("Failed to create AH: %s", strerror(errno));
+	return ah;
+}
+
+int xfer_poll_wait(struct uroce_client_cq *cq, struct ibv_wc *wc, int max, int timeout_ms)
+{
+	uint64_t start = 0, now;
+	unsigned int spins = 0;
+
+	for (;;) {
+		int n = uroce_client_poll_cq(cq, max, wc);
+
+		if (n < 0) {
+			xfer_err("poll CQ failed %d", n);
+			return -1;
+		}
+		if (n > 0)
+			return n;
+		/* Spin briefly, then give the core away: the daemons poll on these same two
+		 * cores. */
+		if (++spins < 2000)
+			continue;
+		now = xfer_now_ns();
+		if (!start)
+			start = now;
+		if (now - start >= (uint64_t)timeout_ms * 1000000)
+			return 0;
+		if (now - start < 2000000)
+			sched_yield();
+		else
+			usleep(50);
+	}
+}
+
+const char *xfer_wc_opcode_str(enum ibv_wc_opcode op)
+{
+	switch (op) {
+	case IBV_WC_SEND: return "SEND";
+	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+	case IBV_WC_RDMA_READ: return "RDMA_READ";
+	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
+	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_BIND_MW: return "BIND_MW";
+	case IBV_WC_LOCAL_INV: return "LOCAL_INV";
+	case IBV_WC_RECV: return "RECV";
+	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+	default: return "?";
+	}
+}
+
+const char *xfer_wc_status_str(enum ibv_wc_status s)
+{
+	static const char *const str[] = {
+		[IBV_WC_SUCCESS] = "success",
+		[IBV_WC_LOC_LEN_ERR] = "local length error",
+		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+		[IBV_WC_LOC_PROT_ERR] = "local protection error",
+		[IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+		[IBV_WC_MW_BIND_ERR] = "memory management operation error",
+		[IBV_WC_BAD_RESP_ERR] = "bad response error",
+		[IBV_WC_LOC_ACCESS_ERR] = "local access error",
+		[IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+		[IBV_WC_REM_ACCESS_ERR] = "remote access error",
+		[IBV_WC_REM_OP_ERR] = "remote operation error",
+		[IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+		[IBV_WC_REM_ABORT_ERR] = "aborted error",
+		[IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+		[IBV_WC_FATAL_ERR] = "fatal error",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+		[IBV_WC_GENERAL_ERR] = "general error",
+		[IBV_WC_TM_ERR] = "TM error",
+		[IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
+	};
+
+	if ((unsigned int)s < sizeof(str) / sizeof(str[0]) && str[s])
+		return str[s];
+	return "unknown";
+}
+
+void xfer_gid_str(const union ibv_gid *gid, char *buf, size_t len)
+{
+	if (!inet_ntop(AF_INET6, gid->raw, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+uint32_t xfer_rand_psn(void)
+{
+	static uint64_t state;
+
+	if (!state)
+		state = xfer_now_ns() ^ ((uint64_t)getpid() << 32);
+	state += 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(xfer_mix64(state) & 0xffffff);
+}
+
+uint64_t xfer_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t pattern_key(uint64_t seed, uint64_t size, uint64_t iter)
+{
+	return xfer_mix64(seed ^ xfer_mix64(size * 0x9e3779b97f4a7c15ull + iter + 1));
+}
+
+static inline uint64_t pattern_word(uint64_t key, uint64_t w)
+{
+	return xfer_mix64(key + w * 0xd1b54a32d192ed03ull);
+}
+
+uint8_t xfer_pattern_byte(uint64_t seed, uint64_t size, uint64_t iter, size_t off)
+{
+	uint64_t v = pattern_word(pattern_key(seed, size, iter), off >> 3);
+
+	return (uint8_t)(v >> (8 * (off & 7)));
+}
+
+void xfer_pattern_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t size, uint64_t iter)
+{
+	uint64_t key = pattern_key(seed, size, iter);
+	size_t off = 0;
+
+	for (; off + 8 <= len; off += 8) {
+		uint64_t v = pattern_word(key, off >> 3);
+		int b;
+
+		for (b = 0; b < 8; b++)
+			buf[off + (size_t)b] = (uint8_t)(v >> (8 * b));
+	}
+	if (off < len) {
+		uint64_t v = pattern_word(key, off >> 3);
+
+		for (; off < len; off++)
+			buf[off] = (uint8_t)(v >> (8 * (off & 7)));
+	}
+}
+
+long xfer_pattern_check(const uint8_t *buf, size_t len, uint64_t seed, uint64_t size,
+			uint64_t iter)
+{
+	uint64_t key = pattern_key(seed, size, iter);
+	size_t off;
+
+	for (off = 0; off < len; off++) {
+		uint64_t v = pattern_word(key, off >> 3);
+		size_t end = (off | 7) + 1 < len ? (off | 7) + 1 : len;
+
+		for (; off < end; off++)
+			if (buf[off] != (uint8_t)(v >> (8 * (off & 7))))
+				return (long)off;
+		off--;
+	}
+	return -1;
+}

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * bw: RDMA WRITE bandwidth over RC (a window of outstanding WRs, 64 KiB by default);
+ * lat: 8-byte RC SEND ping-pong latency (median and p99 of the half round trip, as
+ * perftest's ib_send_lat reports it). Both exchange QPN, PSN, GID, address and rkey over
+ * TCP as a small binary struct; the server prints nothing but its own line at the end.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xfer.h"
+
+#define PERF_MAGIC 0x66726570u /* "perf" */
+
+struct perf_msg {
+	uint32_t magic;
+	uint32_t qpn, psn;
+	uint32_t rkey;
+	uint64_t addr;
+	uint8_t gid[16];
+	uint64_t size, iters;
+};
+
+struct perf {
+	struct xfer_dev dev;
+	struct uroce_client_cq *cq;
+	struct uroce_client_qp *qp;
+	struct uroce_client_mr *mr;
+	uint8_t *buf;
+	size_t buflen;
+	struct ibv_qp_cap cap;
+	struct perf_msg peer;
+	int fd;
+};
+
+static void perf_close(struct perf *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->qp)
+		uroce_client_destroy_qp(p->qp);
+	if (p->cq)
+		uroce_client_destroy_cq(p->cq);
+	if (p->mr)
+		uroce_client_dereg_mr(p->mr);
+	xfer_dev_close(&p->dev);
+	xfer_free(p->buf, p->buflen);
+}
+
+/* Device, buffer, one RC QP on one CQ, connected to the peer through the exchange. */
+static int perf_setup(struct perf *p, const struct xfer_opts *o, size_t buflen, uint32_t sq,
+		      uint32_t rq, uint64_t size, uint64_t iters, int mtu)
+{
+	struct perf_msg me;
+	struct xfer_peer peer;
+	uint32_t psn = xfer_rand_psn();
+
+	memset(p, 0, sizeof(*p));
+	p->fd = -1;
+	if (xfer_dev_open(&p->dev, o))
+		return -1;
+	p->buflen = buflen;
+	p->buf = xfer_alloc(buflen);
+	if (!p->buf)
+		return -1;
+	memset(p->buf, 0x11, buflen);
+	p->mr = uroce_client_reg_mr(p->dev.pd, p->buf, buflen,
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ);
+	if (!p->mr) {
+		xfer_err("reg_mr: %s", strerror(errno));
+		return -1;
+	}
+	p->cq = uroce_client_create_cq(p->dev.ctx, (int)(sq + rq + 8), NULL, 0);
+	if (!p->cq) {
+		xfer_err("create_cq: %s", strerror(errno));
+		return -1;
+	}
+	p->qp = xfer_create_qp(&p->dev, IBV_QPT_RC, p->cq, p->cq, sq, rq, 64, &p->cap);
+	if (!p->qp ||
+	    xfer_qp_init(p->qp, IBV_QPT_RC, p->dev.ib_port,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+			 0))
+		return -1;
+	memset(&me, 0, sizeof(me));
+	me.magic = PERF_MAGIC;
+	me.qpn = uroce_client_qp_ibv(p->qp)->qp_num;
+	me.psn = psn;
+	me.rkey = p->mr->ibv.rkey;
+	me.addr = (uintptr_t)p->buf;
+	memcpy(me.gid, p->dev.gid.raw, 16);
+	me.size = size;
+	me.iters = iters;
+	p->fd = o->server ? oob_connect(o->server, o->port, o->timeout_ms) :
+			    oob_listen_accept(o->port, o->timeout_ms * 4);
+	if (p->fd < 0)
+		return -1;
+	if (oob_write(p->fd, &me, sizeof(me), o->timeout_ms) ||
+	    oob_read(p->fd, &p->peer, sizeof(p->peer), o->timeout_ms) ||
+	    p->peer.magic != PERF_MAGIC) {
+		xfer_err("exchange with the peer failed");
+		return -1;
+	}
+	peer.qpn = p->peer.qpn;
+	peer.psn = p->peer.psn;
+	memcpy(peer.gid.raw, p->peer.gid, 16);
+	if (xfer_qp_connect(p->qp, IBV_QPT_RC, p->dev.ib_port, p->dev.gid_index,
+			    xfer_mtu_enum(mtu), psn, &peer, 64, 1))
+		return -1;
+	return 0;
+}
+
+/* Both sides ready (their QPs at RTS) before the first packet. */
+static int perf_sync(struct perf *p, int timeout_ms)
+{
+	char c = 'r';
+
+	return oob_write(p->fd, &c, 1, timeout_ms) || oob_read(p->fd, &c, 1, timeout_ms) ? -1 : 0;
+}
+
+int xfer_bw(const struct xfer_opts *o)
+{
+	uint64_t size = (uint64_t)(o->size >= 0 ? o->size : 65536);
+	uint64_t iters = (uint64_t)(o->iters >= 0 ? o->iters : 5000);
+	uint32_t window = (uint32_t)(o->window > 0 ? o->window : 32);
+	int mtu = o->mtu ? o->mtu : 4096;
+	struct perf p;
+	int ret = 1;
+
+	if (!xfer_mtu_enum(mtu)) {
+		xfer_err("bad MTU %d", mtu);
+		return 1;
+	}
+	if (perf_setup(&p, o, size ? size : 1, window + 2, 2, size, iters, mtu) ||
+	    perf_sync(&p, o->timeout_ms))
+		goto out;
+	if (o->server) {
+		uint64_t posted = 0, done = 0, t0, t1;
+		struct ibv_sge sge = { .addr = (uintptr_t)p.buf, .length = (uint32_t)size,
+				       .lkey = p.mr->ibv.lkey };
+		double secs;
+
+		t0 = xfer_now_ns();
+		while (done < iters) {
+			struct ibv_wc wc[32];
+			int n, k;
+
+			while (posted < iters && posted - done < window) {
+				struct ibv_send_wr wr, *bad;
+				int err;
+
+				memset(&wr, 0, sizeof(wr));
+				wr.wr_id = posted;
+				wr.sg_list = &sge;
+				wr.num_sge = size ? 1 : 0;
+				wr.opcode = IBV_WR_RDMA_WRITE;
+				/* Signal every 8th, and the last one of the run. */
+				if (posted % 8 == 7 || posted + 1 == iters ||
+				    posted + 1 - done == window)
+					wr.send_flags = IBV_SEND_SIGNALED;
+				wr.wr.rdma.remote_addr = p.peer.addr;
+				wr.wr.rdma.rkey = p.peer.rkey;
+				err = uroce_client_post_send(p.qp, &wr, &bad);
+				if (err) {
+					xfer_err("post_send: %s", strerror(err));
+					goto out;
+				}
+				posted++;
+			}
+			n = xfer_poll_wait(p.cq, wc, 32, o->timeout_ms);
+			if (n <= 0) {
+				xfer_err("bw: %s after %lu of %lu writes (posted %lu)",
+					 n ? "poll failed" : "timeout", (unsigned long)done,
+					 (unsigned long)iters, (unsigned long)posted);
+				goto out;
+			}
+			for (k = 0; k < n; k++) {
+				if (wc[k].status != IBV_WC_SUCCESS) {
+					xfer_err("bw: completion error %s for wr_id %lu",
+						 xfer_wc_status_str(wc[k].status),
+						 (unsigned long)wc[k].wr_id);
+					goto out;
+				}
+				done = wc[k].wr_id + 1;
+			}
+		}
+		t1 = xfer_now_ns();
+		secs = (double)(t1 - t0) / 1e9;
+		printf("bw: %lu x %lu B RDMA WRITE (RC, MTU %d, window %u) in %.3f s: "
+		       "%.3f Gbit/s, %.0f msg/s\n", (unsigned long)iters, (unsigned long)size, mtu,
+		       window, secs, (double)iters * (double)size * 8 / secs / 1e9,
+		       (double)iters / secs);
+		fflush(stdout);
+	}
+	ret = perf_sync(&p, o->timeout_ms * 4) ? 1 : 0;
+	if (!o->server && !ret)
+		printf("bw: served %lu x %lu B RDMA WRITE\n", (unsigned long)p.peer.iters,
+		       (unsigned long)p.peer.size);
+out:
+	perf_close(&p);
+	return ret;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int xfer_lat(const struct xfer_opts *o)
+{
+	uint64_t size = (uint64_t)(o->size >= 0 ? o->size : 8);
+	uint64_t iters = (uint64_t)(o->iters >= 0 ? o->iters : 10000), i;
+	uint32_t depth = 16;
+	int mtu = o->mtu ? o->mtu : 1024;
+	uint64_t *rtt = NULL;
+	struct perf p;
+	struct ibv_sge rsge, ssge;
+	struct ibv_recv_wr rwr;
+	struct ibv_send_wr swr;
+	int ret = 1;
+
+	if (!xfer_mtu_enum(mtu) || !iters) {
+		xfer_err("bad MTU %d or iterations", mtu);
+		return 1;
+	}
+	rtt = calloc(iters, sizeof(*rtt));
+	if (!rtt)
+		return 1;
+	/* Receives in the first half of the buffer, sends from the second. */
+	if (perf_setup(&p, o, 2 * (size ? size : 1), 2, depth, size, iters, mtu))
+		goto out;
+	rsge = (struct ibv_sge){ .addr = (uintptr_t)p.buf, .length = (uint32_t)size,
+				 .lkey = p.mr->ibv.lkey };
+	ssge = (struct ibv_sge){ .addr = (uintptr_t)p.buf + size, .length = (uint32_t)size,
+				 .lkey = p.mr->ibv.lkey };
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.sg_list = &rsge;
+	rwr.num_sge = size ? 1 : 0;
+	memset(&swr, 0, sizeof(swr));
+	swr.sg_list = &ssge;
+	swr.num_sge = size ? 1 : 0;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED |
+			 (size <= p.cap.max_inline_data ? IBV_SEND_INLINE : 0);
+	for (i = 0; i < depth; i++) {
+		struct ibv_recv_wr *bad;
+
+		if (uroce_client_post_recv(p.qp, &rwr, &bad)) {
+			xfer_err("post_recv failed");
+			goto out;
+		}
+	}
+	if (perf_sync(&p, o->timeout_ms))
+		goto out;
+	for (i = 0; i < iters; i++) {
+		uint64_t t0 = xfer_now_ns();
+		int need_send = 1, need_recv = 1;
+		struct ibv_send_wr *sbad;
+		struct ibv_recv_wr *rbad;
+
+		/* The client speaks first; the server answers each message it receives. */
+		if (o->server && uroce_client_post_send(p.qp, &swr, &sbad)) {
+			xfer_err("post_send failed");
+			goto out;
+		}
+		while (need_send || need_recv) {
+			struct ibv_wc wc[4];
+			int n = xfer_poll_wait(p.cq, wc, 4, o->timeout_ms), k;
+
+			if (n <= 0) {
+				xfer_err("lat: %s at iteration %lu (waiting for%s%s)",
+					 n ? "poll failed" : "timeout", (unsigned long)i,
+					 need_send ? " send" : "", need_recv ? " recv" : "");
+				goto out;
+			}
+			for (k = 0; k < n; k++) {
+				if (wc[k].status != IBV_WC_SUCCESS) {
+					xfer_err("lat: completion error %s",
+						 xfer_wc_status_str(wc[k].status));
+					goto out;
+				}
+				if (wc[k].opcode == IBV_WC_SEND) {
+					need_send = 0;
+				} else {
+					need_recv = 0;
+					if (uroce_client_post_recv(p.qp, &rwr, &rbad)) {
+						xfer_err("post_recv failed");
+						goto out;
+					}
+					if (!o->server &&
+					    uroce_client_post_send(p.qp, &swr, &sbad)) {
+						xfer_err("post_send failed");
+						goto out;
+					}
+				}
+			}
+		}
+		rtt[i] = xfer_now_ns() - t0;
+	}
+	if (o->server) {
+		uint64_t sum = 0;
+
+		for (i = 0; i < iters; i++)
+			sum += rtt[i];
+		qsort(rtt, iters, sizeof(*rtt), cmp_u64);
+		printf("lat: %lu B RC SEND ping-pong, %lu iters: median %.2f us, p99 %.2f us, "
+		       "min %.2f us, max %.2f us, avg %.2f us (half round trip)\n",
+		       (unsigned long)size, (unsigned long)iters, rtt[iters / 2] / 2000.0,
+		       rtt[(iters * 99) / 100 < iters ? (iters * 99) / 100 : iters - 1] / 2000.0,
+		       rtt[0] / 2000.0, rtt[iters - 1] / 2000.0, (double)sum / iters / 2000.0);
+		fflush(stdout);
+	}
+	ret = perf_sync(&p, o->timeout_ms) ? 1 : 0;
+	if (!o->server && !ret)
+		printf("lat: answered %lu messages\n", (unsigned long)iters);
+out:
+	free(rtt);
+	perf_close(&p);
+	return ret;
+}

@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * uroce: the operator's command line for uroced.
+ *
+ *   uroce [-S socket] stat [--json] [--qp]
+ *   uroce [-S socket] capture start FILE | capture stop
+ *   uroce [-S socket] fault [rx_drop=R] [rx_dup=R] [rx_reorder=R] [rx_corrupt=R]
+ *                           [tx_drop=R] [tx_dup=R] [tx_reorder=R] [tx_corrupt=R]
+ *   uroce [-S socket] log-level error|warning|info|debug
+ *   uroce [-S socket] devinfo
+ */
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "uroce_client.h"
+#include "uroce_ctrl.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: uroce [-S socket] COMMAND\n"
+"  stat [--json] [--qp]        the daemon's named counters (per QP with --qp)\n"
+"  capture start FILE          write RoCE frames to a pcap file (path seen by the daemon)\n"
+"  capture stop\n"
+"  fault [NAME=RATE ...]       fault injection rates in [0,1]: rx_drop rx_dup rx_reorder\n"
+"                              rx_corrupt tx_drop tx_dup tx_reorder tx_corrupt (unnamed: 0;\n"
+"                              no argument turns every fault off)\n"
+"  log-level error|warning|info|debug\n"
+"  devinfo                     device, port and GID table\n"
+"The socket: -S, else $UROCE_SOCKET, else " UROCE_CTRL_DEFAULT_SOCKET ".\n");
+}
+
+static struct uroce_client_ctx *open_ctx(const char *sock)
+{
+	struct uroce_client_ctx *ctx = uroce_client_open(sock);
+
+	if (!ctx) {
+		const char *path = sock ? sock : getenv(UROCE_CTRL_SOCKET_ENV);
+
+		fprintf(stderr, "uroce: cannot connect to uroced at %s: %s\n",
+			path ? path : UROCE_CTRL_DEFAULT_SOCKET, strerror(errno));
+	}
+	return ctx;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static int cmd_stat(struct uroce_client_ctx *ctx, int argc, char **argv)
+{
+	struct uroce_ctrl_stat *st = NULL;
+	bool json = false;
+	uint32_t flags = 0;
+	int i, n, width = 0;
+
+	for (i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--qp"))
+			flags |= UROCE_CTRL_STATS_PER_QP;
+		else {
+			fprintf(stderr, "uroce stat: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	n = uroce_client_stats(ctx, flags, &st);
+	if (n < 0) {
+		fprintf(stderr, "uroce stat: %s\n", strerror(-n));
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		int l = (int)strnlen(st[i].name, UROCE_CTRL_STAT_NAME_MAX);
+
+		if (l > width)
+			width = l;
+	}
+	if (json) {
+		printf("{");
+		for (i = 0; i < n; i++) {
+			char name[UROCE_CTRL_STAT_NAME_MAX + 1];
+
+			memcpy(name, st[i].name, UROCE_CTRL_STAT_NAME_MAX);
+			name[UROCE_CTRL_STAT_NAME_MAX] = '\0';
+			printf("%s\n  ", i ? "," : "");
+			json_str(name);
+			printf(": %lu", (unsigned long)st[i].value);
+		}
+		printf("%s}\n", n ? "\n" : "");
+	} else {
+		for (i = 0; i < n; i++)
+			printf("%-*.*s %lu\n", width, UROCE_CTRL_STAT_NAME_MAX, st[i].name,
+			       (unsigned long)st[i].value);
+	}
+	free(st);
+	return 0;
+}
+
+static int admin(struct uroce_client_ctx *ctx, struct uroce_ctrl_admin_req *req,
+		 const char *what)
+{
+	int r = uroce_client_admin(ctx, req);
+
+	if (r) {
+		/* The library returns a positive errno (or, from some paths, negative). */
+		fprintf(stderr, "uroce %s: %s\n", what, strerror(r < 0 ? -r : r));
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_capture(struct uroce_client_ctx *ctx, int argc, char **argv)
+{
+	struct uroce_ctrl_admin_req req;
+
+	memset(&req, 0, sizeof(req));
+	if (argc == 2 && !strcmp(argv[0], "start")) {
+		char cwd[PATH_MAX];
+
+		req.op = UROCE_CTRL_ADMIN_CAPTURE_START;
+		/* The daemon opens the file: make a relative path mean what the user meant. */
+		if (argv[1][0] != '/' && getcwd(cwd, sizeof(cwd))) {
+			if ((size_t)snprintf(req.path, sizeof(req.path), "%s/%s", cwd, argv[1]) >=
+			    sizeof(req.path)) {
+				fprintf(stderr, "uroce capture: path too long\n");
+				return 2;
+			}
+		} else if ((size_t)snprintf(req.path, sizeof(req.path), "%s", argv[1]) >=
+			   sizeof(req.path)) {
+			fprintf(stderr, "uroce capture: path too long\n");
+			return 2;
+		}
+		if (admin(ctx, &req, "capture start"))
+			return 1;
+		printf("capture: writing %s\n", req.path);
+		return 0;
+	}
+	if (argc == 1 && !strcmp(argv[0], "stop")) {
+		req.op = UROCE_CTRL_ADMIN_CAPTURE_STOP;
+		if (admin(ctx, &req, "capture stop"))
+			return 1;
+		printf("capture: stopped\n");
+		return 0;
+	}
+	fprintf(stderr, "uroce capture: start FILE | stop\n");
+	return 2;
+}
+
+static const char *const fault_names[8] = { "rx_drop", "rx_dup", "rx_reorder", "rx_corrupt",
+					    "tx_drop", "tx_dup", "tx_reorder", "tx_corrupt" };
+
+static int cmd_fault(struct uroce_client_ctx *ctx, int argc, char **argv)
+{
+	struct uroce_ctrl_admin_req req;
+	int i, k;
+
+	memset(&req, 0, sizeof(req));
+	req.op = UROCE_CTRL_ADMIN_FAULT;
+	for (i = 0; i < argc; i++) {
+		const char *eq = strchr(argv[i], '=');
+		char *end;
+		double v;
+
+		for (k = 0; k < 8; k++)
+			if (eq && (size_t)(eq - argv[i]) == strlen(fault_names[k]) &&
+			    !strncmp(argv[i], fault_names[k], (size_t)(eq - argv[i])))
+				break;
+		if (k == 8) {
+			fprintf(stderr, "uroce fault: '%s': expected NAME=RATE, NAME one of "
+				"rx_drop rx_dup rx_reorder rx_corrupt tx_drop tx_dup tx_reorder "
+				"tx_corrupt\n", argv[i]);
+			return 2;
+		}
+		v = strtod(eq + 1, &end);
+		if (end == eq + 1 || *end || !(v >= 0.0 && v <= 1.0)) {
+			fprintf(stderr, "uroce fault: %s: the rate must be in [0,1]\n", argv[i]);
+			return 2;
+		}
+		req.rates[k] = v;
+	}
+	if (admin(ctx, &req, "fault"))
+		return 1;
+	printf("fault:");
+	for (k = 0; k < 8; k++)
+		printf(" %s=%g", fault_names[k], req.rates[k]);
+	printf("\n");
+	return 0;
+}
+
+static int cmd_log_level(struct uroce_client_ctx *ctx, int argc, char **argv)
+{
+	static const char *const levels[] = { "error", "warning", "info", "debug" };
+	struct uroce_ctrl_admin_req req;
+	unsigned int k;
+
+	if (argc != 1) {
+		fprintf(stderr, "uroce log-level: error|warning|info|debug\n");
+		return 2;
+	}
+	for (k = 0; k < 4; k++)
+		if (!strcmp(argv[0], levels[k]))
+			break;
+	if (k == 4) {
+		fprintf(stderr, "uroce log-level: '%s': error|warning|info|debug\n", argv[0]);
+		return 2;
+	}
+	memset(&req, 0, sizeof(req));
+	req.op = UROCE_CTRL_ADMIN_LOG_LEVEL;
+	req.value = k;
+	if (admin(ctx, &req, "log-level"))
+		return 1;
+	printf("log-level: %s\n", levels[k]);
+	return 0;
+}
+
+static const char *port_state_str(enum ibv_port_state s)
+{
+	switch (s) {
+	case IBV_PORT_DOWN: return "PORT_DOWN";
+	case IBV_PORT_INIT: return "PORT_INIT";
+	case IBV_PORT_ARMED: return "PORT_ARMED";
+	case IBV_PORT_ACTIVE: return "PORT_ACTIVE";
+	case IBV_PORT_ACTIVE_DEFER: return "PORT_ACTIVE_DEFER";
+	default: return "invalid state";
+	}
+}
+
+static int mtu_bytes(enum ibv_mtu m)
+{
+	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
+}
+
+static int cmd_devinfo(struct uroce_client_ctx *ctx, int argc, char **argv)
+{
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	uint64_t guid;
+	int r, port, i;
+
+	(void)argv;
+	if (argc) {
+		fprintf(stderr, "uroce devinfo: no arguments\n");
+		return 2;
+	}
+	r = uroce_client_query_device(ctx, &da);
+	if (r) {
+		fprintf(stderr, "uroce devinfo: query_device: %s\n", strerror(r));
+		return 1;
+	}
+	guid = be64toh(da.node_guid);
+	printf("hca_id:\t%s\n", uroce_client_dev_name(ctx));
+	printf("\ttransport:\t\t\tInfiniBand (0)\n");
+	printf("\tfw_ver:\t\t\t\t%s\n", da.fw_ver[0] ? da.fw_ver : "0.0.0");
+	printf("\tnode_guid:\t\t\t%04x:%04x:%04x:%04x\n", (unsigned int)(guid >> 48) & 0xffff,
+	       (unsigned int)(guid >> 32) & 0xffff, (unsigned int)(guid >> 16) & 0xffff,
+	       (unsigned int)guid & 0xffff);
+	printf("\tvendor_id:\t\t\t0x%04x\n", da.vendor_id);
+	printf("\tvendor_part_id:\t\t\t%u\n", da.vendor_part_id);
+	printf("\tphys_port_cnt:\t\t\t%u\n", da.phys_port_cnt);
+	printf("\tmax_mr_size:\t\t\t0x%llx\n", (unsigned long long)da.max_mr_size);
+	printf("\tmax_qp:\t\t\t\t%d\n", da.max_qp);
+	printf("\tmax_qp_wr:\t\t\t%d\n", da.max_qp_wr);
+	printf("\tmax_sge:\t\t\t%d\n", da.max_sge);
+	printf("\tmax_cq:\t\t\t\t%d\n", da.max_cq);
+	printf("\tmax_cqe:\t\t\t%d\n", da.max_cqe);
+	printf("\tmax_mr:\t\t\t\t%d\n", da.max_mr);
+	printf("\tmax_pd:\t\t\t\t%d\n", da.max_pd);
+	printf("\tmax_qp_rd_atom:\t\t\t%d\n", da.max_qp_rd_atom);
+	printf("\tmax_qp_init_rd_atom:\t\t%d\n", da.max_qp_init_rd_atom);
+	printf("\tmax_srq:\t\t\t%d\n", da.max_srq);
+	printf("\tmax_srq_wr:\t\t\t%d\n", da.max_srq_wr);
+	printf("\tatomic_cap:\t\t\t%s (%d)\n",
+	       da.atomic_cap == IBV_ATOMIC_HCA ? "ATOMIC_HCA" :
+	       da.atomic_cap == IBV_ATOMIC_GLOB ? "ATOMIC_GLOB" : "ATOMIC_NONE", da.atomic_cap);
+	for (port = 1; port <= da.phys_port_cnt; port++) {
+		r = uroce_client_query_port(ctx, (uint8_t)port, &pa);
+		if (r) {
+			fprintf(stderr, "uroce devinfo: query_port %d: %s\n", port, strerror(r));
+			return 1;
+		}
+		printf("\t\tport:\t%d\n", port);
+		printf("\t\t\tstate:\t\t\t%s (%d)\n", port_state_str(pa.state), pa.state);
+		printf("\t\t\tmax_mtu:\t\t%d (%d)\n", mtu_bytes(pa.max_mtu), pa.max_mtu);
+		printf("\t\t\tactive_mtu:\t\t%d (%d)\n", mtu_bytes(pa.active_mtu), pa.active_mtu);
+		printf("\t\t\tsm_lid:\t\t\t%d\n", pa.sm_lid);
+		printf("\t\t\tport_lid:\t\t%d\n", pa.lid);
+		printf("\t\t\tport_lmc:\t\t0x%02x\n", pa.lmc);
+		printf("\t\t\tlink_layer:\t\t%s\n",
+		       pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand");
+		printf("\t\t\tgid_tbl_len:\t\t%d\n", pa.gid_tbl_len);
+		for (i = 0; i < pa.gid_tbl_len; i++) {
+			union ibv_gid gid;
+			char text[INET6_ADDRSTRLEN];
+			int k;
+
+			if (uroce_client_query_gid(ctx, (uint8_t)port, i, &gid))
+				break;
+			if (!memcmp(gid.raw, (uint8_t[16]){ 0 }, 16))
+				continue;
+			printf("\t\t\tGID[%3d]:\t\t", i);
+			for (k = 0; k < 16; k += 2)
+				printf("%02x%02x%s", gid.raw[k], gid.raw[k + 1], k < 14 ? ":" : "");
+			if (inet_ntop(AF_INET6, gid.raw, text, sizeof(text)))
+				printf(", RoCE v2 (%s)", text);
+			printf("\n");
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "socket", 1, NULL, 'S' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
+	};
+	const char *sock = NULL, *cmd;
+	struct uroce_client_ctx *ctx;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "+S:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'S': sock = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[optind++];
+	if (strcmp(cmd, "stat") && strcmp(cmd, "capture") && strcmp(cmd, "fault") &&
+	    strcmp(cmd, "log-level") && strcmp(cmd, "devinfo")) {
+		fprintf(stderr, "uroce: unknown command '%s'\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+	ctx = open_ctx(sock);
+	if (!ctx)
+		return 1;
+	argc -= optind;
+	argv += optind;
+	if (!strcmp(cmd, "stat"))
+		r = cmd_stat(ctx, argc, argv);
+	else if (!strcmp(cmd, "capture"))
+		r = cmd_capture(ctx, argc, argv);
+	else if (!strcmp(cmd, "fault"))
+		r = cmd_fault(ctx, argc, argv);
+	else if (!strcmp(cmd, "log-level"))
+		r = cmd_log_level(ctx, argc, argv);
+	else
+		r = cmd_devinfo(ctx, argc, argv);
+	uroce_client_close(ctx);
+	return r;
+}
