@@ -3,10 +3,11 @@
 # Runs the fuzz targets for a bounded time (default 60 s in all, split evenly):
 #   test/fuzz/run.sh [SECONDS]
 #   - fuzz_wire_parse: lib/wire's parser and builder;
-#   - fuzz_transport_rx: lib/transport's receive path (responder and completer).
+#   - fuzz_transport_rx: lib/transport's receive path (responder and completer);
+#   - fuzz_ipstack_input: lib/ipstack (ARP, ND, echo, the neighbour cache).
 # Configures build-fuzz (clang, ASan+UBSan, fuzz=true) if needed, builds the targets and
 # uroce-pcap, turns the pcaps into seed corpora, fuzzes one target after the other, and
-# exits non-zero if either crashed (both run regardless).
+# exits non-zero if any crashed (all run regardless).
 # Env: UROCE_PCAP_DIR (default ../shared/pcaps, relative to the repo root).
 set -euo pipefail
 
@@ -17,23 +18,26 @@ if ! [[ $secs =~ ^[1-9][0-9]*$ ]]; then
 	echo "usage: $0 [SECONDS]  (a positive integer, default 60)" >&2
 	exit 2
 fi
-# Half each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
-transport_secs=$((secs / 2))
+# A third each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
+transport_secs=$((secs / 3))
 ((transport_secs >= 1)) || transport_secs=1
-wire_secs=$((secs - transport_secs))
+ipstack_secs=$transport_secs
+wire_secs=$((secs - 2 * transport_secs))
 ((wire_secs >= 1)) || wire_secs=1
 
 build=build-fuzz
 pcap_dir=${UROCE_PCAP_DIR:-../shared/pcaps}
 seeds=$build/fuzz-seeds
 tseeds=$build/fuzz-transport-seeds
+ipseeds=$build/fuzz-ipstack-seeds
 
 if [[ ! -f $build/build.ninja ]]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dbuildtype=debugoptimized
 fi
 # Only what this script runs, so that a half-edited target elsewhere does not stop it.
-ninja -C "$build" test/fuzz/fuzz_wire_parse test/fuzz/fuzz_transport_rx app/uroce-pcap/uroce-pcap
+ninja -C "$build" test/fuzz/fuzz_wire_parse test/fuzz/fuzz_transport_rx \
+	test/fuzz/fuzz_ipstack_input app/uroce-pcap/uroce-pcap
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1
@@ -96,6 +100,59 @@ if ((ntseeds == 0)); then
 	exit 1
 fi
 
+# fuzz_ipstack_input's input (see the top of fuzz_ipstack_input.c): a config byte, then
+# records. Seeds: each question the stack answers, and each answer to its questions,
+# with checksums left to the target's fix-up (record op 0x04), untagged and on VLAN 5.
+rm -rf "$ipseeds"
+mkdir -p "$ipseeds"
+python3 - "$ipseeds" <<'PY'
+import os, struct, sys
+out = sys.argv[1]
+us, peer = bytes.fromhex('020000000001'), bytes.fromhex('02aabbccddee')
+v4, p4 = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+v6, p6 = bytes.fromhex('fd00' + '00' * 13 + '01'), bytes.fromhex('fd00' + '00' * 13 + '02')
+sn = bytes.fromhex('ff02' + '00' * 9 + '01ff000001')
+def eth(dst, typ, body, vlan):
+    tag = struct.pack('>HH', 0x8100, vlan) if vlan else b''
+    return dst + peer + tag + struct.pack('>H', typ) + body
+def arp(op, tpa, tha, vlan, dst):
+    return eth(dst, 0x0806, struct.pack('>HHBBH', 1, 0x0800, 6, 4, op) + peer + p4 + tha + tpa, vlan)
+def ip4(proto, l4, vlan):
+    h = struct.pack('>BBHHHBBH', 0x45, 0, 20 + len(l4), 1, 0x4000, 64, proto, 0) + p4 + v4
+    return eth(us, 0x0800, h + l4, vlan)
+def ip6(dst, hop, l4, vlan, mac=us, nxt=58):
+    h = struct.pack('>IHBB', 0x60000000, len(l4), nxt, hop) + p6 + dst
+    return eth(mac, 0x86dd, h + l4, vlan)
+def rec(frame):
+    return bytes([0x04]) + struct.pack('>H', len(frame)) + frame
+def resolve(idx, cookie):
+    return bytes([0x01, idx, cookie])
+udp = struct.pack('>HHHH', 0xc000, 4791, 8 + 16, 0) + bytes(16)
+for vlan, cfg in ((0, 0), (5, 1)):
+    frames = {
+        'arp-request': arp(1, v4, bytes(6), vlan, b'\xff' * 6),
+        'echo4': ip4(1, struct.pack('>BBHHH', 8, 0, 0, 1, 1) + bytes(range(32)), vlan),
+        'echo6': ip6(v6, 64, struct.pack('>BBHHH', 128, 0, 0, 1, 1) + bytes(range(32)), vlan),
+        'ns': ip6(sn, 255, struct.pack('>BBHI', 135, 0, 0, 0) + v6 + bytes([1, 1]) + peer,
+                  vlan, bytes.fromhex('3333ff000001')),
+        'roce4': ip4(17, udp, vlan),
+        'roce6': ip6(v6, 64, udp, vlan, nxt=17),
+    }
+    for name, f in frames.items():
+        with open(os.path.join(out, '%s-v%d' % (name, vlan)), 'wb') as fh:
+            fh.write(bytes([cfg]) + rec(f))
+    # Questions of ours, answered; then time for them to go stale and be probed.
+    na = ip6(v6, 255, struct.pack('>BBHI', 136, 0, 0, 0x60000000) + p6 + bytes([2, 1]) + peer, vlan)
+    seq = (resolve(0, 1) + rec(arp(2, v4, us, vlan, us)) + resolve(4, 2) + rec(na) +
+           bytes([3, 255, 3, 255, 3, 255]) + resolve(0, 3) + resolve(4, 4) + bytes([3, 20]))
+    with open(os.path.join(out, 'resolve-v%d' % vlan), 'wb') as fh:
+        fh.write(bytes([cfg]) + seq)
+    with open(os.path.join(out, 'unanswered-v%d' % vlan), 'wb') as fh:
+        fh.write(bytes([cfg | 2]) + resolve(1, 5) + resolve(5, 6) + resolve(1, 7) +
+                 bytes([2, 6]) + bytes([3, 30]) * 4)
+PY
+nipseeds=$(find "$ipseeds" -type f | wc -l)
+
 # run_target NAME SECONDS MAX_LEN SEEDS CORPUS ARTIFACTS: fuzzes, prints the summary;
 # returns libFuzzer's exit status (non-zero on a crash, leak or timeout).
 run_target() {
@@ -138,8 +195,12 @@ echo "fuzz_transport_rx: $ntseeds seeds from ${#pcaps[@]} pcaps, fuzzing for $tr
 run_target fuzz_transport_rx "$transport_secs" 16384 "$tseeds" \
 	"$build/fuzz-transport-corpus" "$build/fuzz-transport-artifacts" || rc2=$?
 ((rc != 0)) || rc=${rc2:-0}
+echo "fuzz_ipstack_input: $nipseeds seeds, fuzzing for $ipstack_secs s"
+run_target fuzz_ipstack_input "$ipstack_secs" 9100 "$ipseeds" \
+	"$build/fuzz-ipstack-corpus" "$build/fuzz-ipstack-artifacts" || rc3=$?
+((rc != 0)) || rc=${rc3:-0}
 
-# The summary of both, last, whatever libFuzzer printed in between.
+# The summary of all, last, whatever libFuzzer printed in between.
 for line in "${summary[@]}"; do
 	echo "$line"
 done
