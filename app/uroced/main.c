@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 
@@ -168,7 +169,8 @@ static int setup(void)
 	tc.tx = ud_net_tx;
 	tc.event = ud_tp_event;
 	tc.cq_ready = ud_cq_ready;
-	tc.seed = ud.conf.transport.seed ? ud.conf.transport.seed : (uint64_t)time(NULL);
+	tc.seed = ud.conf.transport.seed ? ud.conf.transport.seed
+					 : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
 	tc.ack_coalesce = ud.conf.transport.ack_coalesce;
 	tc.max_unacked_psns = ud.conf.transport.max_unacked_psns;
 	tc.max_pkts_per_ack = ud.conf.transport.max_pkts_per_ack;

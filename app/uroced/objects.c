@@ -713,6 +713,7 @@ static void cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	bytes = rep.sq_offset + uroce_ring_bytes(sq_size, sizeof(struct uroce_ctrl_send_wqe));
 	if (!srq) {
 		rq_size = pow2_at_least(init.cap.max_recv_wr ? init.cap.max_recv_wr : 1);
+		bytes = (bytes + UROCE_SHM_CACHELINE - 1) & ~(uint64_t)(UROCE_SHM_CACHELINE - 1);
 		rep.rq_offset = (uint32_t)bytes;
 		bytes += uroce_ring_bytes(rq_size, sizeof(struct uroce_ctrl_recv_wqe));
 	}
@@ -759,7 +760,7 @@ static void cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 
 /* The next hop for a GID: 1 and @p mac filled, 0 when the request now waits for the
  * neighbour (kept in c->pending), or a negative errno. */
-static int resolve(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+static int resolve(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
 		   const struct ibv_ah_attr *ah, uint8_t mac[6])
 {
 	int rc;
@@ -768,11 +769,18 @@ static int resolve(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	if (!ah->is_global || ah->port_num > 1)
 		return -EINVAL;
 	rc = uroce_ip_resolve(ud.ip, ah->grh.dgid.raw, ud.now_ns, mac, c->id);
+	UD_DBG("client %s[%d]: next hop of GID %02x%02x..%02x%02x%02x%02x: %s", c->name, c->pid,
+	       ah->grh.dgid.raw[0], ah->grh.dgid.raw[1], ah->grh.dgid.raw[12],
+	       ah->grh.dgid.raw[13], ah->grh.dgid.raw[14], ah->grh.dgid.raw[15],
+	       rc == 0 ? "known" : rc == -EAGAIN ? "resolving" : strerror(-rc));
 	if (rc == 0)
 		return 1;
 	if (rc != -EAGAIN)
 		return rc;
-	memcpy(c->pending.msg, h, h->len);
+	/* The whole request (header and payload) is handled again once the neighbour is
+	 * known. */
+	memcpy(c->pending.msg, h, sizeof(*h));
+	memcpy(c->pending.msg + sizeof(*h), payload, h->len - sizeof(*h));
 	c->pending.len = h->len;
 	c->pending.active = true;
 	return 0;
@@ -791,7 +799,7 @@ static bool cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		return true;
 	}
 	if (req->mask & IBV_QP_AV) {
-		rc = resolve(c, h, &attr.ah_attr, mac);
+		rc = resolve(c, h, req, &attr.ah_attr, mac);
 		if (rc == 0)
 			return false;
 		if (rc < 0) {
@@ -856,7 +864,7 @@ static bool cmd_create_ah(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return true;
 	}
-	rc = resolve(c, h, &req->attr, mac);
+	rc = resolve(c, h, req, &req->attr, mac);
 	if (rc == 0)
 		return false;
 	if (rc < 0) {
