@@ -4,7 +4,8 @@
 #   test/fuzz/run.sh [SECONDS]
 #   - fuzz_wire_parse: lib/wire's parser and builder;
 #   - fuzz_transport_rx: lib/transport's receive path (responder and completer);
-#   - fuzz_ipstack_input: lib/ipstack (ARP, ND, echo, the neighbour cache).
+#   - fuzz_ipstack_input: lib/ipstack (ARP, ND, echo, the neighbour cache);
+#   - fuzz_daemon_ctrl: uroced's control requests and shared-ring WQEs.
 # Configures build-fuzz (clang, ASan+UBSan, fuzz=true) if needed, builds the targets and
 # uroce-pcap, turns the pcaps into seed corpora, fuzzes one target after the other, and
 # exits non-zero if any crashed (all run regardless).
@@ -18,11 +19,12 @@ if ! [[ $secs =~ ^[1-9][0-9]*$ ]]; then
 	echo "usage: $0 [SECONDS]  (a positive integer, default 60)" >&2
 	exit 2
 fi
-# A third each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
-transport_secs=$((secs / 3))
+# A quarter each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
+transport_secs=$((secs / 4))
 ((transport_secs >= 1)) || transport_secs=1
 ipstack_secs=$transport_secs
-wire_secs=$((secs - 2 * transport_secs))
+ctrl_secs=$transport_secs
+wire_secs=$((secs - 3 * transport_secs))
 ((wire_secs >= 1)) || wire_secs=1
 
 build=build-fuzz
@@ -30,6 +32,7 @@ pcap_dir=${UROCE_PCAP_DIR:-../shared/pcaps}
 seeds=$build/fuzz-seeds
 tseeds=$build/fuzz-transport-seeds
 ipseeds=$build/fuzz-ipstack-seeds
+ctrlseeds=$build/fuzz-ctrl-seeds
 
 if [[ ! -f $build/build.ninja ]]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \
@@ -37,7 +40,7 @@ if [[ ! -f $build/build.ninja ]]; then
 fi
 # Only what this script runs, so that a half-edited target elsewhere does not stop it.
 ninja -C "$build" test/fuzz/fuzz_wire_parse test/fuzz/fuzz_transport_rx \
-	test/fuzz/fuzz_ipstack_input app/uroce-pcap/uroce-pcap
+	test/fuzz/fuzz_ipstack_input test/fuzz/fuzz_daemon_ctrl app/uroce-pcap/uroce-pcap
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1
@@ -153,6 +156,28 @@ for vlan, cfg in ((0, 0), (5, 1)):
 PY
 nipseeds=$(find "$ipseeds" -type f | wc -l)
 
+# fuzz_daemon_ctrl's input (see the top of fuzz_daemon_ctrl.c): records [kind, len, bytes].
+# Seed: a PD, a CQ, an RC QP, a shared region and an MR on it, then receive WQEs posted
+# through the ring, so mutations start from live objects.
+rm -rf "$ctrlseeds"
+mkdir -p "$ctrlseeds"
+python3 - "$ctrlseeds" <<'PY'
+import os, struct, sys
+def req(idx, payload=b''):
+    body = bytes([idx]) + payload
+    return bytes([0, len(body)]) + body
+seq = req(3)                                              # ALLOC_PD -> 1
+seq += req(11, struct.pack('<iIiI', 16, 0, 0, 0))         # CREATE_CQ -> 2
+seq += req(17, struct.pack('<IIIIII', 1, 2, 2, 0, 2, 1) + struct.pack('<5I', 4, 4, 1, 1, 0))
+seq += req(5, struct.pack('<Q', 8192))                    # MAP_REGION -> 4
+seq += req(7, struct.pack('<IIQQII', 1, 7, 0x10000, 100, 0, 0) + struct.pack('<IIQQ', 4, 0, 0, 4096))
+wqe = struct.pack('<QII', 9, 1, 0) + struct.pack('<QII', 0x10000, 64, 0)
+seq += bytes([3, 1 + len(wqe), 3]) + wqe
+seq += req(23, struct.pack('<II', 0, 0))                  # STATS
+with open(os.path.join(sys.argv[1], 'objects'), 'wb') as f:
+    f.write(seq)
+PY
+
 # run_target NAME SECONDS MAX_LEN SEEDS CORPUS ARTIFACTS: fuzzes, prints the summary;
 # returns libFuzzer's exit status (non-zero on a crash, leak or timeout).
 run_target() {
@@ -198,7 +223,11 @@ run_target fuzz_transport_rx "$transport_secs" 16384 "$tseeds" \
 echo "fuzz_ipstack_input: $nipseeds seeds, fuzzing for $ipstack_secs s"
 run_target fuzz_ipstack_input "$ipstack_secs" 9100 "$ipseeds" \
 	"$build/fuzz-ipstack-corpus" "$build/fuzz-ipstack-artifacts" || rc3=$?
+echo "fuzz_daemon_ctrl: fuzzing for $ctrl_secs s"
+run_target fuzz_daemon_ctrl "$ctrl_secs" 4096 "$ctrlseeds" \
+	"$build/fuzz-ctrl-corpus" "$build/fuzz-ctrl-artifacts" || rc4=$?
 ((rc != 0)) || rc=${rc3:-0}
+((rc != 0)) || rc=${rc4:-0}
 
 # The summary of all, last, whatever libFuzzer printed in between.
 for line in "${summary[@]}"; do
