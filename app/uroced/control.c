@@ -165,12 +165,16 @@ static void accept_clients(void)
 
 void ud_control_poll(uint64_t timeout_ns)
 {
-	struct epoll_event ev[16];
+	struct epoll_event ev[64];
 	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
 			      .tv_nsec = (long)(timeout_ns % 1000000000u)};
-	int n, i;
+	int n, i, rounds = 0;
 
-	n = epoll_pwait2(ud.epfd, ev, 16, &ts, NULL);
+	/* A few rounds while the array comes back full: closes and new connections are
+	 * handled in one go (a burst of short-lived connections must not fill the client
+	 * table with the dead), yet the data path never waits on more than 4 rounds. */
+	n = epoll_pwait2(ud.epfd, ev, 64, &ts, NULL);
+again:
 	for (i = 0; i < n; i++) {
 		struct ud_client *c = ev[i].data.ptr;
 
@@ -204,6 +208,10 @@ void ud_control_poll(uint64_t timeout_ns)
 			    (ev[i].events & (EPOLLHUP | EPOLLERR)))
 				client_close(c, "gone");
 		}
+	}
+	if (n == 64 && ++rounds < 4) {
+		n = epoll_wait(ud.epfd, ev, 64, 0);
+		goto again;
 	}
 }
 

@@ -113,6 +113,33 @@ static int to_tp_send(struct ud_qp *q, struct uroce_tp_send_wqe *t,
 	return 0;
 }
 
+/* @p refill: called from inside the transport (rq_refill), where a QP must not change
+ * state: a malformed WQE is left for the next doorbell scan instead. */
+static unsigned int rq_doorbell(struct ud_qp *q, bool refill)
+{
+	uint32_t n = uroce_ring_cons_avail(&q->rq), i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		struct uroce_tp_recv_wqe t;
+
+		to_tp_recv(&t, uroce_ring_cons_slot(&q->rq, i));
+		rc = uroce_tp_post_recv(q->tp, &t);
+		if (rc == -ENOMEM || (rc && refill))
+			break;
+		if (rc) {
+			qp_bad_wqe(q);
+			t.num_sge = 0;
+			uroce_tp_post_recv(q->tp, &t);
+		}
+	}
+	if (i) {
+		uroce_ring_cons_release(&q->rq, i);
+		q->rq_taken += i;
+	}
+	return i;
+}
+
 static unsigned int qp_doorbell(struct ud_qp *q)
 {
 	unsigned int done = 0;
@@ -145,27 +172,8 @@ static unsigned int qp_doorbell(struct ud_qp *q)
 		q->sq_taken += i;
 		done += i;
 	}
-	if (!q->srq) {
-		n = uroce_ring_cons_avail(&q->rq);
-		for (i = 0; i < n; i++) {
-			struct uroce_tp_recv_wqe t;
-
-			to_tp_recv(&t, uroce_ring_cons_slot(&q->rq, i));
-			rc = uroce_tp_post_recv(q->tp, &t);
-			if (rc == -ENOMEM)
-				break;
-			if (rc) {
-				qp_bad_wqe(q);
-				t.num_sge = 0;
-				uroce_tp_post_recv(q->tp, &t);
-			}
-		}
-		if (i) {
-			uroce_ring_cons_release(&q->rq, i);
-			q->rq_taken += i;
-			done += i;
-		}
-	}
+	if (!q->srq)
+		done += rq_doorbell(q, false);
 	return done;
 }
 
@@ -185,6 +193,19 @@ static unsigned int srq_doorbell(struct ud_srq *s)
 		s->taken += i;
 	}
 	return i;
+}
+
+void ud_rq_refill(void *io_ctx, struct uroce_tp_qp *tq)
+{
+	struct ud_qp *q = uroce_tp_qp_user(tq);
+
+	(void)io_ctx;
+	if (!q)
+		return;
+	if (q->srq)
+		srq_doorbell(q->srq);
+	else
+		rq_doorbell(q, true);
 }
 
 unsigned int ud_doorbells(void)

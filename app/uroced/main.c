@@ -169,6 +169,7 @@ static int setup(void)
 	tc.tx = ud_net_tx;
 	tc.event = ud_tp_event;
 	tc.cq_ready = ud_cq_ready;
+	tc.rq_refill = ud_rq_refill;
 	tc.seed = ud.conf.transport.seed ? ud.conf.transport.seed
 					 : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
 	tc.ack_coalesce = ud.conf.transport.ack_coalesce;
@@ -215,8 +216,10 @@ static void poll_loop(void)
 			ud.have_port = link;
 			next_link = ud.now_ns + 10000000u;
 		}
-		work += ud_net_rx();
+		/* Doorbells first: receives posted before a message arrived are in place when
+		 * it is handled (the transport also asks for them on demand: rq_refill). */
 		work += ud_doorbells();
+		work += ud_net_rx();
 		if (uroce_tp_next_deadline(ud.dev) <= ud.now_ns)
 			uroce_tp_process(ud.dev, ud.now_ns);
 		work += ud_completions();

@@ -249,6 +249,7 @@ void *ud_obj_get(struct ud_client *c, uint32_t handle, enum ud_obj_type type);
 unsigned int ud_doorbells(void);
 unsigned int ud_completions(void);
 void ud_cq_ready(void *io_ctx, struct uroce_tp_cq *cq);
+void ud_rq_refill(void *io_ctx, struct uroce_tp_qp *qp);
 void ud_tp_event(void *io_ctx, enum ibv_event_type type, void *object);
 void ud_qp_publish_retired(struct ud_qp *q);
 int ud_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx);

@@ -442,18 +442,29 @@ int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_
 	return 0;
 }
 
+/* The receive queue is empty: ask the caller to fetch what the application may have
+ * posted since it last looked (a NIC fetches WQEs on demand too). */
+static bool rwqe_refill(struct uroce_tp_qp *qp)
+{
+	if (qp->dev->cfg.rq_refill == NULL)
+		return false;
+	qp->dev->cfg.rq_refill(qp->dev->cfg.io_ctx, qp);
+	return true;
+}
+
 bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_recv_wqe *out)
 {
 	struct uroce_tp_srq *srq = qp->srq;
 
 	if (srq == NULL) {
-		if (qp->rq_cons == qp->rq_prod)
+		if (qp->rq_cons == qp->rq_prod &&
+		    (!rwqe_refill(qp) || qp->rq_cons == qp->rq_prod))
 			return false;
 		*out = qp->rq[qp->rq_cons & qp->rq_mask];
 		qp->rq_cons++;
 		return true;
 	}
-	if (srq->cons == srq->prod)
+	if (srq->cons == srq->prod && (!rwqe_refill(qp) || srq->cons == srq->prod))
 		return false;
 	*out = srq->ring[srq->cons & srq->mask];
 	srq->cons++;

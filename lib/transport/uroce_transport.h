@@ -108,6 +108,12 @@ struct uroce_tp_dev_cfg {
 	/** Called when a CQ that was empty gets a completion (may be NULL): the caller
 	 *  keeps a list of CQs to drain instead of polling every CQ it has. */
 	void (*cq_ready)(void *io_ctx, struct uroce_tp_cq *cq);
+	/** Called when a message needs a receive WQE and the QP's receive queue (or its
+	 *  SRQ) is empty (may be NULL): the caller posts what it has queued elsewhere
+	 *  (uroce_tp_post_recv / uroce_tp_post_srq_recv are allowed here). Without it, a
+	 *  receive posted just before the message arrived could be missed: RNR NAK for RC,
+	 *  a dropped message for UC and UD. */
+	void (*rq_refill)(void *io_ctx, struct uroce_tp_qp *qp);
 	void *io_ctx;
 	/** Seeds QPNs and the key bytes of lkeys/rkeys (stale keys are refused). */
 	uint64_t seed;

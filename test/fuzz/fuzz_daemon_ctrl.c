@@ -126,6 +126,7 @@ static void setup_once(void)
 	tc.tx = tx_sink;
 	tc.event = ud_tp_event;
 	tc.cq_ready = ud_cq_ready;
+	tc.rq_refill = ud_rq_refill;
 	tc.seed = 1;
 	ud.dev = uroce_tp_dev_create(&tc);
 	CHECK(ud.dev);
