@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,6 +107,12 @@ static int parse_args(int argc, char **argv)
 		exit(0);
 	}
 	ud_log_level = (int)ud.conf.log.level;
+	if (ud.conf.lcore.poll_lcores > 1)
+		UD_WARN("lcore.poll_lcores = %u: this build polls with one lcore (doc/daemon.md)",
+			ud.conf.lcore.poll_lcores);
+	if (ud.conf.port.rx_queues > 1)
+		UD_WARN("port.rx_queues = %u: only queue 0 is polled by this build",
+			ud.conf.port.rx_queues);
 	return 0;
 }
 
@@ -175,6 +182,7 @@ static int setup(void)
 	tc.ack_coalesce = ud.conf.transport.ack_coalesce;
 	tc.max_unacked_psns = ud.conf.transport.max_unacked_psns;
 	tc.max_pkts_per_ack = ud.conf.transport.max_pkts_per_ack;
+	tc.port_mtu = ud.active_mtu;
 	ud.dev = uroce_tp_dev_create(&tc);
 	if (!ud.dev) {
 		UD_ERR("cannot create the device: %s", strerror(errno));
@@ -197,6 +205,8 @@ static void poll_loop(void)
 {
 	const uint64_t ctrl_every = (uint64_t)ud.conf.lcore.control_poll_us * 1000u;
 	const uint64_t idle_sleep = (uint64_t)ud.conf.lcore.idle_sleep_us * 1000u;
+	const uint64_t idle_after = (uint64_t)ud.conf.lcore.idle_after_us * 1000u;
+	const uint64_t idle_yield = (uint64_t)ud.conf.lcore.idle_yield_us * 1000u;
 	uint64_t next_ctrl = 0, next_link = 0, idle_since = 0;
 	bool link = true;
 
@@ -227,9 +237,9 @@ static void poll_loop(void)
 
 		if (work) {
 			idle_since = ud.now_ns;
-		} else if (idle_sleep && ud.now_ns - idle_since > 100000u) {
-			/* Idle for 100 us: sleep in the control socket's wait, so a command or
-			 * a timer ends the nap, at most idle_sleep_us. */
+		} else if (idle_sleep && ud.now_ns - idle_since > idle_after) {
+			/* Idle a while: sleep in the control socket's wait, so a command or a
+			 * timer ends the nap, at most idle_sleep_us. */
 			deadline = uroce_tp_next_deadline(ud.dev);
 			if (deadline > ud.now_ns) {
 				uint64_t nap = deadline - ud.now_ns;
@@ -238,6 +248,11 @@ static void poll_loop(void)
 				next_ctrl = now_ns() + ctrl_every;
 				continue;
 			}
+		} else if (idle_yield && ud.now_ns - idle_since > idle_yield) {
+			/* Nothing to do for a moment: let an application that shares this CPU
+			 * run now rather than at the end of our time slice (it is what posts the
+			 * next message). With the CPU to ourselves this returns at once. */
+			sched_yield();
 		}
 		if (ud.now_ns >= next_ctrl) {
 			ud_control_poll(0);

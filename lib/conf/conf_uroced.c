@@ -62,7 +62,12 @@ static const struct uroce_conf_key keys[] = {
 
 	UINT(lcore, poll_lcores, 1, 64, "1", "lcores that poll the port and run the transport"),
 	UINT(lcore, idle_sleep_us, 0, 100000, "0",
-	     "microseconds a poll lcore sleeps once idle a while; 0: pure busy polling"),
+	     "microseconds a poll lcore sleeps once idle idle_after_us; 0: never sleeps"),
+	UINT(lcore, idle_after_us, 1, 1000000, "10",
+	     "microseconds without work before a poll lcore naps (idle_sleep_us > 0)"),
+	UINT(lcore, idle_yield_us, 0, 1000000, "2",
+	     "microseconds without work before a poll lcore yields its CPU on each empty turn"
+	     " (to applications sharing it; free when none does); 0: never yields"),
 	UINT(lcore, control_poll_us, 1, 100000, "100",
 	     "microseconds between looks at the control socket and timers"),
 

@@ -151,6 +151,8 @@ struct uroce_conf {
 	struct {
 		uint32_t poll_lcores;
 		uint32_t idle_sleep_us;         /**< 0: never sleep */
+		uint32_t idle_after_us;
+		uint32_t idle_yield_us;         /**< 0: never yield */
 		uint32_t control_poll_us;
 	} lcore;
 	struct {

@@ -9,6 +9,7 @@ void uroce_tp_dev_cfg_init(struct uroce_tp_dev_cfg *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->ack_coalesce = 16;
+	cfg->port_mtu = IBV_MTU_1024;
 	cfg->max_unacked_psns = 128;  /* rxe: RXE_MAX_UNACKED_PSNS */
 	cfg->max_pkts_per_ack = 64;   /* rxe: RXE_MAX_PKT_PER_ACK */
 	cfg->seed = 1;
@@ -30,7 +31,8 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 
 	if (cfg->tx == NULL || cfg->gid_count == 0 || cfg->gid_count > UROCE_TP_MAX_GID ||
 	    cfg->ack_coalesce == 0 || cfg->max_unacked_psns == 0 ||
-	    cfg->max_unacked_psns > (1u << 22) || cfg->max_pkts_per_ack == 0) {
+	    cfg->max_unacked_psns > (1u << 22) || cfg->max_pkts_per_ack == 0 ||
+	    cfg->port_mtu < IBV_MTU_256 || cfg->port_mtu > IBV_MTU_4096) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -97,8 +97,9 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	qp->cap = *cap;
 	qp->state = IBV_QPS_RESET;
 	qp->attr.qp_state = IBV_QPS_RESET;
-	qp->attr.path_mtu = IBV_MTU_1024;
-	qp->mtu = tp_mtu_bytes(IBV_MTU_1024);
+	/* UD has no path MTU attribute: its messages go up to the port's MTU (rxe). */
+	qp->attr.path_mtu = qp->type == IBV_QPT_UD ? dev->cfg.port_mtu : IBV_MTU_1024;
+	qp->mtu = tp_mtu_bytes(qp->attr.path_mtu);
 	qp_reset_state(qp);
 
 	do {

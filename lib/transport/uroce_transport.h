@@ -123,6 +123,9 @@ struct uroce_tp_dev_cfg {
 	uint32_t max_unacked_psns;
 	/** Requester: set AckReq at least every this many packets (rxe: 64). */
 	uint32_t max_pkts_per_ack;
+	/** The port's active MTU: UD QPs send and accept messages up to it (rxe's rule:
+	 *  RC/UC use the path MTU of their QP, UD the port's). */
+	enum ibv_mtu port_mtu;
 	/** Skip computing and checking the ICRC (benchmarks only: not RoCEv2 then). */
 	bool no_icrc;
 };
