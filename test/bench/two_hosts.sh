@@ -1,0 +1,480 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Two hosts on one machine: uroced against raw DPDK against kernel UDP, on the same links,
+# in one run (doc/benchmarks.md, "Two hosts").
+#
+#   (a) a veth pair between two network namespaces:
+#       - uroce-rawbench (raw DPDK, net_af_packet): 64 B ping-pong, blast of 1082-byte
+#         frames (the size of uroce's data frames at path MTU 1024);
+#       - kernel UDP (uroce-bench-udp) on the same veth pair, an IPv4 address on each end
+#         only for this part: 8 B ping-pong (busy polling, and blocking), 1472 B blast;
+#       - two uroced (net_af_packet on the veths), MTU 1500 (path MTU 1024), in each
+#         poll-loop configuration below: uroce-xfer lat (8 B RC SEND ping-pong) and bw
+#         (64 KiB RDMA WRITE);
+#   (b) memif (no kernel interface): uroce-rawbench and the two uroced pairs with the same
+#       vdev arguments (bsize=9216: doc/ethdev.md); the kernel UDP column is the veth one.
+#
+# Every measurement is repeated (3 times, 1 with --quick) and the median is reported.
+# Latencies in the table are half round trips (RTT/2, as uroce-xfer lat prints them);
+# rawbench's and UDP's round trips are halved.
+#
+# usage: two_hosts.sh [--quick] [--reps N] [--build DIR] [--only PARTS] [--link LINKS]
+#   --only: comma-separated of raw, udp, uroced (default all); --link: veth, memif (both)
+#   binaries: DIR/app/uroced/uroced, app/uroce-xfer/uroce-xfer, app/uroce/uroce,
+#   app/uroce-rawbench/uroce-rawbench, test/bench/uroce-bench-udp (default DIR: ./build
+#   beside this checkout; UROCED, UROCE_XFER, UROCE_CLI, UROCE_RAWBENCH, UROCE_BENCH_UDP
+#   override one each).
+# uroced's poll loop is measured in each of TWO_HOSTS_CONFIGS, "NAME:key=value,..." of
+# [lcore] keys, default:
+#   spin:idle_yield_us=0,idle_sleep_us=0   pure busy polling (uroced before a70f397)
+#   yield:idle_sleep_us=0                  sched_yield() once idle 2 us (the default)
+#   nap20:idle_sleep_us=20                 yield, and nap up to 20 us once idle 10 us
+# Needs root (namespaces, veth, af_packet): prints "skipped: needs root" and exits 77
+# otherwise (meson counts 77 as SKIP for benchmarks too).
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+QUICK=0
+REPS=
+BUILD=$ROOT/build
+ONLY=raw,udp,uroced
+LINKS=veth,memif
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) QUICK=1 ;;
+	--reps) REPS=$2; shift ;;
+	--build) BUILD=$2; shift ;;
+	--only) ONLY=$2; shift ;;
+	--link) LINKS=$2; shift ;;
+	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "two_hosts: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+: "${UROCED:=$BUILD/app/uroced/uroced}"
+: "${UROCE_XFER:=$BUILD/app/uroce-xfer/uroce-xfer}"
+: "${UROCE_CLI:=$BUILD/app/uroce/uroce}"
+: "${UROCE_RAWBENCH:=$BUILD/app/uroce-rawbench/uroce-rawbench}"
+: "${UROCE_BENCH_UDP:=$BUILD/test/bench/uroce-bench-udp}"
+CONFIGS=${TWO_HOSTS_CONFIGS:-spin:idle_yield_us=0,idle_sleep_us=0 yield:idle_sleep_us=0 nap20:idle_sleep_us=20}
+cfg_name() { echo "${1%%:*}"; }
+cfg_sets() { # CONFIG -> --set lcore.K=V ...
+	local kv
+	for kv in $(echo "${1#*:}" | tr ',' ' '); do
+		printf -- '--set lcore.%s ' "$kv"
+	done
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "two_hosts: skipped: needs root (network namespaces, veth, af_packet)"
+	exit 77
+fi
+for tool in ip timeout awk sort; do
+	command -v "$tool" >/dev/null || { echo "two_hosts: skipped: $tool not found"; exit 77; }
+done
+for b in "$UROCED" "$UROCE_XFER" "$UROCE_CLI" "$UROCE_RAWBENCH" "$UROCE_BENCH_UDP"; do
+	[ -x "$b" ] || { echo "two_hosts: skipped: $b not built"; exit 77; }
+done
+
+# Sizes of the run. Full: ~3 min on 2 cores; quick (CI): < 90 s.
+if [ $QUICK -eq 1 ]; then
+	: "${REPS:=1}"
+	PP_ROUNDS=3000 UDP_BLOCK_ROUNDS=1000 BLAST_SECS=0.5 LAT_ITERS=1000 BW_ITERS=300
+	LAT_ITERS_SPIN=200 BW_ITERS_MEMIF=1000
+else
+	: "${REPS:=3}"
+	PP_ROUNDS=20000 UDP_BLOCK_ROUNDS=5000 BLAST_SECS=2 LAT_ITERS=5000 BW_ITERS=2000
+	LAT_ITERS_SPIN=1000 BW_ITERS_MEMIF=10000
+fi
+# spin (idle_yield_us=0, idle_sleep_us=0): the daemons never give their CPU away and the
+# applications wait for the scheduler (milliseconds per message on 2 CPUs): fewer rounds.
+# memif moves 5-10x more data than veth: more WRITEs, so that its bw run lasts ~1 s.
+RAW_BLAST_SIZE=1082   # Ethernet..ICRC of a middle RDMA WRITE packet at path MTU 1024
+UDP_BLAST_SIZE=1472   # a 1514-byte frame at MTU 1500
+STEP_TIMEOUT=$([ $QUICK -eq 1 ] && echo 25 || echo 40) # a wedged step is killed, counted
+
+# ---- names (prefix ub-: nothing here collides with other tests) --------------------------
+ID=$$
+NS_A=ub-$ID-a NS_B=ub-$ID-b
+IF_A=ub-${ID}a IF_B=ub-${ID}b           # <= 15 characters
+TMP=$(mktemp -d "/tmp/ub-two-hosts.XXXXXX")
+MEMIF_SOCK=$TMP/memif.sock
+TCP_PORT=$((20000 + ID % 20000))
+UDP_PORT=$((40000 + ID % 20000))
+IP_UDP_A=10.201.0.1 IP_UDP_B=10.201.0.2  # kernel addresses, UDP part only
+IP_ROCE_A=10.202.0.1 IP_ROCE_B=10.202.0.2
+PIDS=()
+FAILS=0
+START=$SECONDS
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+cleanup() {
+	local rc=$? pid i
+	trap - EXIT INT TERM HUP
+	for pid in "${PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${PIDS[@]}"; do
+		for i in $(seq 1 30); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	ip netns del "$NS_A" 2>/dev/null
+	ip netns del "$NS_B" 2>/dev/null
+	ip link del "$IF_A" 2>/dev/null
+	# A killed DPDK process leaves its hugepage files and runtime directory behind.
+	rm -f /dev/hugepages/ub-"$ID"* 2>/dev/null
+	rm -rf /var/run/dpdk/ub-"$ID"* 2>/dev/null
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -d "$TMP" ]; then
+		echo "two_hosts: exit $rc; logs of the last steps:"
+		ls -t "$TMP"/*.log 2>/dev/null | head -4 | while read -r f; do
+			echo "---- $f"
+			tail -n 15 "$f"
+		done
+	fi
+	rm -rf "$TMP"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+fail() {
+	log "FAIL: $*"
+	FAILS=$((FAILS + 1))
+}
+
+# forget PID: drop a finished process from the cleanup list.
+forget() {
+	local p keep=()
+	for p in "${PIDS[@]}"; do
+		[ "$p" = "$1" ] || keep+=("$p")
+	done
+	PIDS=("${keep[@]}")
+}
+
+# stop PID: SIGTERM, SIGKILL after 5 s.
+stop() {
+	local pid=$1 i
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	forget "$pid"
+}
+
+# wait_line FILE REGEX PID SECONDS: until FILE has a line matching REGEX (0), PID died
+# or the time is up (1).
+wait_line() {
+	local i
+	for i in $(seq 1 $(($4 * 20))); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# ---- results: one file per (key), one figure per line, the median at the end -------------
+record() { # KEY VALUE
+	[ -n "$2" ] && echo "$2" >>"$TMP/res.$1"
+}
+median() { # KEY -> median of the recorded values, or "-"
+	local f=$TMP/res.$1
+	[ -s "$f" ] || { echo "-"; return; }
+	sort -g "$f" | awk '{ v[NR] = $1 } END {
+		if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%.2f\n", m }'
+}
+spread() { # KEY -> (max - min) / median in %, or "-" (fewer than 2 values)
+	local f=$TMP/res.$1
+	[ -s "$f" ] && [ "$(grep -c . "$f")" -ge 2 ] || { echo "-"; return; }
+	sort -g "$f" | awk '{ v[NR] = $1 } END {
+		if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
+		if (m == 0) print "-"; else printf "%.0f%%\n", 100 * (v[NR] - v[1]) / m }'
+}
+# kv FILE LINE_REGEX KEY: the value of KEY=... on the first line matching LINE_REGEX
+kv() {
+	grep -m1 "$2" "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1
+}
+
+# ---- the links ------------------------------------------------------------------------------
+ip netns add "$NS_A" && ip netns add "$NS_B" &&
+	ip link add "$IF_A" netns "$NS_A" type veth peer name "$IF_B" netns "$NS_B" ||
+	{ echo "two_hosts: could not create the namespaces and the veth pair"; exit 1; }
+for side in A B; do
+	ns_v=NS_$side if_v=IF_$side
+	ns=${!ns_v} ifc=${!if_v}
+	# No IPv6 (no ND/MLD noise on the wire the daemons own), MTU 1500, up.
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
+	ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
+	ip -n "$ns" link set "$ifc" mtu 1500 up && ip -n "$ns" link set lo up ||
+		{ echo "two_hosts: could not bring $ifc up"; exit 1; }
+done
+EXEC_A="ip netns exec $NS_A"
+EXEC_B="ip netns exec $NS_B"
+
+EAL_COMMON="--no-pci --no-huge --no-telemetry --log-level=lib.eal:error"
+VDEV_AFP_A="net_af_packet0,iface=$IF_A"
+VDEV_AFP_B="net_af_packet0,iface=$IF_B"
+VDEV_MEMIF_S="net_memif0,role=server,socket=$MEMIF_SOCK,socket-abstract=no,bsize=9216"
+VDEV_MEMIF_C="net_memif0,role=client,socket=$MEMIF_SOCK,socket-abstract=no,bsize=9216"
+
+# ---- raw DPDK: uroce-rawbench, server on CPU 0, client on CPU 1 ---------------------------
+# rawbench LINK NAME WRAP_S VDEV_S WRAP_C VDEV_C BENCH_ARGS...
+rawbench() {
+	local link=$1 name=$2 ws=$3 vs=$4 wc=$5 vc=$6
+	shift 6
+	local out=$TMP/raw-$link-$name-$REP spid rc
+	rm -f "$MEMIF_SOCK"
+	# shellcheck disable=SC2086
+	timeout -k 2 $STEP_TIMEOUT $ws "$UROCE_RAWBENCH" $EAL_COMMON -m 256 \
+		--file-prefix "ub-$ID-rs" -l 0 --vdev="$vs" -- --role server \
+		--timeout $((STEP_TIMEOUT - 5)) "$@" >"$out.server.log" 2>&1 &
+	spid=$!
+	PIDS+=("$spid")
+	wait_line "$out.server.log" "^server: port" "$spid" 20 ||
+		{ fail "rawbench $link $name: the server did not start"; stop "$spid"; return 1; }
+	# shellcheck disable=SC2086
+	timeout -k 2 $STEP_TIMEOUT $wc "$UROCE_RAWBENCH" $EAL_COMMON -m 256 \
+		--file-prefix "ub-$ID-rc" -l 1 --vdev="$vc" -- --role client "$@" \
+		>"$out.client.log" 2>&1
+	rc=$?
+	wait "$spid" 2>/dev/null
+	forget "$spid"
+	[ $rc -eq 0 ] || fail "rawbench $link $name: client exit $rc"
+	RAW_OUT=$out.client.log
+}
+
+raw_pair() { # LINK WRAP_S VDEV_S WRAP_C VDEV_C
+	local link=$1 v
+	rawbench "$link" pingpong "$2" "$3" "$4" "$5" --mode pingpong --size 64 \
+		--count "$PP_ROUNDS"
+	v=$(kv "$RAW_OUT" "^pingpong: size" median_us)
+	[ -n "$v" ] && record "$link.raw.lat" "$(awk -v x="$v" 'BEGIN { print x / 2 }')"
+	v=$(kv "$RAW_OUT" "^pingpong: size" p99_us)
+	[ -n "$v" ] && record "$link.raw.p99" "$(awk -v x="$v" 'BEGIN { print x / 2 }')"
+	log "  raw DPDK $link 64 B ping-pong: $(grep -m1 '^pingpong: size' "$RAW_OUT")"
+	rawbench "$link" blast "$2" "$3" "$4" "$5" --mode blast --size $RAW_BLAST_SIZE \
+		--duration "$BLAST_SECS"
+	v=$(kv "$RAW_OUT" "^blast-result" server_mpps)
+	if [ -n "$v" ]; then
+		record "$link.raw.mpps" "$v"
+		# the figure: 1024-byte payloads at the frame rate received
+		record "$link.raw.bw" "$(awk -v x="$v" 'BEGIN { print x * 1024 * 8 / 1000 }')"
+	fi
+	log "  raw DPDK $link $RAW_BLAST_SIZE B blast: $(grep -m1 '^blast-result' "$RAW_OUT")"
+}
+
+# ---- kernel UDP on the veth pair, server in A on CPU 0, client in B on CPU 1 ---------------
+udp_run() { # NAME CLIENT_ARGS...
+	local name=$1 out spid rc
+	shift
+	out=$TMP/udp-$name-$REP
+	UDP_PORT=$((UDP_PORT + 1))
+	# shellcheck disable=SC2086
+	timeout -k 2 $STEP_TIMEOUT $EXEC_A "$UROCE_BENCH_UDP" --role server --port $UDP_PORT \
+		--cpu 0 --timeout $((STEP_TIMEOUT - 5)) $UDP_SERVER_WAIT >"$out.server.log" 2>&1 &
+	spid=$!
+	PIDS+=("$spid")
+	wait_line "$out.server.log" "^udp-server: listening" "$spid" 10 ||
+		{ fail "udp $name: the server did not start"; stop "$spid"; return 1; }
+	timeout -k 2 $STEP_TIMEOUT $EXEC_B "$UROCE_BENCH_UDP" --role client --addr $IP_UDP_A \
+		--port $UDP_PORT --cpu 1 "$@" >"$out.client.log" 2>&1
+	rc=$?
+	wait "$spid" 2>/dev/null
+	forget "$spid"
+	[ $rc -eq 0 ] || fail "udp $name: client exit $rc"
+	UDP_OUT=$out.client.log
+}
+
+udp_all() {
+	local v
+	ip -n "$NS_A" addr add $IP_UDP_A/24 dev "$IF_A" &&
+		ip -n "$NS_B" addr add $IP_UDP_B/24 dev "$IF_B" ||
+		{ fail "could not give the veths their UDP addresses"; return 1; }
+	UDP_SERVER_WAIT="--wait busy"
+	udp_run pp-busy --mode pingpong --size 8 --iters "$PP_ROUNDS" --wait busy
+	record veth.udp.lat "$(kv "$UDP_OUT" "^udp-pingpong: size" half_rtt_median_us)"
+	record veth.udp.p99 "$(kv "$UDP_OUT" "^udp-pingpong: size" half_rtt_p99_us)"
+	log "  kernel UDP 8 B ping-pong, busy: $(grep -m1 '^udp-pingpong: size' "$UDP_OUT")"
+	UDP_SERVER_WAIT="--wait block"
+	udp_run pp-block --mode pingpong --size 8 --iters "$UDP_BLOCK_ROUNDS" --wait block
+	record veth.udpblk.lat "$(kv "$UDP_OUT" "^udp-pingpong: size" half_rtt_median_us)"
+	record veth.udpblk.p99 "$(kv "$UDP_OUT" "^udp-pingpong: size" half_rtt_p99_us)"
+	log "  kernel UDP 8 B ping-pong, blocking: $(grep -m1 '^udp-pingpong: size' "$UDP_OUT")"
+	UDP_SERVER_WAIT="--wait busy"
+	udp_run blast --mode blast --size $UDP_BLAST_SIZE --duration "$BLAST_SECS" --wait block
+	v=$(kv "$UDP_OUT" "^udp-blast: size" rx_payload_gbps)
+	record veth.udp.bw "$v"
+	log "  kernel UDP $UDP_BLAST_SIZE B blast: $(grep -m1 '^udp-blast: size' "$UDP_OUT")"
+	# The daemons own the veths from here: no kernel address answers RoCE with ICMP.
+	ip -n "$NS_A" addr flush dev "$IF_A"
+	ip -n "$NS_B" addr flush dev "$IF_B"
+}
+
+# ---- uroced pairs -----------------------------------------------------------------------------
+# daemon NAME WRAP CPU VDEV IP IDLE: starts uroced, waits for "uroced: ready"; pid in DPID_NAME
+daemon() {
+	local name=$1 wrap=$2 cpu=$3 vdev=$4 ip=$5 cfg=$6 log pid
+	# One log per daemon run, removed first: the redirection below happens in the child,
+	# after wait_line may already have looked.
+	log=$TMP/uroced-$name-${vdev%%0,*}-$REP-$(cfg_name "$cfg").log
+	rm -f "$TMP/$name.sock" "$log"
+	# shellcheck disable=SC2086
+	$wrap "$UROCED" $EAL_COMMON -m 512 --file-prefix "ub-$ID-d$name" -l "$cpu" \
+		--vdev="$vdev" -- --set host.ipv4="$ip" --set control.socket="$TMP/$name.sock" \
+		--set port.mtu=1500 $(cfg_sets "$cfg") --set log.level=warning \
+		>"$log" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	printf -v "DPID_$name" '%s' "$pid"
+	wait_line "$log" "^uroced: ready" "$pid" 30 ||
+		{ fail "uroced $name did not start: $(tail -n 3 "$log" | tr '\n' ' ')"; return 1; }
+}
+
+# xfer LINK IDLE MODE ARGS...: uroce-xfer server on daemon A, client on B (it measures).
+xfer() {
+	local link=$1 idle=$2 mode=$3 out spid rc
+	shift 3
+	out=$TMP/xfer-$link-$mode-$REP-$idle
+	TCP_PORT=$((TCP_PORT + 1))
+	timeout -k 2 $STEP_TIMEOUT "$UROCE_XFER" -S "$TMP/A.sock" "$mode" -p $TCP_PORT -t 20 \
+		"$@" >"$out.server.log" 2>&1 &
+	spid=$!
+	PIDS+=("$spid")
+	timeout -k 2 $STEP_TIMEOUT "$UROCE_XFER" -S "$TMP/B.sock" "$mode" -p $TCP_PORT -t 20 \
+		"$@" 127.0.0.1 >"$out.client.log" 2>&1
+	rc=$?
+	wait "$spid" 2>/dev/null
+	local src=$?
+	forget "$spid"
+	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+		fail "uroce-xfer $mode over $link ($idle): client exit $rc, server $src"
+		tail -n 3 "$out.client.log" "$out.server.log" | sed 's/^/    /'
+	fi
+	XFER_OUT=$out.client.log
+}
+
+uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
+	local link=$1 cfg=$2 idle v k n
+	idle=$(cfg_name "$cfg")
+	daemon A "$3" 0 "$4" "$7" "$cfg" && daemon B "$5" 1 "$6" "$8" "$cfg" || {
+		stop "${DPID_A:-}"; stop "${DPID_B:-}"; return 1; }
+	k=$link.uroce-$idle
+	n=$LAT_ITERS
+	case ",${cfg#*:}," in *",idle_yield_us=0,"*) n=$LAT_ITERS_SPIN ;; esac
+	xfer "$link" "$idle" lat -s 8 -n "$n" -m 1024
+	v=$(sed -n 's/^lat: .* median \([0-9.]*\) us, p99 \([0-9.]*\) us.*/\1 \2/p' "$XFER_OUT")
+	record "$k.lat" "${v% *}"
+	record "$k.p99" "${v#* }"
+	log "  uroced $link $cfg: $(grep -m1 '^lat:' "$XFER_OUT")"
+	xfer "$link" "$idle" bw -s 65536 -w 32 -m 1024 \
+		-n "$([ "$link" = memif ] && echo $BW_ITERS_MEMIF || echo $BW_ITERS)"
+	v=$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")
+	record "$k.bw" "$v"
+	log "  uroced $link $cfg: $(grep -m1 '^bw:' "$XFER_OUT")"
+	# Transport counters that explain a slow run (retransmissions, RNR, drops).
+	for d in A B; do
+		"$UROCE_CLI" -S "$TMP/$d.sock" stat 2>/dev/null >"$TMP/stat-$link-$idle-$REP-$d.log"
+		v=$(awk '$1 ~ /^(rcvd_seq_err|duplicate_request|out_of_seq_request|rcvd_rnr_err|send_rnr_err|tx_busy|completer_retry_err|port.tx_dropped|port.imissed|daemon.tx_refused)$/ && $2 != 0 { printf "%s=%s ", $1, $2 }' \
+			"$TMP/stat-$link-$idle-$REP-$d.log")
+		[ -n "$v" ] && log "    daemon $d: $v"
+	done
+	# The memif client first: a memif side still polling when its peer goes can crash.
+	stop "$DPID_B"
+	stop "$DPID_A"
+	rm -f "$MEMIF_SOCK"
+}
+
+# ---- the run ----------------------------------------------------------------------------------
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+log "two_hosts: $REPS repetition(s)$([ $QUICK -eq 1 ] && echo ', quick'); load average $LOAD_START; $(nproc) CPUs"
+log "links: veth $IF_A ($NS_A) <-> $IF_B ($NS_B); memif $MEMIF_SOCK"
+want() { # PART LINK: is it in --only and --link?
+	case ",$ONLY," in *",$1,"*) ;; *) return 1 ;; esac
+	case ",$LINKS," in *",$2,"*) return 0 ;; *) return 1 ;; esac
+}
+for REP in $(seq 1 "$REPS"); do
+	log "repetition $REP (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+	want raw veth && raw_pair veth "$EXEC_A" "$VDEV_AFP_A" "$EXEC_B" "$VDEV_AFP_B"
+	want udp veth && udp_all
+	for cfg in $CONFIGS; do
+		want uroced veth || break
+		uroced_pair veth "$cfg" "$EXEC_A" "$VDEV_AFP_A" "$EXEC_B" "$VDEV_AFP_B" \
+			$IP_ROCE_A $IP_ROCE_B
+	done
+	want raw memif && raw_pair memif "" "$VDEV_MEMIF_S" "" "$VDEV_MEMIF_C"
+	for cfg in $CONFIGS; do
+		want uroced memif || break
+		uroced_pair memif "$cfg" "" "$VDEV_MEMIF_S" "" "$VDEV_MEMIF_C" \
+			$IP_ROCE_A $IP_ROCE_B
+	done
+done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- the table ----------------------------------------------------------------------------------
+ratio() { # A B -> A/B with 2 decimals, or "-"
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'
+}
+row() { # LINK WHAT KEY UNIT RAWKEY UDPKEY
+	local v p raw udp
+	v=$(median "$3")
+	p=$(median "${3%.*}.p99")
+	[ "$4" = us ] || p=-
+	raw=$(median "$5")
+	udp=$(median "$6")
+	printf '%-6s %-40s %9s %9s %-7s %7s %9s %9s\n' "$1" "$2" "$v" "$p" "$4" "$(spread "$3")" \
+		"$(ratio "$v" "$raw")" "$(ratio "$v" "$udp")"
+}
+echo
+echo "two_hosts: medians of $REPS repetition(s), $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "load average at start $LOAD_START, at end $LOAD_END; $(nproc) CPUs"
+echo "latency: half round trip (RTT/2) in us; bandwidth: Gbit/s of payload"
+echo "p99: median over the repetitions of each one's p99; spread: (max - min) / median of the"
+echo "repetitions' medians (a large one: the machine disturbed that row, rerun when quiet)"
+echo "x raw = figure / raw DPDK's on the same link; x udp = figure / kernel UDP's (busy) on the veth"
+echo
+printf '%-6s %-40s %9s %9s %-7s %7s %9s %9s\n' link what median p99 unit spread "x raw" "x udp"
+for link in veth memif; do
+	row $link "raw DPDK 64 B ping-pong" $link.raw.lat us $link.raw.lat veth.udp.lat
+	[ $link = veth ] && {
+		row veth "kernel UDP 8 B ping-pong (busy poll)" veth.udp.lat us veth.raw.lat veth.udp.lat
+		row veth "kernel UDP 8 B ping-pong (blocking)" veth.udpblk.lat us veth.raw.lat veth.udp.lat
+	}
+	for cfg in $CONFIGS; do
+		idle=$(cfg_name "$cfg")
+		row $link "uroced 8 B RC SEND lat [$idle]" $link.uroce-$idle.lat us \
+			$link.raw.lat veth.udp.lat
+	done
+	row $link "raw DPDK blast ${RAW_BLAST_SIZE} B frames (x1024 B)" $link.raw.bw Gbit/s \
+		$link.raw.bw veth.udp.bw
+	[ $link = veth ] &&
+		row veth "kernel UDP blast ${UDP_BLAST_SIZE} B" veth.udp.bw Gbit/s veth.raw.bw veth.udp.bw
+	for cfg in $CONFIGS; do
+		idle=$(cfg_name "$cfg")
+		row $link "uroced 64 KiB WRITE bw [$idle]" $link.uroce-$idle.bw Gbit/s \
+			$link.raw.bw veth.udp.bw
+	done
+done
+echo
+echo "CPU: 2 CPUs. raw DPDK and kernel UDP: 2 processes, pinned to CPU 0 and 1 (2 pollers)."
+echo "uroced: 2 daemons pinned to CPU 0 and 1 plus 2 uroce-xfer processes, unpinned, that"
+echo "spin on their CQ then yield (4 pollers on 2 CPUs). uroced poll loop, [lcore] keys:"
+for cfg in $CONFIGS; do
+	echo "  [$(cfg_name "$cfg")] ${cfg#*:}"
+done
+echo "raw DPDK blast figure: the received frame rate x 1024 B of payload per frame (uroce's"
+echo "data frames at path MTU 1024 are $RAW_BLAST_SIZE B); its Mpps: veth $(median veth.raw.mpps), memif $(median memif.raw.mpps)."
+log "two_hosts: $((SECONDS - START)) s, $FAILS failure(s)"
+[ $FAILS -eq 0 ]
