@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -20,15 +21,22 @@
 
 #include "uroced.h"
 
+/* Clients closed during one poll are freed at its end: a later event of the same batch
+ * may still point at one, and must not find its memory reused by a new connection. */
+static struct ud_client *gone_clients;
+
 static void client_close(struct ud_client *c, const char *why)
 {
 	struct ud_client **pp;
 
+	if (c->sock < 0)
+		return; /* already closed in this batch */
 	UD_INFO("client %s[%d] (#%llu): %s", c->name, c->pid, (unsigned long long)c->id, why);
 	uroce_ip_cancel(ud.ip, c->id);
 	ud_client_free_objects(c);
 	epoll_ctl(ud.epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	close(c->sock);
+	c->sock = -1;
 	for (pp = &ud.clients; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -36,7 +44,18 @@ static void client_close(struct ud_client *c, const char *why)
 		}
 	ud.nclients--;
 	ud.cnt.clients_closed++;
-	free(c);
+	c->next = gone_clients;
+	gone_clients = c;
+}
+
+static void free_gone_clients(void)
+{
+	while (gone_clients) {
+		struct ud_client *c = gone_clients;
+
+		gone_clients = c->next;
+		free(c);
+	}
 }
 
 void ud_client_reply(struct ud_client *c, const struct uroce_ctrl_hdr *req, int status,
@@ -124,6 +143,24 @@ void ud_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], const 
 		}
 }
 
+/* The table is full: free the slots of clients that have gone but whose hangup this
+ * poll has not reached yet, so a burst of short-lived connections cannot lock out the
+ * next real one. */
+static void reap_gone_clients(void)
+{
+	struct ud_client *c = ud.clients, *next;
+
+	for (; c; c = next) {
+		struct pollfd p = {.fd = c->sock, .events = POLLRDHUP};
+
+		next = c->next;
+		/* Hung up, even with requests still unread: nobody would read the replies,
+		 * and closing frees everything those requests could have touched. */
+		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+			client_close(c, "gone");
+	}
+}
+
 static void accept_clients(void)
 {
 	for (;;) {
@@ -132,6 +169,8 @@ static void accept_clients(void)
 
 		if (fd < 0)
 			return;
+		if (ud.nclients >= ud.conf.control.max_clients)
+			reap_gone_clients();
 		if (ud.nclients >= ud.conf.control.max_clients) {
 			UD_WARN("refusing a client: %u connected (control.max_clients)",
 				ud.nclients);
@@ -182,6 +221,8 @@ again:
 			accept_clients();
 			continue;
 		}
+		if (c->sock < 0)
+			continue; /* closed earlier in this batch */
 		if (ev[i].events & EPOLLIN) {
 			/* A few requests per turn: the data path must not starve. */
 			int k;
@@ -210,9 +251,11 @@ again:
 		}
 	}
 	if (n == 64 && ++rounds < 4) {
+		free_gone_clients();
 		n = epoll_wait(ud.epfd, ev, 64, 0);
 		goto again;
 	}
+	free_gone_clients();
 }
 
 int ud_control_init(void)
@@ -272,6 +315,7 @@ void ud_control_fini(void)
 {
 	while (ud.clients)
 		client_close(ud.clients, "daemon stopping");
+	free_gone_clients();
 	if (ud.listen_fd >= 0) {
 		close(ud.listen_fd);
 		unlink(ud.conf.control.socket);

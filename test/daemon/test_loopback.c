@@ -534,7 +534,7 @@ Test(loopback, hostile_control_messages)
 		struct uroce_client_ctx *ctx = uroce_client_open(d.sock);
 		struct ibv_device_attr attr;
 
-		cr_assert_not_null(ctx, "daemon gone after hostile messages");
+		cr_assert_not_null(ctx, "daemon gone after hostile messages: %s", strerror(errno));
 		cr_assert_eq(uroce_client_query_device(ctx, &attr), 0);
 		cr_assert_gt(fx_stat(ctx, "daemon.bad_requests"), 0);
 		uroce_client_close(ctx);
