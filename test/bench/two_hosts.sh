@@ -77,7 +77,7 @@ for b in "$UROCED" "$UROCE_XFER" "$UROCE_CLI" "$UROCE_RAWBENCH" "$UROCE_BENCH_UD
 	[ -x "$b" ] || { echo "two_hosts: skipped: $b not built"; exit 77; }
 done
 
-# Sizes of the run. Full: ~3 min on 2 cores; quick (CI): < 90 s.
+# Sizes of the run. Full: 1.5 min on a quiet machine, 3 on a busy one; quick: 25-50 s.
 if [ $QUICK -eq 1 ]; then
 	: "${REPS:=1}"
 	PP_ROUNDS=3000 UDP_BLOCK_ROUNDS=1000 BLAST_SECS=0.5 LAT_ITERS=1000 BW_ITERS=300
