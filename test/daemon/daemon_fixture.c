@@ -34,7 +34,7 @@ int fx_daemon_start(struct fx_daemon *d, const char *ipv4, const char *extra_set
 	snprintf(d->sock, sizeof(d->sock), "/tmp/uroce-fx-%d.sock", (int)getpid());
 	snprintf(ipset, sizeof(ipset), "host.ipv4=%s", ipv4);
 	snprintf(sockset, sizeof(sockset), "control.socket=%s", d->sock);
-	snprintf(extra, sizeof(extra), "%s", extra_set ? extra_set : "log.level=warning");
+	snprintf(extra, sizeof(extra), "%s", extra_set ? extra_set : "lcore.idle_yield_us=2");
 	unlink(d->sock);
 	d->pid = fork();
 	if (d->pid < 0)
@@ -45,7 +45,7 @@ int fx_daemon_start(struct fx_daemon *d, const char *ipv4, const char *extra_set
 		snprintf(fp, sizeof(fp), "--file-prefix=%s", d->prefix);
 		execl(bin, bin, "--no-pci", "--no-huge", "-m", "256", fp,
 		      "--log-level=lib.eal:error", "--vdev=net_null0,no-rx=1", "--", "--set",
-		      ipset, "--set", sockset, "--set", extra, "--set", "lcore.idle_sleep_us=200",
+		      ipset, "--set", sockset, "--set", "log.level=warning", "--set", extra, "--set", "lcore.idle_sleep_us=200",
 		      (char *)NULL);
 		_exit(127);
 	}

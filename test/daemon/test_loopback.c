@@ -540,3 +540,66 @@ Test(loopback, hostile_control_messages)
 		uroce_client_close(ctx);
 	}
 }
+
+/* A 9000-byte port: the active MTU is 4096 (rxe's rule), RC uses it as its path MTU,
+ * and UD messages go up to it (rxe: UD takes the port's MTU, not a path MTU). */
+static struct fx_daemon dj;
+
+static void jumbo_init(void)
+{
+	if (fx_daemon_start(&dj, "10.9.0.2", "port.mtu=9000") != 0)
+		cr_skip_test("no uroced");
+	d = dj;
+}
+
+static void jumbo_fini(void)
+{
+	fx_daemon_stop(&dj);
+}
+
+TestSuite(jumbo, .init = jumbo_init, .fini = jumbo_fini, .timeout = 60);
+
+Test(jumbo, port_mtu_4096_rc_and_ud)
+{
+	struct ibv_port_attr pa;
+	struct uroce_client_ctx *ctx = uroce_client_open(d.sock);
+	struct fx_pair pr;
+	struct uroce_client_ah *ah;
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct buf s, r;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+
+	cr_assert_not_null(ctx);
+	cr_assert_eq(uroce_client_query_port(ctx, 1, &pa), 0);
+	cr_assert_eq(pa.active_mtu, IBV_MTU_4096);
+	uroce_client_close(ctx);
+	send_sizes(IBV_QPT_RC, IBV_MTU_4096);
+
+	cr_assert_eq(fx_pair_create(&pr, d.sock, IBV_QPT_UD, IBV_MTU_4096), 0);
+	cr_assert_eq(uroce_client_query_gid(pr.ctx, 1, 1, &aa.grh.dgid), 0);
+	aa.grh.sgid_index = 1;
+	ah = uroce_client_create_ah(pr.pd, &aa);
+	cr_assert_not_null(ah);
+	buf_make(&pr, &s, 4096);
+	buf_make(&pr, &r, 4096 + 40);
+	fill(s.p, 4096, 11);
+	post_recv(pr.qp[1], &r, 1);
+	sge = (struct ibv_sge){.addr = (uintptr_t)s.p, .length = 4096, .lkey = s.mr->ibv.lkey};
+	wr = (struct ibv_send_wr){.wr_id = 2, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.ud = {.ah = &ah->ibv,
+					    .remote_qpn = uroce_client_qp_ibv(pr.qp[1])->qp_num,
+					    .remote_qkey = 0x11111111}};
+	post_send(pr.qp[0], &wr);
+	expect(pr.cq[0], IBV_WC_SEND, 2, 0);
+	cr_assert_eq(fx_wait(pr.cq[1], &wc), 0);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", uroce_client_wc_status_str(wc.status));
+	cr_assert_eq(wc.byte_len, 4096 + 40);
+	cr_assert_eq(memcmp(r.p + 40, s.p, 4096), 0);
+	uroce_client_destroy_ah(ah);
+	buf_free(&s);
+	buf_free(&r);
+	fx_pair_destroy(&pr);
+}
