@@ -258,25 +258,32 @@ int xfer_lat(const struct xfer_opts *o)
 	}
 	if (perf_sync(&p, o->timeout_ms))
 		goto out;
-	for (i = 0; i < iters; i++) {
-		uint64_t t0 = xfer_now_ns();
-		int need_send = 1, need_recv = 1;
+	/* Completions are counted, not paired per iteration: the peer's next message may
+	 * come before our own send's ACK (ACKs are coalesced). The client times each round
+	 * trip from its post to the answer's receive completion. */
+	{
+		uint64_t recvd = 0, t0 = 0;
+		uint32_t outstanding = 0;
 		struct ibv_send_wr *sbad;
 		struct ibv_recv_wr *rbad;
 
-		/* The client speaks first; the server answers each message it receives. */
-		if (o->server && uroce_client_post_send(p.qp, &swr, &sbad)) {
-			xfer_err("post_send failed");
-			goto out;
+		i = 0;
+		if (o->server) {
+			t0 = xfer_now_ns();
+			if (uroce_client_post_send(p.qp, &swr, &sbad)) {
+				xfer_err("post_send failed");
+				goto out;
+			}
+			outstanding++;
 		}
-		while (need_send || need_recv) {
-			struct ibv_wc wc[4];
-			int n = xfer_poll_wait(p.cq, wc, 4, o->timeout_ms), k;
+		while (recvd < iters || outstanding) {
+			struct ibv_wc wc[8];
+			int n = xfer_poll_wait(p.cq, wc, 8, o->timeout_ms), k;
 
 			if (n <= 0) {
-				xfer_err("lat: %s at iteration %lu (waiting for%s%s)",
-					 n ? "poll failed" : "timeout", (unsigned long)i,
-					 need_send ? " send" : "", need_recv ? " recv" : "");
+				xfer_err("lat: %s after %lu of %lu messages (%u sends outstanding)",
+					 n ? "poll failed" : "timeout", (unsigned long)recvd,
+					 (unsigned long)iters, outstanding);
 				goto out;
 			}
 			for (k = 0; k < n; k++) {
@@ -286,22 +293,44 @@ int xfer_lat(const struct xfer_opts *o)
 					goto out;
 				}
 				if (wc[k].opcode == IBV_WC_SEND) {
-					need_send = 0;
-				} else {
-					need_recv = 0;
-					if (uroce_client_post_recv(p.qp, &rwr, &rbad)) {
-						xfer_err("post_recv failed");
-						goto out;
+					outstanding--;
+					continue;
+				}
+				if (o->server)
+					rtt[recvd] = xfer_now_ns() - t0;
+				recvd++;
+				if (uroce_client_post_recv(p.qp, &rwr, &rbad)) {
+					xfer_err("post_recv failed");
+					goto out;
+				}
+				/* The server answers every message; the client sends the next. */
+				if (o->server ? recvd < iters : 1) {
+					/* The SQ holds 2: wait for room (the ACK) if needed. */
+					while (outstanding >= 2) {
+						struct ibv_wc w;
+						int m = xfer_poll_wait(p.cq, &w, 1, o->timeout_ms);
+
+						if (m <= 0 || w.status != IBV_WC_SUCCESS) {
+							xfer_err("lat: no send completion");
+							goto out;
+						}
+						if (w.opcode == IBV_WC_SEND) {
+							outstanding--;
+						} else {
+							xfer_err("lat: unexpected receive");
+							goto out;
+						}
 					}
-					if (!o->server &&
-					    uroce_client_post_send(p.qp, &swr, &sbad)) {
+					if (o->server)
+						t0 = xfer_now_ns();
+					if (uroce_client_post_send(p.qp, &swr, &sbad)) {
 						xfer_err("post_send failed");
 						goto out;
 					}
+					outstanding++;
 				}
 			}
 		}
-		rtt[i] = xfer_now_ns() - t0;
 	}
 	if (o->server) {
 		uint64_t sum = 0;

@@ -117,29 +117,36 @@ static void pp_close(struct pp *p)
 static int pp_wait(struct pp *p, struct ibv_wc *wc, int timeout_ms, int *events)
 {
 	if (p->ch) {
-		struct uroce_client_cq *ev_cq;
-		struct pollfd pf = { .fd = p->ch->ibv.fd, .events = POLLIN };
-		int n = uroce_client_poll_cq(p->cq, 2, wc), r;
+		uint64_t deadline = xfer_now_ns() + (uint64_t)timeout_ms * 1000000;
 
-		if (n)
-			return n;
-		r = poll(&pf, 1, timeout_ms);
-		if (r == 0)
-			return 0;
-		if (r < 0 || uroce_client_get_cq_event(p->ch, &ev_cq)) {
-			xfer_err("Failed to get cq_event");
-			return -1;
+		/* As rdma-core: the CQ is armed; wait for its event, ack it, re-arm, poll. */
+		for (;;) {
+			struct uroce_client_cq *ev_cq;
+			struct pollfd pf = { .fd = p->ch->ibv.fd, .events = POLLIN };
+			uint64_t now = xfer_now_ns();
+			int n = uroce_client_poll_cq(p->cq, 2, wc), r;
+
+			if (n)
+				return n;
+			if (now >= deadline)
+				return 0;
+			r = poll(&pf, 1, (int)((deadline - now) / 1000000) + 1);
+			if (r == 0)
+				continue;
+			if (r < 0 || uroce_client_get_cq_event(p->ch, &ev_cq)) {
+				xfer_err("Failed to get cq_event");
+				return -1;
+			}
+			++*events;
+			if (ev_cq != p->cq) {
+				xfer_err("CQ event for unknown CQ %p", (void *)ev_cq);
+				return -1;
+			}
+			if (uroce_client_req_notify_cq(p->cq, 0)) {
+				xfer_err("Couldn't request CQ notification");
+				return -1;
+			}
 		}
-		++*events;
-		if (ev_cq != p->cq) {
-			xfer_err("CQ event for unknown CQ %p", (void *)ev_cq);
-			return -1;
-		}
-		if (uroce_client_req_notify_cq(p->cq, 0)) {
-			xfer_err("Couldn't request CQ notification");
-			return -1;
-		}
-		return uroce_client_poll_cq(p->cq, 2, wc);
 	}
 	return xfer_poll_wait(p->cq, wc, 2, timeout_ms);
 }

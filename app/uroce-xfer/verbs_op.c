@@ -152,8 +152,12 @@ int xfer_verbs_op(const struct xfer_opts *o)
 	}
 	if (xfer_qp_connect(qp, IBV_QPT_RC, dev.ib_port, dev.gid_index, mtu, psn, &peer, 64, 4))
 		goto out;
-	if (oob_write(fd, "ready\n", 6, o->timeout_ms) ||
-	    oob_read_line(fd, line, sizeof(line), o->timeout_ms) < 0)
+	/* The peer's "ready" first, then ours. rxe-verbs-op writes, then reads, through a
+	 * Python text file over the socket, and CPython's TextIOWrapper drops what it has
+	 * read ahead when it writes: a "ready" of ours that arrived with our JSON line would
+	 * be lost at its own write of "ready", and both sides would wait for a line. */
+	if (oob_read_line(fd, line, sizeof(line), o->timeout_ms) < 0 ||
+	    oob_write(fd, "ready\n", 6, o->timeout_ms))
 		goto out;
 
 	if (active) {
@@ -236,8 +240,9 @@ int xfer_verbs_op(const struct xfer_opts *o)
 		}
 		printf("client: %u x %s of %u B completed%s\n", count, vop_names[op], size,
 		       errors ? " WITH ERRORS" : ", checked");
-		if (oob_write(fd, "done\n", 5, o->timeout_ms) ||
-		    oob_read_line(fd, line, sizeof(line), o->timeout_ms * 2) < 0)
+		if (oob_write(fd, "done\n", 5, o->timeout_ms))
+			goto out;
+		if (oob_read_line(fd, line, sizeof(line), o->timeout_ms * 2) < 0)
 			goto out;
 	} else {
 		uint32_t got = 0;

@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Helpers for the integration scripts: two network namespaces joined by a veth pair (or a
+# memif pair), a uroced on each end, cleanup of everything on any exit.
+#
+#   . "$(dirname "$0")/lib.sh"
+#   it_init two_hosts                # unique names, temp dir, trap; exits 77 unless root
+#   it_veth_pair 1500                # netns $IT_NS_A/$IT_NS_B, veth $IT_IF_A/$IT_IF_B
+#   it_daemon A "$IT_NS_A" "--vdev=net_af_packet0,iface=$IT_IF_A" 10.77.0.1 1500
+#   it_daemon B "$IT_NS_B" "--vdev=net_af_packet0,iface=$IT_IF_B" 10.77.0.2 1500
+#   "$UROCE_XFER" -S "$(it_sock A)" ops ...
+#
+# Binaries: $UROCED, $UROCE_XFER, $UROCE_CLI (meson passes them; defaults: ./build).
+# The applications run in the root namespace: the control socket is a path (reachable
+# from any netns) and their TCP exchange goes over 127.0.0.1.
+
+IT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+: "${UROCED:=$IT_ROOT/build/app/uroced/uroced}"
+: "${UROCE_XFER:=$IT_ROOT/build/app/uroce-xfer/uroce-xfer}"
+: "${UROCE_CLI:=$IT_ROOT/build/app/uroce/uroce}"
+# Idle poll lcores sleep this long: four busy processes share two cores here.
+: "${IT_IDLE_SLEEP_US:=50}"
+: "${IT_READY_TIMEOUT:=30}"
+
+IT_PIDS=()
+IT_NETNS=()
+IT_PREFIXES=()
+IT_FAILS=0
+
+it_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+it_cleanup() {
+	local rc=$? pid ns p i
+	trap - EXIT INT TERM
+	for pid in "${IT_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${IT_PIDS[@]}"; do
+		for i in $(seq 1 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	for ns in "${IT_NETNS[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	for p in "${IT_PREFIXES[@]}"; do
+		rm -rf /dev/hugepages/"$p"* /var/run/dpdk/"$p" 2>/dev/null
+	done
+	if [ -n "${IT_DIR:-}" ] && [ -d "$IT_DIR" ]; then
+		if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+			it_log "failed (exit $rc); daemon logs:"
+			for f in "$IT_DIR"/*.log; do
+				[ -f "$f" ] || continue
+				echo "---- $f (last 40 lines)"
+				tail -n 40 "$f"
+			done
+		fi
+		rm -rf "$IT_DIR"
+	fi
+	exit "$rc"
+}
+
+# it_init NAME: names unique to this run; exit 77 (skip) unless root and the binaries exist.
+it_init() {
+	IT_NAME=$1
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "$IT_NAME: needs root (netns, af_packet, EAL); skipped"
+		exit 77
+	fi
+	for b in "$UROCED" "$UROCE_XFER" "$UROCE_CLI"; do
+		if [ ! -x "$b" ]; then
+			echo "$IT_NAME: $b not built; skipped"
+			exit 77
+		fi
+	done
+	IT_ID=$$
+	IT_DIR=$(mktemp -d "/tmp/uroce-it-$IT_NAME.XXXXXX")
+	trap it_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# it_veth_pair MTU: netns ux<id>a and ux<id>b, veth ux<id>a / ux<id>b between them, up,
+# no IP address and no IPv6 on them (the daemons own those interfaces).
+it_veth_pair() {
+	local mtu=${1:-1500}
+	IT_NS_A=ux${IT_ID}a
+	IT_NS_B=ux${IT_ID}b
+	IT_IF_A=ux${IT_ID}a
+	IT_IF_B=ux${IT_ID}b
+	ip netns add "$IT_NS_A" || return 1
+	IT_NETNS+=("$IT_NS_A")
+	ip netns add "$IT_NS_B" || return 1
+	IT_NETNS+=("$IT_NS_B")
+	ip link add "$IT_IF_A" netns "$IT_NS_A" type veth peer name "$IT_IF_B" netns "$IT_NS_B" ||
+		return 1
+	local ns ifc
+	for ns in "$IT_NS_A" "$IT_NS_B"; do
+		ifc=$IT_IF_A
+		[ "$ns" = "$IT_NS_B" ] && ifc=$IT_IF_B
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf."$ifc".disable_ipv6=1 2>/dev/null
+		ip -n "$ns" link set "$ifc" mtu "$mtu" || return 1
+		ip -n "$ns" link set "$ifc" up || return 1
+		ip -n "$ns" link set lo up
+	done
+}
+
+# The af_packet vdev for a veth end; jumbo MTUs need frames that fit one 9216-byte mbuf.
+it_af_packet_vdev() {
+	local ifc=$1 mtu=${2:-1500}
+	if [ "$mtu" -gt 1500 ]; then
+		echo "--vdev=net_af_packet0,iface=$ifc,blocksz=36864,framesz=9216,framecnt=512"
+	else
+		echo "--vdev=net_af_packet0,iface=$ifc"
+	fi
+}
+
+# The memif vdevs: A is the server (it must listen first), B the client; bsize holds a
+# whole 9000-byte frame (no chained descriptors, see doc/ethdev.md).
+it_memif_vdev() {
+	local role=$1
+	echo "--vdev=net_memif0,role=$role,socket=$IT_DIR/memif.sock,socket-abstract=no,bsize=9216"
+}
+
+it_sock() { echo "$IT_DIR/uroce-$1.sock"; }
+
+# it_daemon NAME NETNS|"" VDEV IPV4 MTU [--set k=v ...]: starts uroced, waits for
+# "uroced: ready". Its pid is in IT_PID_<NAME>, its log in $IT_DIR/NAME.log.
+it_daemon() {
+	local name=$1 ns=$2 vdev=$3 ip=$4 mtu=$5
+	shift 5
+	local prefix=ux${IT_ID}${name}
+	local log=$IT_DIR/$name.log sock
+	sock=$(it_sock "$name")
+	local -a cmd=("$UROCED" --no-pci --no-huge -m 512 "--file-prefix=$prefix"
+		--log-level=lib.eal:error "$vdev" --
+		--set "host.ipv4=$ip" --set "control.socket=$sock" --set "port.mtu=$mtu"
+		--set "lcore.idle_sleep_us=$IT_IDLE_SLEEP_US" --set log.level=info "$@")
+	IT_PREFIXES+=("$prefix")
+	rm -f "$sock"
+	if [ -n "$ns" ]; then
+		ip netns exec "$ns" "${cmd[@]}" >"$log" 2>&1 &
+	else
+		"${cmd[@]}" >"$log" 2>&1 &
+	fi
+	local pid=$!
+	IT_PIDS+=("$pid")
+	printf -v "IT_PID_$name" '%s' "$pid"
+	local t=0
+	while ! grep -q '^uroced: ready' "$log" 2>/dev/null; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			it_log "uroced $name exited before ready:"
+			cat "$log"
+			return 1
+		fi
+		t=$((t + 1))
+		if [ "$t" -gt $((IT_READY_TIMEOUT * 10)) ]; then
+			it_log "uroced $name not ready in ${IT_READY_TIMEOUT} s"
+			return 1
+		fi
+		sleep 0.1
+	done
+	it_log "uroced $name: $(grep -m1 '^uroced: ready' "$log")"
+}
+
+# it_stop_daemon NAME: SIGTERM, then SIGKILL after 5 s.
+it_stop_daemon() {
+	local v="IT_PID_$1" i
+	local pid=${!v:-}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for i in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	printf -v "IT_PID_$1" '%s' ""
+}
+
+# it_memif_pair MTU IP_A IP_B: two daemons joined by memif (no netns needed).
+it_memif_pair() {
+	local mtu=$1 ipa=$2 ipb=$3
+	it_daemon MA "" "$(it_memif_vdev server)" "$ipa" "$mtu" || return 1
+	it_daemon MB "" "$(it_memif_vdev client)" "$ipb" "$mtu" || return 1
+}
+
+# it_xfer_pair LABEL TIMEOUT SERVER_SOCK CLIENT_SOCK PORT ARGS...: runs
+# `uroce-xfer ops` as server on one daemon and client on the other (client to
+# 127.0.0.1); both must exit 0. The client's summary is printed.
+it_xfer_pair() {
+	local label=$1 tmo=$2 ssock=$3 csock=$4 port=$5
+	shift 5
+	local slog=$IT_DIR/xfer-$label-server.out clog=$IT_DIR/xfer-$label-client.out
+	local t0=$SECONDS rs rc
+	timeout -k 5 "$tmo" "$UROCE_XFER" -S "$ssock" "$@" -p "$port" >"$slog" 2>&1 &
+	local spid=$!
+	timeout -k 5 "$tmo" "$UROCE_XFER" -S "$csock" "$@" -p "$port" 127.0.0.1 >"$clog" 2>&1
+	rc=$?
+	wait "$spid"
+	rs=$?
+	if [ "$rc" -eq 0 ] && [ "$rs" -eq 0 ]; then
+		it_log "PASS $label ($((SECONDS - t0)) s)"
+		grep -v '^  ' "$clog" | sed 's/^/    /'
+		return 0
+	fi
+	it_log "FAIL $label: client exit $rc, server exit $rs ($((SECONDS - t0)) s)"
+	echo "---- client"
+	tail -n 40 "$clog"
+	echo "---- server"
+	tail -n 40 "$slog"
+	IT_FAILS=$((IT_FAILS + 1))
+	return 1
+}
+
+# it_stat SOCK NAME: one counter's value from `uroce stat --json` ("" if absent).
+it_stat() {
+	"$UROCE_CLI" -S "$1" stat --json 2>/dev/null |
+		sed -n "s/^ *\"$2\": \([0-9]*\).*/\1/p"
+}
+
+# it_stats_prefix SOCK PREFIX: "name value" lines of counters starting with PREFIX.
+it_stats_prefix() {
+	"$UROCE_CLI" -S "$1" stat 2>/dev/null | awk -v p="$2" 'index($1, p) == 1 { print $1, $2 }'
+}

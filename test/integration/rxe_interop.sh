@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# uroce against Linux soft-RoCE: a uroced on one end of a bridge, an rxe VM
+# (../shared/tools/rxe-vm, rdma-core 44, kernel 6.1 rdma_rxe) on the other, and the VM's
+# unmodified tools as peers of uroce-xfer, in both roles:
+#   ibv_rc_pingpong, ibv_ud_pingpong   <-> uroce-xfer rc_pingpong, ud_pingpong
+#   rxe-verbs-op --op write_imm|send_imm|write|send|read|fadd|cswap
+#                                      <-> uroce-xfer verbs_op (data, immediates, atomics
+#                                          checked on our side)
+# Address resolution is real both ways: the VM ARPs for us (uroced answers) and uroced
+# ARPs for the VM; no static neighbour anywhere.
+#
+# Topology (all inside a private netns): uroced -- af_packet on rxeveth0 == rxeveth0-br --
+# bridge rxebr0 (198.18.0.254, for the TCP exchanges) -- rxetap0 == VM eth0/rxe0
+# (198.18.0.1). uroced is 198.18.0.100.
+#
+#   rxe_interop.sh          (root; qemu-system-x86_64; the VM image built once with
+#                            ../shared/tools/rxe-vm/build-image.sh, or RXE_BUILD_IMAGE=1)
+# The VM runs under TCG here (no KVM): boot takes 10-60 s, each exchange a few seconds.
+# Exit: 0 passed, 1 failed, 77 skipped (not root, no qemu, no image, no rxe-vm tools).
+set -u
+. "$(dirname "$0")/lib.sh"
+
+RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
+RXE_WORK=${RXE_WORK:-/tmp/rxe-vm}
+if [ ! -x "$RXE_VM_DIR/run-vm.sh" ]; then
+	echo "rxe_interop: no rxe-vm tools at $RXE_VM_DIR; skipped"
+	exit 77
+fi
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "rxe_interop: qemu-system-x86_64 missing (apt-get install qemu-system-x86); skipped"
+	exit 77
+fi
+it_init rxe_interop
+if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
+	if [ "${RXE_BUILD_IMAGE:-0}" = 1 ]; then
+		it_log "building the rxe VM image (about 3 min)"
+		"$RXE_VM_DIR/build-image.sh" >"$IT_DIR/build-image.log" 2>&1 || {
+			tail -n 20 "$IT_DIR/build-image.log"
+			exit 1
+		}
+	else
+		echo "rxe_interop: no VM image in $RXE_WORK/image (run $RXE_VM_DIR/build-image.sh" \
+			"or set RXE_BUILD_IMAGE=1); skipped"
+		exit 77
+	fi
+fi
+
+# Own namespace and VM names, so a run never meets another's.
+export RXE_NS=uxr${IT_ID}
+export RXE_WORK
+VM=uxi${IT_ID}
+NS=$RXE_NS
+VM_IP=198.18.0.1
+OUR_IP=198.18.0.100
+BR_IP=198.18.0.254
+: "${VM_BOOT_TIMEOUT:=240}"
+: "${PP_ITERS:=50}"
+
+vm_cleanup() {
+	"$RXE_VM_DIR/stop-vm.sh" "$VM" >/dev/null 2>&1
+	RXE_NS=$NS "$RXE_VM_DIR/net.sh" down >/dev/null 2>&1
+}
+# On any exit: the daemon, then the VM and its netns, then it_cleanup (temp dir, logs).
+trap 'rc=$?; it_stop_daemon R; vm_cleanup; (exit $rc); it_cleanup' EXIT
+
+it_log "network: netns $NS, bridge rxebr0 ($BR_IP), tap rxetap0, veth rxeveth0"
+"$RXE_VM_DIR/net.sh" up 1 >/dev/null || exit 1
+"$RXE_VM_DIR/net.sh" veth >/dev/null || exit 1
+ip -n "$NS" addr add "$BR_IP/24" dev rxebr0 || exit 1
+
+it_log "booting VM $VM (TCG; RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT)"
+t0=$SECONDS
+if ! RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT timeout $((VM_BOOT_TIMEOUT + 30)) \
+	"$RXE_VM_DIR/run-vm.sh" "$VM" --tap rxetap0 --ip "$VM_IP/24" >"$IT_DIR/vm.log" 2>&1; then
+	it_log "VM did not come up:"
+	tail -n 20 "$IT_DIR/vm.log"
+	tail -n 20 "$RXE_WORK/run/$VM/console.log" 2>/dev/null
+	exit 1
+fi
+it_log "VM up in $((SECONDS - t0)) s: $(grep -m1 'VM .* up' "$IT_DIR/vm.log")"
+vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
+vmx exec -- 'ibv_devinfo -d rxe0 | grep -E "state|active_mtu"; rxe-gid' | sed 's/^/    vm: /'
+
+it_daemon R "$NS" "--vdev=net_af_packet0,iface=rxeveth0" "$OUR_IP" 1500 || exit 1
+S=$(it_sock R)
+X=("$UROCE_XFER" -S "$S")
+
+pass() { it_log "PASS $*"; }
+fail() {
+	it_log "FAIL $*"
+	IT_FAILS=$((IT_FAILS + 1))
+}
+
+# vm_server LABEL PORT "VM COMMAND" OUR ARGS...: the VM listens, we connect.
+vm_server() {
+	local label=$1 port=$2 vcmd=$3 out rc vout
+	shift 3
+	vmx spawn srv -- "$vcmd" >/dev/null
+	out=$(ip netns exec "$NS" timeout -k 5 120 "${X[@]}" "$@" -p "$port" -t 60 "$VM_IP" 2>&1)
+	rc=$?
+	vout=$(vmx wait srv 2>&1)
+	if [ $rc -eq 0 ] && ! echo "$vout" | grep -qiE "error|fail|couldn't|traceback|only [0-9]+ of"; then
+		pass "$label: us: $(echo "$out" | tail -n 1) | rxe: $(echo "$vout" | tail -n 1)"
+	else
+		fail "$label (exit $rc)"
+		echo "$out" | tail -n 8 | sed 's/^/    us:  /'
+		echo "$vout" | tail -n 8 | sed 's/^/    rxe: /'
+	fi
+}
+
+# vm_client LABEL PORT "VM COMMAND" OUR ARGS...: we listen (on the bridge address's netns),
+# the VM connects to $BR_IP.
+vm_client() {
+	local label=$1 port=$2 vcmd=$3 rc vout
+	local log=$IT_DIR/${label//\//_}.out
+	shift 3
+	ip netns exec "$NS" timeout -k 5 120 "${X[@]}" "$@" -p "$port" -t 60 >"$log" 2>&1 &
+	local spid=$!
+	sleep 0.5
+	vout=$(vmx exec -- "$vcmd" 2>&1)
+	wait "$spid"
+	rc=$?
+	if [ $rc -eq 0 ] && ! echo "$vout" | grep -qiE "error|fail|couldn't|traceback|only [0-9]+ of"; then
+		pass "$label: us: $(tail -n 1 "$log") | rxe: $(echo "$vout" | tail -n 1)"
+	else
+		fail "$label (exit $rc)"
+		tail -n 8 "$log" | sed 's/^/    us:  /'
+		echo "$vout" | tail -n 8 | sed 's/^/    rxe: /'
+	fi
+}
+
+it_log "ping-pongs with rdma-core's tools (4096 B RC, 1000 B UD, $PP_ITERS iterations)"
+vm_server rc_pingpong/rxe-server 18515 \
+	"ibv_rc_pingpong -d rxe0 -g 1 -p 18515 -n $PP_ITERS" rc_pingpong -n "$PP_ITERS"
+vm_client rc_pingpong/rxe-client 18516 \
+	"ibv_rc_pingpong -d rxe0 -g 1 -p 18516 -n $PP_ITERS $BR_IP" rc_pingpong -n "$PP_ITERS"
+vm_server ud_pingpong/rxe-server 18517 \
+	"ibv_ud_pingpong -d rxe0 -g 1 -s 1000 -p 18517 -n $PP_ITERS" ud_pingpong -s 1000 -n "$PP_ITERS"
+vm_client ud_pingpong/rxe-client 18518 \
+	"ibv_ud_pingpong -d rxe0 -g 1 -s 1000 -p 18518 -n $PP_ITERS $BR_IP" \
+	ud_pingpong -s 1000 -n "$PP_ITERS"
+
+it_log "single verbs (rxe-verbs-op, pyverbs), both directions"
+port=18600
+for op in write_imm send_imm write send read fadd cswap; do
+	port=$((port + 1))
+	vm_server "verbs_op-$op/rxe-target" "$port" \
+		"rxe-verbs-op --op $op -p $port -n 5" verbs_op --op "$op" -n 5
+	port=$((port + 1))
+	vm_client "verbs_op-$op/rxe-issuer" "$port" \
+		"rxe-verbs-op --op $op -p $port -n 5 $BR_IP" verbs_op --op "$op" -n 5
+done
+
+it_log "counters: uroced: $(it_stat "$S" sent_pkts) sent, $(it_stat "$S" rcvd_pkts) received," \
+	"$(it_stat "$S" rcvd_icrc_err) ICRC errors, ARP requests $(it_stat "$S" ip.arp_requests)," \
+	"replies $(it_stat "$S" ip.arp_replies)"
+vmx exec -- 'rdma statistic show link rxe0/1' 2>/dev/null | tr -s ' ' | fold -w 150 |
+	sed 's/^/    vm: /'
+
+if [ "$IT_FAILS" -ne 0 ]; then
+	it_log "rxe_interop: $IT_FAILS exchange(s) failed"
+	exit 1
+fi
+it_log "rxe_interop: all exchanges passed"
+exit 0
