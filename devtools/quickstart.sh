@@ -9,7 +9,7 @@
 # Run as root on Debian 12 from anywhere inside the checkout. Real RoCEv2 captures are
 # read from $UROCE_PCAP_DIR (default: ../shared/pcaps beside the checkout).
 #
-# Environment: FUZZ_SECONDS (default 120: 60 s for each fuzz target), UROCE_PCAP_DIR.
+# Environment: FUZZ_SECONDS (default 120, shared by the fuzz targets), UROCE_PCAP_DIR.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +22,7 @@ packages=(
 	libdpdk-dev libisal-dev libibverbs-dev librdmacm-dev libcriterion-dev
 	tshark
 	clang libclang-rt-dev
+	iproute2 iputils-ping procps
 )
 
 say() { printf '\n==> %s\n' "$*"; }
@@ -71,11 +72,10 @@ demo() {
 	check_pcaps
 	say "building"
 	build build
-	say "decoding the captures Linux rxe made, with lib/wire"
-	say "one connection, packet by packet (RDMA READ, 4 KiB at MTU 1024):"
-	build/app/uroce-pcap/uroce-pcap -v "$UROCE_PCAP_DIR/rdma_read.pcap" | sed -n 1,12p
-	say "every capture: parsed, ICRC verified, rebuilt byte for byte"
-	build/app/uroce-pcap/uroce-pcap "$UROCE_PCAP_DIR"/*.pcap | grep -v '^    '
+	say "two hosts (network namespaces joined by a veth pair), a uroced on each, RoCEv2 between them"
+	bash devtools/demo_two_hosts.sh "$top/build"
+	say "and lib/wire reading what Linux rxe sends (one RDMA READ, 4 KiB at MTU 1024):"
+	build/app/uroce-pcap/uroce-pcap -v "$UROCE_PCAP_DIR/rdma_read.pcap" | sed -n 1,8p
 }
 
 # Runs one meson test session and appends its log to the summary.
@@ -100,7 +100,7 @@ test_all() {
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 	run_suite build-asan
 
-	say "fuzzing the packet parser and the transport rx path, ${fuzz_seconds}s in all (libFuzzer, ASan/UBSan)"
+	say "fuzzing the packet parser, the transport rx path, the host stack and the daemon control path, ${fuzz_seconds}s in all (libFuzzer, ASan/UBSan)"
 	bash test/fuzz/run.sh "$fuzz_seconds" || failed=1
 
 	say "benchmarks, quick mode (figures only; targets are judged in doc/benchmarks.md)"
