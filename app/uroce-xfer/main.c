@@ -49,7 +49,9 @@ static void usage(FILE *f)
 "  -L, --lossy          the daemons inject loss: UC/UD are checked for corruption and\n"
 "                       duplicates, not for completeness (RC stays exact)\n"
 "  -w, --window=N       outstanding WRs (ops, bw)\n"
-"  --op=OP              verbs_op's operation\n");
+"  --op=OP              verbs_op's operation\n"
+"  --spoil              ops client: flip one byte of the last message of every SEND and\n"
+"                       WRITE case after posting it (the checker must then fail them)\n");
 }
 
 /* One option; returns 0, or the exit status to leave with. */
@@ -86,6 +88,7 @@ static int take_opt(int c, struct xfer_opts *o, bool *port_set)
 	case 'L': o->lossy = true; break;
 	case 'w': o->window = atoi(optarg); break;
 	case 'o': o->op = optarg; break;
+	case 'P': o->spoil = true; break;
 	case 'h': usage(stdout); return 100;
 	default: usage(stderr); return 2;
 	}
@@ -103,6 +106,7 @@ int main(int argc, char **argv)
 		{ "ops", 1, NULL, 'O' }, { "sizes", 1, NULL, 'z' }, { "count", 1, NULL, 'c' },
 		{ "max-bytes", 1, NULL, 'B' }, { "seed", 1, NULL, 'x' }, { "lossy", 0, NULL, 'L' },
 		{ "window", 1, NULL, 'w' }, { "op", 1, NULL, 'o' }, { "help", 0, NULL, 'h' },
+		{ "spoil", 0, NULL, 'P' },
 		{ NULL, 0, NULL, 0 }
 	};
 	/* '+': stop at the first positional argument (the mode, then the server), so that

@@ -506,6 +506,10 @@ static int client_case(struct ops_run *r, enum ops_tp tp, enum ops_op op, uint64
 		if (op <= OP_WRITE_IMM)
 			xfer_pattern_fill(slot, c.size, c.cseed, c.size, i);
 	}
+	/* --spoil: the data no longer is what the receiver will expect (a test of the
+	 * checker: every such case must fail). */
+	if (r->o->spoil && op <= OP_WRITE_IMM && c.size)
+		r->buf[(size_t)(count - 1) * c.stride + c.size / 2] ^= 0x01;
 	memset(&m, 0, sizeof(m));
 	m.magic = OPS_MAGIC;
 	m.cmd = CMD_CASE;

@@ -78,7 +78,7 @@ int xfer_verbs_op(const struct xfer_opts *o)
 	uint64_t peer_rkey = 0, peer_addr = 0, v;
 	char line[512], g[48];
 	int op, fd = -1, ret = 1, errors = 0;
-	bool active = o->server != NULL;
+	bool active = o->server != NULL, peer_is_xfer;
 	enum ibv_mtu mtu = xfer_mtu_enum(o->mtu ? o->mtu : 1024);
 	unsigned int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -118,7 +118,8 @@ int xfer_verbs_op(const struct xfer_opts *o)
 		 dev.gid.raw[9], dev.gid.raw[10], dev.gid.raw[11], dev.gid.raw[12],
 		 dev.gid.raw[13], dev.gid.raw[14], dev.gid.raw[15]);
 	snprintf(line, sizeof(line),
-		 "{\"qpn\": %u, \"psn\": %u, \"gid\": \"%s\", \"rkey\": %u, \"addr\": %lu}\n",
+		 "{\"qpn\": %u, \"psn\": %u, \"gid\": \"%s\", \"rkey\": %u, \"addr\": %lu, "
+		 "\"impl\": \"uroce-xfer\"}\n",
 		 uroce_client_qp_ibv(qp)->qp_num, psn, g, mr->ibv.rkey, (unsigned long)(uintptr_t)buf);
 	fd = active ? oob_connect(o->server, o->port, o->timeout_ms) :
 		      oob_listen_accept(o->port, o->timeout_ms * 4);
@@ -132,6 +133,7 @@ int xfer_verbs_op(const struct xfer_opts *o)
 		xfer_err("verbs_op: cannot parse the peer's line: %s", line);
 		goto out;
 	}
+	peer_is_xfer = strstr(line, "\"impl\": \"uroce-xfer\"") != NULL;
 	printf("local  qpn 0x%06x psn 0x%06x gid %s\n", uroce_client_qp_ibv(qp)->qp_num, psn, g);
 	xfer_gid_str(&peer.gid, g, sizeof(g));
 	printf("remote qpn 0x%06x psn 0x%06x gid %s rkey 0x%lx\n", peer.qpn, peer.psn, g,
@@ -152,13 +154,20 @@ int xfer_verbs_op(const struct xfer_opts *o)
 	}
 	if (xfer_qp_connect(qp, IBV_QPT_RC, dev.ib_port, dev.gid_index, mtu, psn, &peer, 64, 4))
 		goto out;
-	/* The peer's "ready" first, then ours. rxe-verbs-op writes, then reads, through a
-	 * Python text file over the socket, and CPython's TextIOWrapper drops what it has
+	/* Against rxe-verbs-op: its "ready" first, then ours. It writes, then reads, through
+	 * a Python text file over the socket, and CPython's TextIOWrapper drops what it has
 	 * read ahead when it writes: a "ready" of ours that arrived with our JSON line would
-	 * be lost at its own write of "ready", and both sides would wait for a line. */
-	if (oob_read_line(fd, line, sizeof(line), o->timeout_ms) < 0 ||
-	    oob_write(fd, "ready\n", 6, o->timeout_ms))
+	 * be lost at its own write of "ready", and both sides would wait for a line.
+	 * Between two uroce-xfer (the "impl" key, which rxe-verbs-op ignores) the listener
+	 * speaks first. */
+	if (peer_is_xfer && !active) {
+		if (oob_write(fd, "ready\n", 6, o->timeout_ms) ||
+		    oob_read_line(fd, line, sizeof(line), o->timeout_ms) < 0)
+			goto out;
+	} else if (oob_read_line(fd, line, sizeof(line), o->timeout_ms) < 0 ||
+		   oob_write(fd, "ready\n", 6, o->timeout_ms)) {
 		goto out;
+	}
 
 	if (active) {
 		static const enum ibv_wr_opcode wrop[V_N] = {

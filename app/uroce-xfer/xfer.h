@@ -41,6 +41,8 @@ struct xfer_opts {
 	long count;             /* -c messages per size */
 	uint64_t seed;          /* -x */
 	bool lossy;             /* -L: UC/UD may lose messages (fault injection runs) */
+	bool spoil;             /* --spoil: a test of the checker: one byte of the last
+				 * message of every SEND/WRITE case is flipped before it goes */
 	long max_bytes;         /* -B bytes per case (count is cut for large sizes) */
 	/* bw */
 	int window;             /* -w outstanding WRs */

@@ -20,6 +20,27 @@ it_daemon L "" "--vdev=net_null0,no-rx=1" 10.79.0.1 1500 || exit 1
 it_xfer_pair ops-mtu1024 600 "$S" "$S" 19301 ops -t 30 -m 1024 -c "$COUNT" -z "$SIZES"
 it_xfer_pair ops-mtu4096 600 "$S" "$S" 19302 ops -t 30 -m 4096 -c "$COUNT" -z "$SIZES" -T rc,uc
 
+# The checker itself: with --spoil the client flips one byte of the last message of every
+# SEND/WRITE case; exactly those cases (RC and UC: 4 ops x 2 sizes, UD: 2 ops x 1 size)
+# must fail, on both sides.
+timeout -k 5 120 "$UROCE_XFER" -S "$S" ops -p 19303 -t 30 >"$IT_DIR/spoil-server.out" 2>&1 &
+spid=$!
+timeout -k 5 120 "$UROCE_XFER" -S "$S" ops -p 19303 -t 30 --spoil -T rc,uc,ud \
+	-O send,send_imm,write,write_imm -z 1,4096 -c 3 127.0.0.1 >"$IT_DIR/spoil-client.out" 2>&1
+crc=$?
+wait "$spid"
+src=$?
+if [ "$crc" -eq 1 ] && [ "$src" -eq 1 ] &&
+	grep -q "ops: FAILED .*(18 failed cases)" "$IT_DIR/spoil-client.out" &&
+	grep -q "ops: FAILED .*(18 failed cases)" "$IT_DIR/spoil-server.out"; then
+	it_log "PASS spoil: the checker failed all 18 spoiled cases, e.g." \
+		"$(grep -m1 'differs' "$IT_DIR/spoil-server.out")"
+else
+	it_log "FAIL spoil: client exit $crc, server exit $src"
+	tail -n 20 "$IT_DIR/spoil-client.out"
+	IT_FAILS=$((IT_FAILS + 1))
+fi
+
 pair() { # LABEL PORT ARGS... : both sides with the same arguments
 	local label=$1 port=$2 slog clog rc rs
 	shift 2

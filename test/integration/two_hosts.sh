@@ -50,11 +50,12 @@ run veth-loss1 "$(it_sock A)" "$(it_sock B)" -m 1024 -L -c "$COUNT" -z "$LOSSY_S
 it_log "5 %"
 fault_both rx_drop=0.05 || exit 1
 run veth-loss5 "$(it_sock A)" "$(it_sock B)" -m 1024 -L -c 3 -z "$LOSSY_SIZES"
-fault_both || exit 1
 for d in A B; do
-	echo "    $d: fault.rx.dropped $(it_stat "$(it_sock "$d")" fault.rx.dropped)," \
-		"retransmissions (completer_retry_err) $(it_stat "$(it_sock "$d")" completer_retry_err)"
+	echo "    $d: fault.rx.dropped $(it_stat "$(it_sock "$d")" fault.rx.dropped) (this rate)," \
+		"completer_retry_err $(it_stat "$(it_sock "$d")" completer_retry_err)," \
+		"duplicate_request $(it_stat "$(it_sock "$d")" duplicate_request)"
 done
+fault_both || exit 1
 it_stop_daemon A
 it_stop_daemon B
 ip netns del "$IT_NS_A"
