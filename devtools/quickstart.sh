@@ -25,6 +25,10 @@ packages=(
 	iproute2 iputils-ping procps
 )
 
+# For the interop test against Linux rxe in a VM (../shared/tools/rxe-vm): the test
+# command installs them too, and the test skips if they cannot be had.
+rxe_vm_packages=(qemu-system-x86 linux-image-amd64 debootstrap)
+
 say() { printf '\n==> %s\n' "$*"; }
 
 install_missing() {
@@ -45,6 +49,21 @@ install_missing() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# install_optional PACKAGE...: like install_missing, but a failure is reported, not fatal.
+install_optional() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	[ "$(id -u)" -eq 0 ] || return 1
+	say "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+		>/dev/null 2>&1
 }
 
 check_pcaps() {
@@ -92,7 +111,15 @@ test_all() {
 	install_missing
 	check_pcaps
 
-	say "build (release) and tests"
+	# The rxe interop test boots Linux rxe in a VM; its image is built once (about
+	# 3 min) by the test itself. Without the packages it is skipped, not failed.
+	if install_optional "${rxe_vm_packages[@]}"; then
+		export RXE_BUILD_IMAGE=1
+	else
+		say "rxe VM packages unavailable: the rxe interop test will be skipped"
+	fi
+
+	say "build (release) and tests (the integration suite runs here, as root)"
 	build build
 	run_suite build
 
