@@ -256,6 +256,13 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 	rte_eth_dev_get_name_by_port(port_id, p->name);
 	snprintf(p->driver, sizeof(p->driver), "%s",
 		 info.driver_name != NULL ? info.driver_name : "?");
+	/* AF_XDP's umem frames are one 4 KiB page each and its PMD builds the umem from our
+	 * mempool: an mbuf (headroom, data room, private area) must fit a page, so the
+	 * default room is DPDK's 2 KiB there (MTU up to ~3500 on veth, PLATFORM.md). */
+	if (cfg->mbuf_room == 0 && strcmp(p->driver, "net_af_xdp") == 0) {
+		room = RTE_MBUF_DEFAULT_DATAROOM;
+		p->mbuf_room = (uint16_t)room;
+	}
 	if (p->nb_rxq > info.max_rx_queues || p->nb_txq > info.max_tx_queues) {
 		fprintf(stderr, "uroce: %s: %u rx / %u tx queues asked, the PMD has %u / %u\n",
 			p->name, p->nb_rxq, p->nb_txq, info.max_rx_queues, info.max_tx_queues);
