@@ -13,6 +13,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/build}
 export UROCED=$build/app/uroced/uroced UROCE_XFER=$build/app/uroce-xfer/uroce-xfer
 export UROCE_CLI=$build/app/uroce/uroce
+# Busy-poll with a yield when idle (the daemon default): lowest latency on two cores.
+export IT_IDLE_SLEEP_US=${IT_IDLE_SLEEP_US:-0}
 . "$top/test/integration/lib.sh"
 
 it_init demo
