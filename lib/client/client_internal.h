@@ -45,7 +45,13 @@ struct uroce_client_ctx {
 };
 
 struct uroce_client_cq {
-	struct ibv_cq ibv;
+	/* Room for the extended CQ: the drop-in libibverbs hands out every CQ as an
+	 * ibv_cq_ex (whose first fields are ibv_cq's). */
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibv_ex;
+	};
+	void *priv; /* the caller's (uroce_client_cq_priv) */
 	struct uroce_client_ctx *ctx;
 	uint32_t handle;
 	struct uroce_client_channel *channel;
@@ -59,6 +65,7 @@ struct uroce_client_cq {
 
 struct uroce_client_srq {
 	struct ibv_srq ibv;
+	void *priv;
 	struct uroce_client_ctx *ctx;
 	uint32_t handle;
 	struct uroce_shm_region region;
@@ -69,7 +76,12 @@ struct uroce_client_srq {
 };
 
 struct uroce_client_qp {
-	struct ibv_qp ibv;
+	/* Room for the extended QP (ibv_qp_ex starts with ibv_qp), as for CQs. */
+	union {
+		struct ibv_qp ibv;
+		struct ibv_qp_ex ibv_ex;
+	};
+	void *priv;
 	struct uroce_client_ctx *ctx;
 	uint32_t handle;
 	struct uroce_shm_region region;
@@ -79,6 +91,16 @@ struct uroce_client_qp {
 	struct ibv_qp_cap cap;
 	struct uroce_client_srq *srq;
 };
+
+/* The embedded verbs structs are at offset 0 (container_of both ways), and the extended
+ * ones begin with the basic ones. */
+_Static_assert(offsetof(struct uroce_client_cq, ibv) == 0, "cq: ibv first");
+_Static_assert(offsetof(struct uroce_client_qp, ibv) == 0, "qp: ibv first");
+_Static_assert(offsetof(struct ibv_cq_ex, cqe) == offsetof(struct ibv_cq, cqe) &&
+		       offsetof(struct ibv_cq_ex, async_events_completed) ==
+			       offsetof(struct ibv_cq, async_events_completed),
+	       "ibv_cq_ex begins with ibv_cq");
+_Static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "ibv_qp_ex begins with ibv_qp");
 
 /* control.c */
 int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t req_len,

@@ -8,7 +8,8 @@
  * maps the rings the daemon shares, and implements the verbs on them.
  *
  * Objects embed the verbs structs as their first member (struct ibv_pd, ibv_mr, ibv_cq,
- * ibv_qp, ibv_srq, ibv_ah, ibv_comp_channel), as rdma-core providers do, so the drop-in
+ * ibv_qp, ibv_srq, ibv_ah, ibv_comp_channel; CQs and QPs with room for ibv_cq_ex and
+ * ibv_qp_ex), as rdma-core providers do, so the drop-in
  * libibverbs maps one to one: it hands out &obj->ibv and gets the object back with
  * container_of. Each object's ibv.context is the ctx's @c ibv_ctx (set by the caller,
  * NULL here otherwise). Fields of the embedded structs that verbs documents as readable
@@ -116,6 +117,12 @@ struct uroce_client_cq *uroce_client_create_cq(struct uroce_client_ctx *ctx, int
 int uroce_client_destroy_cq(struct uroce_client_cq *cq);
 struct ibv_cq *uroce_client_cq_ibv(struct uroce_client_cq *cq);
 struct uroce_client_cq *uroce_client_cq_from_ibv(struct ibv_cq *cq);
+/** The CQ as a struct ibv_cq_ex: every CQ has room for one (same address as the ibv_cq);
+ *  the extended fields (comp_mask, status, wr_id, start_poll...) are the caller's. */
+struct ibv_cq_ex *uroce_client_cq_ibv_ex(struct uroce_client_cq *cq);
+/** A pointer slot for the caller (the drop-in libibverbs keeps its per-object state
+ *  there); NULL at creation. Same for QPs and SRQs. */
+void **uroce_client_cq_priv(struct uroce_client_cq *cq);
 /** ibv_poll_cq: up to @p n completions; @return how many, or -errno. */
 int uroce_client_poll_cq(struct uroce_client_cq *cq, int n, struct ibv_wc *wc);
 int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only);
@@ -127,6 +134,7 @@ int uroce_client_query_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *at
 int uroce_client_destroy_srq(struct uroce_client_srq *srq);
 struct ibv_srq *uroce_client_srq_ibv(struct uroce_client_srq *srq);
 struct uroce_client_srq *uroce_client_srq_from_ibv(struct ibv_srq *srq);
+void **uroce_client_srq_priv(struct uroce_client_srq *srq);
 int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad_wr);
 
@@ -140,6 +148,10 @@ int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, 
 int uroce_client_destroy_qp(struct uroce_client_qp *qp);
 struct ibv_qp *uroce_client_qp_ibv(struct uroce_client_qp *qp);
 struct uroce_client_qp *uroce_client_qp_from_ibv(struct ibv_qp *qp);
+/** The QP as a struct ibv_qp_ex (room for one in every QP; its post API fields are the
+ *  caller's to fill). */
+struct ibv_qp_ex *uroce_client_qp_ibv_ex(struct uroce_client_qp *qp);
+void **uroce_client_qp_priv(struct uroce_client_qp *qp);
 /** ibv_post_send / ibv_post_recv: wr->wr.ud.ah points at a uroce_client_ah's ibv. */
 int uroce_client_post_send(struct uroce_client_qp *qp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr);

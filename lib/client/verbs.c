@@ -286,6 +286,16 @@ struct uroce_client_cq *uroce_client_cq_from_ibv(struct ibv_cq *cq)
 	return cl_container_of(cq, struct uroce_client_cq, ibv);
 }
 
+struct ibv_cq_ex *uroce_client_cq_ibv_ex(struct uroce_client_cq *cq)
+{
+	return &cq->ibv_ex;
+}
+
+void **uroce_client_cq_priv(struct uroce_client_cq *cq)
+{
+	return &cq->priv;
+}
+
 int uroce_client_poll_cq(struct uroce_client_cq *cq, int n, struct ibv_wc *wc)
 {
 	uint32_t avail, i;
@@ -449,6 +459,11 @@ struct ibv_srq *uroce_client_srq_ibv(struct uroce_client_srq *srq)
 struct uroce_client_srq *uroce_client_srq_from_ibv(struct ibv_srq *srq)
 {
 	return cl_container_of(srq, struct uroce_client_srq, ibv);
+}
+
+void **uroce_client_srq_priv(struct uroce_client_srq *srq)
+{
+	return &srq->priv;
 }
 
 int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr *wr,
@@ -632,6 +647,16 @@ struct ibv_qp *uroce_client_qp_ibv(struct uroce_client_qp *qp)
 struct uroce_client_qp *uroce_client_qp_from_ibv(struct ibv_qp *qp)
 {
 	return cl_container_of(qp, struct uroce_client_qp, ibv);
+}
+
+struct ibv_qp_ex *uroce_client_qp_ibv_ex(struct uroce_client_qp *qp)
+{
+	return &qp->ibv_ex;
+}
+
+void **uroce_client_qp_priv(struct uroce_client_qp *qp)
+{
+	return &qp->priv;
 }
 
 /* rdma-core's rxe provider checks (validate_send_wr) plus the opcode/QP type rules its
