@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Devices and contexts: discovery of the running uroced instances, ibv_open_device (the
+ * verbs_context and its ops), the queries (device, port, GID, P_Key), async events. */
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "uverbs.h"
+
+#define UV_SOCKET_DIR "/run/uroce"
+#define UV_SOCKET_ENV "UROCE_SOCKET"
+
+static pthread_mutex_t uv_devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uv_device *uv_devices; /* every device ever found, newest last */
+
+/* ---- discovery ------------------------------------------------------------------------ */
+
+struct uv_found {
+	char sock[108];
+	char name[64];
+	__be64 guid;
+};
+
+/* Connects (HELLO) to learn the device's name and node GUID. @return 0 or errno. */
+static int uv_probe(const char *sock, struct uv_found *f)
+{
+	struct uroce_client_ctx *cl = uroce_client_open(sock);
+	struct ibv_device_attr attr;
+	int rc;
+
+	if (!cl)
+		return errno;
+	rc = uroce_client_query_device(cl, &attr);
+	if (rc == 0) {
+		snprintf(f->sock, sizeof(f->sock), "%s", sock);
+		snprintf(f->name, sizeof(f->name), "%s", uroce_client_dev_name(cl));
+		f->guid = attr.node_guid;
+	}
+	uroce_client_close(cl);
+	return rc;
+}
+
+static int uv_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The sockets to try: $UROCE_SOCKET (a colon-separated list) or every socket in
+ * /run/uroce, sorted. @return how many (each malloc'd), *explicit_list set when they
+ * came from the environment (then a failure is worth a message). */
+static size_t uv_candidates(char ***out, bool *explicit_list)
+{
+	const char *env = getenv(UV_SOCKET_ENV);
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+
+	*explicit_list = env && *env;
+	if (*explicit_list) {
+		char *dup = strdup(env), *save = NULL, *tok;
+
+		for (tok = dup ? strtok_r(dup, ":", &save) : NULL; tok;
+		     tok = strtok_r(NULL, ":", &save)) {
+			if (n == cap) {
+				char **nv = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+
+				if (!nv)
+					break;
+				v = nv;
+			}
+			v[n] = strdup(tok);
+			if (v[n])
+				n++;
+		}
+		free(dup);
+	} else {
+		DIR *d = opendir(UV_SOCKET_DIR);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			char path[108];
+			struct stat st;
+
+			if (snprintf(path, sizeof(path), "%s/%s", UV_SOCKET_DIR, e->d_name) >=
+				    (int)sizeof(path) ||
+			    stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+				continue;
+			if (n == cap) {
+				char **nv = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
+
+				if (!nv)
+					break;
+				v = nv;
+			}
+			v[n] = strdup(path);
+			if (v[n])
+				n++;
+		}
+		if (d)
+			closedir(d);
+		if (n > 1)
+			qsort(v, n, sizeof(*v), uv_cmp_str);
+	}
+	*out = v;
+	return n;
+}
+
+static bool uv_name_taken(const struct uv_found *f, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(f[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Daemons that report the same name (every uroced says "uroce0" today) are told apart
+ * by number: the first keeps its name, the next ones take the lowest free <base><N>. */
+static void uv_unique_names(struct uv_found *f, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		char base[64], name[64];
+		size_t len;
+
+		if (!uv_name_taken(f, i, f[i].name))
+			continue;
+		snprintf(base, sizeof(base), "%s", f[i].name);
+		len = strlen(base);
+		while (len && isdigit((unsigned char)base[len - 1]))
+			base[--len] = 0;
+		for (unsigned int k = 0;; k++) {
+			snprintf(name, sizeof(name), "%.50s%u", base, k);
+			if (!uv_name_taken(f, n, name))
+				break;
+		}
+		snprintf(f[i].name, sizeof(f[i].name), "%s", name);
+	}
+}
+
+static struct uv_device *uv_device_get(const struct uv_found *f, unsigned int index)
+{
+	struct uv_device *d, **tail = &uv_devices;
+
+	for (d = uv_devices; d; tail = &d->next, d = d->next)
+		if (strcmp(d->sock, f->sock) == 0 && d->guid == f->guid)
+			break;
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d)
+			return NULL;
+		snprintf(d->sock, sizeof(d->sock), "%s", f->sock);
+		d->guid = f->guid;
+		d->ibv.node_type = IBV_NODE_CA;
+		d->ibv.transport_type = IBV_TRANSPORT_IB;
+		*tail = d;
+	}
+	/* What a kernel device shows; the sysfs paths do not exist (ibv_read_sysfs_file
+	 * on them fails with ENOENT). */
+	snprintf(d->daemon_name, sizeof(d->daemon_name), "%s", f->name);
+	snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", f->name);
+	snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "uverbs%u", index);
+	snprintf(d->ibv.dev_path, sizeof(d->ibv.dev_path), "/sys/class/infiniband_verbs/uverbs%u",
+		 index);
+	snprintf(d->ibv.ibdev_path, sizeof(d->ibv.ibdev_path), "/sys/class/infiniband/%s",
+		 f->name);
+	d->present = true;
+	return d;
+}
+
+UV_EXPORT_1_1(ibv_get_device_list) struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **list;
+	struct uv_found *found;
+	struct uv_device *d;
+	bool explicit_list;
+	char **socks;
+	size_t n = uv_candidates(&socks, &explicit_list), nfound = 0, i;
+
+	found = calloc(n ? n : 1, sizeof(*found));
+	for (i = 0; i < n; i++) {
+		int rc = found ? uv_probe(socks[i], &found[nfound]) : ENOMEM;
+
+		if (rc == 0)
+			nfound++;
+		else if (explicit_list)
+			fprintf(stderr, "uroce: %s: %s\n", socks[i], strerror(rc));
+		free(socks[i]);
+	}
+	free(socks);
+	if (found)
+		uv_unique_names(found, nfound);
+
+	list = calloc(nfound + 1, sizeof(*list));
+	if (!list || !found) {
+		free(found);
+		free(list);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&uv_devices_lock);
+	for (d = uv_devices; d; d = d->next)
+		d->present = false;
+	for (i = 0; i < nfound; i++) {
+		d = uv_device_get(&found[i], (unsigned int)i);
+		if (!d)
+			break;
+		list[i] = &d->ibv;
+	}
+	pthread_mutex_unlock(&uv_devices_lock);
+	free(found);
+	if (i == 0)
+		fprintf(stderr, "uroce: no uroced running (looked for %s%s): start uroced or set %s"
+			" to its control socket\n",
+			explicit_list ? "$" UV_SOCKET_ENV "=" : UV_SOCKET_DIR "/*.sock",
+			explicit_list ? getenv(UV_SOCKET_ENV) : "", UV_SOCKET_ENV);
+	if (num_devices)
+		*num_devices = (int)i;
+	return list;
+}
+
+UV_EXPORT_1_1(ibv_free_device_list) void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list); /* the devices themselves stay: open contexts point at them */
+}
+
+UV_EXPORT_1_1(ibv_get_device_name) const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+UV_EXPORT_1_1(ibv_get_device_guid) __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	return ((struct uv_device *)(void *)device)->guid;
+}
+
+UV_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+	const struct uv_device *d;
+	int i = 0;
+
+	/* A stable number per device for the life of the process (rdma-core: the
+	 * kernel's device index). */
+	pthread_mutex_lock(&uv_devices_lock);
+	for (d = uv_devices; d && &d->ibv != device; d = d->next)
+		i++;
+	pthread_mutex_unlock(&uv_devices_lock);
+	return d ? i : -1;
+}
+
+/* ---- context ---------------------------------------------------------------------------- */
+
+static int uv_op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	return uroce_client_poll_cq(uroce_client_cq_from_ibv(cq), n, wc);
+}
+
+static int uv_op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return uroce_client_req_notify_cq(uroce_client_cq_from_ibv(cq), solicited_only);
+}
+
+static int uv_op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	return uroce_client_post_send(uroce_client_qp_from_ibv(qp), wr, bad);
+}
+
+static int uv_op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	return uroce_client_post_recv(uroce_client_qp_from_ibv(qp), wr, bad);
+}
+
+static int uv_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad)
+{
+	return uroce_client_post_srq_recv(uroce_client_srq_from_ibv(srq), wr, bad);
+}
+
+/* Memory windows: no alloc_mw (the inline ibv_alloc_mw then says EOPNOTSUPP), and the
+ * other two, unreachable without a window, fail cleanly rather than jump to NULL. */
+static int uv_op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	(void)qp, (void)mw, (void)bind;
+	return uv_err(EOPNOTSUPP);
+}
+
+static int uv_op_dealloc_mw(struct ibv_mw *mw)
+{
+	(void)mw;
+	return uv_err(EOPNOTSUPP);
+}
+
+static int uv_op_compat_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	return ibv_query_device(ctx, attr);
+}
+
+static int uv_op_compat_query_port(struct ibv_context *ctx, uint8_t port,
+				   struct _compat_ibv_port_attr *attr)
+{
+	return ibv_query_port(ctx, port, attr);
+}
+
+UV_EXPORT_1_1(ibv_open_device) struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct uv_device *dev = (struct uv_device *)(void *)device;
+	struct uv_context *uc;
+	struct ibv_context *ctx;
+	struct uroce_client_ctx *cl = uroce_client_open(dev->sock);
+
+	if (!cl)
+		return NULL; /* errno from lib/client */
+	uc = calloc(1, sizeof(*uc));
+	if (!uc) {
+		uroce_client_close(cl);
+		return uv_null(ENOMEM);
+	}
+	uc->cl = cl;
+	uc->dev = dev;
+	ctx = &uc->vctx.context;
+	ctx->device = device;
+	ctx->cmd_fd = -1; /* no kernel uverbs file behind */
+	ctx->async_fd = uroce_client_async_fd(cl);
+	ctx->num_comp_vectors = 1;
+	pthread_mutex_init(&ctx->mutex, NULL);
+	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->ops._compat_query_device = uv_op_compat_query_device;
+	ctx->ops._compat_query_port = uv_op_compat_query_port;
+	ctx->ops.poll_cq = uv_op_poll_cq;
+	ctx->ops.req_notify_cq = uv_op_req_notify_cq;
+	ctx->ops.post_send = uv_op_post_send;
+	ctx->ops.post_recv = uv_op_post_recv;
+	ctx->ops.post_srq_recv = uv_op_post_srq_recv;
+	ctx->ops.bind_mw = uv_op_bind_mw;
+	ctx->ops.dealloc_mw = uv_op_dealloc_mw;
+	/* The extended ops the inline wrappers of verbs.h reach; unset ones read as
+	 * EOPNOTSUPP there. */
+	uc->vctx.sz = sizeof(uc->vctx);
+	uc->vctx.query_port = uv_query_port;
+	uc->vctx.query_device_ex = uv_query_device_ex;
+	uc->vctx.create_cq_ex = uv_create_cq_ex;
+	uc->vctx.create_qp_ex = uv_create_qp_ex;
+	uroce_client_set_ibv_context(cl, ctx);
+	return ctx;
+}
+
+UV_EXPORT_1_1(ibv_close_device) int ibv_close_device(struct ibv_context *context)
+{
+	struct uv_context *uc = uv_ctx(context);
+
+	/* Closing the connection frees whatever the application left (the daemon's side). */
+	uroce_client_close(uc->cl);
+	pthread_mutex_destroy(&context->mutex);
+	free(uc);
+	return 0;
+}
+
+/* ---- queries ------------------------------------------------------------------------------- */
+
+UV_EXPORT_1_1(ibv_query_device) int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+	return uv_err(uroce_client_query_device(uv_cl(context), attr));
+}
+
+/* vctx->query_port: @p len is the caller's sizeof(struct ibv_port_attr) (older headers
+ * had a shorter one, newer may have a longer one): fill what fits, zero the rest. */
+int uv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, size_t len)
+{
+	struct ibv_port_attr a;
+	int rc = uroce_client_query_port(uv_cl(ctx), port, &a);
+
+	if (rc)
+		return uv_err(rc);
+	if (len <= sizeof(a)) {
+		memcpy(attr, &a, len);
+	} else {
+		memset(attr, 0, len);
+		memcpy(attr, &a, sizeof(a));
+	}
+	return 0;
+}
+
+/* The old entry point (IBVERBS_1.1): its struct _compat_ibv_port_attr is today's
+ * ibv_port_attr up to `flags` (48 bytes, without port_cap_flags2): write only that. */
+#define UV_COMPAT_PORT_ATTR_LEN offsetof(struct ibv_port_attr, port_cap_flags2)
+_Static_assert(UV_COMPAT_PORT_ATTR_LEN == 48, "the 1.1 port attributes are 48 bytes");
+UV_EXPORT_1_1(ibv_query_port) int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+			     struct _compat_ibv_port_attr *port_attr)
+{
+	return uv_query_port(context, port_num, (struct ibv_port_attr *)(void *)port_attr,
+			     UV_COMPAT_PORT_ATTR_LEN);
+}
+
+UV_EXPORT_1_1(ibv_query_gid) int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+			    union ibv_gid *gid)
+{
+	/* rdma-core returns -1 (errno set) for a bad index. */
+	int rc = uroce_client_query_gid(uv_cl(context), port_num, index, gid);
+
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+
+static int uv_gid_tbl_len(struct ibv_context *ctx, uint8_t port)
+{
+	struct ibv_port_attr a;
+
+	return uroce_client_query_port(uv_cl(ctx), port, &a) ? -1 : a.gid_tbl_len;
+}
+
+UV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+				 unsigned int index, enum uv_gid_type_sysfs *type)
+{
+	int len = uv_gid_tbl_len(context, port_num);
+
+	/* Every GID of uroce is a RoCE v2 GID (IPv4-mapped or IPv6 address of the port). */
+	if (len < 0 || index >= (unsigned int)len) {
+		errno = EINVAL;
+		return -1;
+	}
+	*type = UV_GID_TYPE_SYSFS_ROCE_V2;
+	return 0;
+}
+
+static bool uv_gid_zero(const union ibv_gid *g)
+{
+	static const union ibv_gid zero;
+
+	return memcmp(g, &zero, sizeof(zero)) == 0;
+}
+
+/* One entry, written as @p entry_size bytes (the caller's struct ibv_gid_entry; a
+ * longer one is zero-filled beyond ours). */
+static int uv_gid_entry(struct ibv_context *ctx, uint32_t port, uint32_t index, void *out,
+			size_t entry_size)
+{
+	struct ibv_gid_entry e = {.gid_index = index, .port_num = port,
+				  .gid_type = IBV_GID_TYPE_ROCE_V2, .ndev_ifindex = 0};
+	int rc;
+
+	if (port > UINT8_MAX || index > INT32_MAX)
+		return EINVAL;
+	rc = uroce_client_query_gid(uv_cl(ctx), (uint8_t)port, (int)index, &e.gid);
+	if (rc)
+		return rc;
+	if (uv_gid_zero(&e.gid))
+		return ENODATA; /* an unused entry, as rdma-core reports it */
+	if (entry_size <= sizeof(e)) {
+		memcpy(out, &e, entry_size);
+	} else {
+		memset(out, 0, entry_size);
+		memcpy(out, &e, sizeof(e));
+	}
+	return 0;
+}
+
+UV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
+				uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags,
+				size_t entry_size)
+{
+	if (flags || entry_size < offsetof(struct ibv_gid_entry, ndev_ifindex))
+		return uv_err(EINVAL);
+	return uv_err(uv_gid_entry(context, port_num, gid_index, entry, entry_size));
+}
+
+UV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
+				       struct ibv_gid_entry *entries, size_t max_entries,
+				       uint32_t flags, size_t entry_size)
+{
+	struct ibv_device_attr da;
+	size_t n = 0;
+	int rc;
+
+	if (flags || entry_size < offsetof(struct ibv_gid_entry, ndev_ifindex))
+		return -EINVAL;
+	rc = uroce_client_query_device(uv_cl(context), &da);
+	if (rc)
+		return -rc;
+	for (uint32_t port = 1; port <= da.phys_port_cnt; port++) {
+		int len = uv_gid_tbl_len(context, (uint8_t)port);
+
+		for (int i = 0; i < len; i++) {
+			struct ibv_gid_entry e;
+
+			rc = uv_gid_entry(context, port, (uint32_t)i, &e, sizeof(e));
+			if (rc == ENODATA)
+				continue;
+			if (rc)
+				return -rc;
+			if (n == max_entries)
+				return -EINVAL; /* the caller's array is too small */
+			if (entry_size <= sizeof(e)) {
+				memcpy((char *)entries + n * entry_size, &e, entry_size);
+			} else {
+				memset((char *)entries + n * entry_size, 0, entry_size);
+				memcpy((char *)entries + n * entry_size, &e, sizeof(e));
+			}
+			n++;
+		}
+	}
+	return (ssize_t)n;
+}
+
+/* One P_Key, the default (full membership), as on RoCE. */
+UV_EXPORT_1_1(ibv_query_pkey) int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
+			     __be16 *pkey)
+{
+	struct ibv_port_attr a;
+
+	if (uroce_client_query_port(uv_cl(context), port_num, &a) || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(0xffff);
+	return 0;
+}
+
+UV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+	__be16 p;
+
+	if (ibv_query_pkey(context, port_num, 0, &p) == 0 && (p & htobe16(0x7fff)) ==
+							    (pkey & htobe16(0x7fff)))
+		return 0;
+	errno = ENOENT;
+	return -1;
+}
+
+/* ---- async events ---------------------------------------------------------------------------- */
+
+UV_EXPORT_1_1(ibv_get_async_event) int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	int rc = uroce_client_get_async_event(uv_cl(context), event);
+
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	/* Count what is handed out: destroying the object waits until it is acked. */
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		if (event->element.cq) {
+			pthread_mutex_lock(&event->element.cq->mutex);
+			uv_cq_of(event->element.cq)->async_reported++;
+			pthread_mutex_unlock(&event->element.cq->mutex);
+		}
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		if (event->element.srq) {
+			struct uroce_client_srq *s = uroce_client_srq_from_ibv(event->element.srq);
+
+			pthread_mutex_lock(&event->element.srq->mutex);
+			((struct uv_srq *)*uroce_client_srq_priv(s))->async_reported++;
+			pthread_mutex_unlock(&event->element.srq->mutex);
+		}
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		if (event->element.qp) {
+			pthread_mutex_lock(&event->element.qp->mutex);
+			uv_qp_of(event->element.qp)->async_reported++;
+			pthread_mutex_unlock(&event->element.qp->mutex);
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+UV_EXPORT_1_1(ibv_ack_async_event) void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct ibv_cq *cq = event->element.cq;
+
+		if (!cq)
+			break;
+		pthread_mutex_lock(&cq->mutex);
+		cq->async_events_completed++;
+		pthread_cond_signal(&cq->cond);
+		pthread_mutex_unlock(&cq->mutex);
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct ibv_srq *srq = event->element.srq;
+
+		if (!srq)
+			break;
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_signal(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
+		break;
+	}
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+		struct ibv_qp *qp = event->element.qp;
+
+		if (!qp)
+			break;
+		pthread_mutex_lock(&qp->mutex);
+		qp->events_completed++;
+		pthread_cond_signal(&qp->cond);
+		pthread_mutex_unlock(&qp->mutex);
+		break;
+	}
+	default:
+		break;
+	}
+}

@@ -1,0 +1,1948 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The drop-in libibverbs.so.1 through nothing but rdma-core's public API
+ * (<infiniband/verbs.h>, compiled against the installed headers): one uroced on a
+ * net_null port, both QPs of every test on its one device, connected to each other
+ * through the device's own RoCEv2 GID (index 1). Every operation with its data checked,
+ * and the error paths with the outcome rdma-core + rxe give (completion statuses,
+ * returned errno and errno, async events, non-blocking fds).
+ *
+ * Each test runs in its own process (Criterion) with its own daemon. The library this
+ * process runs on must be the build's, never the system's: checked before every test.
+ * With UROCE_VERBS_REFERENCE=1 the same tests run on the system's libibverbs and its
+ * first device (rxe), to check the expectations themselves (verbs_fixture.h).
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "verbs_fixture.h"
+
+#define IPV4 "10.9.1.1"
+#define WAIT_MS 5000
+#define QKEY 0x11111111u
+
+/* The vendor ids the issue forbids: Mellanox's and Amazon's (perftest/UCX switch paths). */
+#define VENDOR_MELLANOX 0x02c9
+#define VENDOR_AMAZON 0x1d0f
+
+static struct vfx_daemon dmn;
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_device_attr dattr;
+static struct ibv_port_attr pattr;
+static union ibv_gid gid;
+static int gidx;
+
+/* ---------------------------------------------------------------- fixture */
+
+static void check_library(void)
+{
+	char why[512];
+
+	if (vfx_check_library(why, sizeof(why)) != 0)
+		cr_assert_fail("WRONG LIBRARY: %s", why);
+}
+
+static void open_ctx(void)
+{
+	struct ibv_device **list;
+	int n = -1;
+
+	list = ibv_get_device_list(&n);
+	cr_assert_not_null(list, "ibv_get_device_list: %s", strerror(errno));
+	cr_assert_geq(n, 1, "no device listed for the daemon at %s", dmn.sock);
+	ctx = ibv_open_device(list[0]);
+	cr_assert_not_null(ctx, "ibv_open_device(%s): %s", ibv_get_device_name(list[0]),
+			   strerror(errno));
+	ibv_free_device_list(list);
+	cr_assert_eq(ibv_query_device(ctx, &dattr), 0);
+	cr_assert_eq(ibv_query_port(ctx, 1, &pattr), 0);
+	gidx = vfx_gid_index();
+	cr_assert_eq(ibv_query_gid(ctx, 1, gidx, &gid), 0);
+	pd = ibv_alloc_pd(ctx);
+	cr_assert_not_null(pd, "ibv_alloc_pd: %s", strerror(errno));
+}
+
+static void suite_init(void)
+{
+	char why[512];
+
+	check_library();
+	if (vfx_daemon_start(&dmn, IPV4, NULL, why, sizeof(why)) != 0)
+		cr_assert_fail("no uroced: %s", why);
+	open_ctx();
+}
+
+static void suite_fini(void)
+{
+	/* Objects a failed test left behind are the daemon's to free (it sees us go). */
+	if (pd && ibv_dealloc_pd(pd) == 0)
+		pd = NULL;
+	if (ctx && !pd)
+		ibv_close_device(ctx);
+	ctx = NULL;
+	vfx_daemon_stop(&dmn);
+}
+
+TestSuite(verbs, .init = suite_init, .fini = suite_fini, .timeout = 60);
+
+/* ---------------------------------------------------------------- helpers */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)((i * 2654435761u + seed) >> 13);
+}
+
+/* One completion within @p ms: 1, or 0 on timeout. A poll error fails the test. */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	uint64_t t0 = now_ms();
+
+	do {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		cr_assert_geq(n, 0, "ibv_poll_cq: %d", n);
+		if (n == 1)
+			return 1;
+		sched_yield();
+	} while (now_ms() - t0 < (uint64_t)ms);
+	return 0;
+}
+
+static void expect(struct ibv_cq *cq, uint64_t id, enum ibv_wc_status st, struct ibv_wc *out)
+{
+	struct ibv_wc wc;
+
+	cr_assert_eq(poll_one(cq, &wc, WAIT_MS), 1, "no completion for wr_id %llu in %d ms",
+		     (unsigned long long)id, WAIT_MS);
+	cr_assert_eq(wc.wr_id, id, "wr_id %llu, want %llu (status %s)",
+		     (unsigned long long)wc.wr_id, (unsigned long long)id, ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.status, st, "wr_id %llu: status %s (%d), want %s (%d)",
+		     (unsigned long long)id, ibv_wc_status_str(wc.status), wc.status,
+		     ibv_wc_status_str(st), st);
+	if (out)
+		*out = wc;
+}
+
+static void expect_ok(struct ibv_cq *cq, uint64_t id, enum ibv_wc_opcode op, struct ibv_wc *out)
+{
+	struct ibv_wc wc;
+
+	expect(cq, id, IBV_WC_SUCCESS, &wc);
+	cr_assert_eq(wc.opcode, op, "wr_id %llu: opcode %d, want %d", (unsigned long long)id,
+		     wc.opcode, op);
+	if (out)
+		*out = wc;
+}
+
+static void expect_none(struct ibv_cq *cq, int ms)
+{
+	struct ibv_wc wc;
+
+	cr_assert_eq(poll_one(cq, &wc, ms), 0, "unexpected completion: wr_id %llu status %s",
+		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+}
+
+struct mbuf {
+	uint8_t *p;
+	size_t len;
+	struct ibv_mr *mr;
+};
+
+#define ACC_ALL                                                                          \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |      \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+
+static void mb_make(struct mbuf *b, size_t len)
+{
+	size_t alloc = (len + 4095) & ~(size_t)4095;
+
+	b->len = len;
+	b->p = aligned_alloc(4096, alloc ? alloc : 4096);
+	cr_assert_not_null(b->p);
+	memset(b->p, 0, alloc ? alloc : 4096);
+	b->mr = ibv_reg_mr(pd, b->p, len ? len : 1, ACC_ALL);
+	cr_assert_not_null(b->mr, "ibv_reg_mr(%zu): %s", len, strerror(errno));
+	cr_assert_eq(b->mr->addr, b->p);
+	cr_assert_eq(b->mr->length, len ? len : 1);
+	cr_assert_eq(b->mr->pd, pd);
+	cr_assert_eq(b->mr->context, ctx);
+}
+
+static void mb_free(struct mbuf *b)
+{
+	cr_assert_eq(ibv_dereg_mr(b->mr), 0);
+	free(b->p);
+	b->p = NULL;
+}
+
+static struct ibv_sge sge_of(const struct mbuf *b, size_t off, size_t len)
+{
+	return (struct ibv_sge){.addr = (uintptr_t)b->p + off, .length = (uint32_t)len,
+				.lkey = b->mr->lkey};
+}
+
+static void post_send_ok(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(qp, wr, &bad);
+
+	cr_assert_eq(rc, 0, "ibv_post_send(wr_id %llu): %d %s", (unsigned long long)wr->wr_id, rc,
+		     strerror(rc));
+}
+
+static void post_recv_ok(struct ibv_qp *qp, struct ibv_sge *sg, int nsge, uint64_t id)
+{
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = sg, .num_sge = nsge}, *bad = NULL;
+	int rc = ibv_post_recv(qp, &wr, &bad);
+
+	cr_assert_eq(rc, 0, "ibv_post_recv(wr_id %llu): %d %s", (unsigned long long)id, rc,
+		     strerror(rc));
+}
+
+static void post_srq_recv_ok(struct ibv_srq *srq, struct ibv_sge *sg, uint64_t id)
+{
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = sg, .num_sge = 1}, *bad = NULL;
+	int rc = ibv_post_srq_recv(srq, &wr, &bad);
+
+	cr_assert_eq(rc, 0, "ibv_post_srq_recv(wr_id %llu): %d %s", (unsigned long long)id, rc,
+		     strerror(rc));
+}
+
+struct qp_opt {
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+	struct ibv_srq *srq;
+	int sq_sig_all;
+};
+
+static struct ibv_qp *qp_make(enum ibv_qp_type type, struct ibv_cq *scq, struct ibv_cq *rcq,
+			      const struct qp_opt *o, struct ibv_qp_cap *cap_out)
+{
+	struct qp_opt def = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4,
+			     .max_recv_sge = 4, .max_inline = 64};
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+
+	if (!o)
+		o = &def;
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = type;
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.srq = o->srq;
+	ia.sq_sig_all = o->sq_sig_all;
+	ia.cap.max_send_wr = o->max_send_wr;
+	ia.cap.max_recv_wr = o->srq ? 0 : o->max_recv_wr;
+	ia.cap.max_send_sge = o->max_send_sge;
+	ia.cap.max_recv_sge = o->srq ? 0 : o->max_recv_sge;
+	ia.cap.max_inline_data = o->max_inline;
+	qp = ibv_create_qp(pd, &ia);
+	cr_assert_not_null(qp, "ibv_create_qp(type %d): %s", type, strerror(errno));
+	cr_assert_eq(qp->qp_type, type);
+	cr_assert_eq(qp->state, IBV_QPS_RESET);
+	cr_assert_eq(qp->context, ctx);
+	cr_assert_eq(qp->pd, pd);
+	cr_assert_eq(qp->send_cq, scq);
+	cr_assert_eq(qp->recv_cq, rcq);
+	cr_assert_eq(qp->srq, o->srq);
+	/* The caps written back are at least what was asked for. */
+	cr_assert_geq(ia.cap.max_send_wr, o->max_send_wr);
+	cr_assert_geq(ia.cap.max_send_sge, o->max_send_sge);
+	cr_assert_geq(ia.cap.max_inline_data, o->max_inline);
+	if (!o->srq) {
+		cr_assert_geq(ia.cap.max_recv_wr, o->max_recv_wr);
+		cr_assert_geq(ia.cap.max_recv_sge, o->max_recv_sge);
+	}
+	if (cap_out)
+		*cap_out = ia.cap;
+	return qp;
+}
+
+static int modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
+{
+	return ibv_modify_qp(qp, a, mask);
+}
+
+static void qp_to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	int rc, mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	if (qp->qp_type == IBV_QPT_UD) {
+		a.qkey = QKEY;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				    (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ |
+									 IBV_ACCESS_REMOTE_ATOMIC
+							       : 0);
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	rc = modify(qp, &a, mask);
+	cr_assert_eq(rc, 0, "modify_qp to INIT: %s", strerror(rc));
+	cr_assert_eq(qp->state, IBV_QPS_INIT);
+}
+
+static void qp_to_rtr(struct ibv_qp *qp, uint32_t dqpn)
+{
+	struct ibv_qp_attr a;
+	int rc, mask = IBV_QP_STATE;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (qp->qp_type != IBV_QPT_UD) {
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		a.path_mtu = pattr.active_mtu;
+		a.dest_qp_num = dqpn;
+		a.rq_psn = 0x123;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = gid;
+		a.ah_attr.grh.sgid_index = (uint8_t)gidx;
+		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.port_num = 1;
+		if (qp->qp_type == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = (uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
+			a.min_rnr_timer = 1; /* 0.01 ms */
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	rc = modify(qp, &a, mask);
+	cr_assert_eq(rc, 0, "modify_qp to RTR: %s", strerror(rc));
+	cr_assert_eq(qp->state, IBV_QPS_RTR);
+}
+
+static void qp_to_rts(struct ibv_qp *qp, uint8_t rnr_retry)
+{
+	struct ibv_qp_attr a;
+	int rc, mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x123;
+	if (qp->qp_type == IBV_QPT_RC) {
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = rnr_retry;
+		a.max_rd_atomic = (uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	rc = modify(qp, &a, mask);
+	cr_assert_eq(rc, 0, "modify_qp to RTS: %s", strerror(rc));
+	cr_assert_eq(qp->state, IBV_QPS_RTS);
+}
+
+/* Connects a and b to each other (loopback through the device's own GID). */
+static void connect2(struct ibv_qp *a, struct ibv_qp *b, uint8_t rnr_a, uint8_t rnr_b)
+{
+	qp_to_init(a);
+	qp_to_init(b);
+	qp_to_rtr(a, b->qp_num);
+	qp_to_rtr(b, a->qp_num);
+	qp_to_rts(a, rnr_a);
+	qp_to_rts(b, rnr_b);
+}
+
+struct pair {
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	struct ibv_qp_cap cap[2];
+};
+
+/* Two QPs of @p type, each with its own CQ (send and receive), connected. */
+static void pair_make(struct pair *p, enum ibv_qp_type type, const struct qp_opt *o,
+		      uint8_t rnr_retry0)
+{
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	for (i = 0; i < 2; i++) {
+		p->cq[i] = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+		cr_assert_not_null(p->cq[i], "ibv_create_cq: %s", strerror(errno));
+		cr_assert_geq(p->cq[i]->cqe, 256);
+		p->qp[i] = qp_make(type, p->cq[i], p->cq[i], o, &p->cap[i]);
+	}
+	connect2(p->qp[0], p->qp[1], rnr_retry0, 7);
+}
+
+static void pair_free(struct pair *p)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(ibv_destroy_qp(p->qp[i]), 0);
+		cr_assert_eq(ibv_destroy_cq(p->cq[i]), 0);
+	}
+}
+
+static struct ibv_qp_attr query_qp(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	rc = ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	cr_assert_eq(rc, 0, "ibv_query_qp: %s", strerror(rc));
+	return a;
+}
+
+/* The next async event within @p ms, through poll() on ctx->async_fd. */
+static void expect_async(enum ibv_event_type type, struct ibv_async_event *out, int ms)
+{
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+	struct ibv_async_event ev;
+	int rc = poll(&pfd, 1, ms);
+
+	cr_assert_eq(rc, 1, "no async event (want %s) in %d ms", ibv_event_type_str(type), ms);
+	cr_assert(pfd.revents & POLLIN);
+	cr_assert_eq(ibv_get_async_event(ctx, &ev), 0, "ibv_get_async_event: %s", strerror(errno));
+	cr_assert_eq(ev.event_type, type, "async event %s (%d), want %s (%d)",
+		     ibv_event_type_str(ev.event_type), ev.event_type, ibv_event_type_str(type), type);
+	*out = ev;
+}
+
+static void expect_no_async(int ms)
+{
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+	int rc = poll(&pfd, 1, ms);
+
+	if (rc == 1) {
+		struct ibv_async_event ev;
+
+		if (ibv_get_async_event(ctx, &ev) == 0)
+			cr_assert_fail("unexpected async event %s", ibv_event_type_str(ev.event_type));
+	}
+	cr_assert_eq(rc, 0, "async fd readable with nothing expected");
+}
+
+/* ---------------------------------------------------------------- library and device */
+
+Test(verbs, library_is_the_builds)
+{
+	char why[512];
+
+	cr_assert_eq(vfx_check_library(why, sizeof(why)), 0, "WRONG LIBRARY: %s", why);
+}
+
+Test(verbs, device_list_and_queries)
+{
+	struct ibv_device **list;
+	struct ibv_device_attr_ex ax;
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry ge, table[64];
+	union ibv_gid g0;
+	const char *name;
+	ssize_t nt, i;
+	uint16_t pkey;
+	int n = -1, rc, found = 0;
+
+	list = ibv_get_device_list(&n);
+	cr_assert_not_null(list);
+	cr_assert_geq(n, 1);
+	cr_assert_null(list[n], "the list is NULL-terminated");
+	name = ibv_get_device_name(list[0]);
+	cr_assert_not_null(name);
+	cr_assert_neq(strncmp(name, "mlx", 3), 0, "device named %s", name);
+	cr_assert_neq(strncmp(name, "efa", 3), 0, "device named %s", name);
+	cr_assert_eq(list[0]->node_type, IBV_NODE_CA);
+	cr_assert_eq(list[0]->transport_type, IBV_TRANSPORT_IB);
+	cr_assert_str_eq(ibv_node_type_str(list[0]->node_type), "channel adapter");
+	cr_assert_eq(ibv_get_device_guid(list[0]), dattr.node_guid, "device guid");
+	cr_assert_eq(ctx->device->node_type, IBV_NODE_CA);
+	cr_assert_str_eq(ibv_get_device_name(ctx->device), name);
+	ibv_free_device_list(list);
+	if (!vfx_reference())
+		cr_assert_eq(strncmp(name, "uroce", 5), 0, "device named %s, want uroce*", name);
+
+	/* Device */
+	cr_assert_neq(dattr.vendor_id, VENDOR_MELLANOX);
+	cr_assert_neq(dattr.vendor_id, VENDOR_AMAZON);
+	cr_assert_eq(dattr.phys_port_cnt, 1);
+	cr_assert_geq(dattr.max_qp_wr, 64);
+	cr_assert_geq(dattr.max_sge, 4);
+	cr_assert_geq(dattr.max_cqe, 256);
+	cr_assert_geq(dattr.max_srq, 1);
+	cr_assert_geq(dattr.max_srq_wr, 16);
+	cr_assert_geq(dattr.max_qp_rd_atom, 1);
+	cr_assert_neq(dattr.atomic_cap, IBV_ATOMIC_NONE);
+	cr_assert_neq(dattr.node_guid, 0);
+	memset(&ax, 0xa5, sizeof(ax));
+	rc = ibv_query_device_ex(ctx, NULL, &ax);
+	cr_assert_eq(rc, 0, "ibv_query_device_ex: %s", strerror(rc));
+	cr_assert_eq(ax.orig_attr.max_qp, dattr.max_qp);
+	cr_assert_eq(ax.orig_attr.max_qp_wr, dattr.max_qp_wr);
+	cr_assert_eq(ax.orig_attr.vendor_id, dattr.vendor_id);
+	cr_assert_eq(ax.orig_attr.node_guid, dattr.node_guid);
+	cr_assert_eq(ax.orig_attr.max_cqe, dattr.max_cqe);
+	cr_assert_eq(ax.orig_attr.atomic_cap, dattr.atomic_cap);
+	cr_assert_str_eq(ax.orig_attr.fw_ver, dattr.fw_ver);
+
+	/* Port */
+	cr_assert_eq(pattr.state, IBV_PORT_ACTIVE, "port state %s", ibv_port_state_str(pattr.state));
+	cr_assert_eq(pattr.link_layer, IBV_LINK_LAYER_ETHERNET);
+	cr_assert_geq(pattr.gid_tbl_len, 2);
+	cr_assert_geq(pattr.pkey_tbl_len, 1);
+	cr_assert_geq(pattr.max_mtu, pattr.active_mtu);
+	if (!vfx_reference())
+		cr_assert_eq(pattr.active_mtu, IBV_MTU_1024, "a 1500-byte port: 1024 (rxe's rule)");
+	rc = ibv_query_port(ctx, 2, &pa);
+	cr_assert_eq(rc, EINVAL, "query of port 2: %d", rc);
+	cr_assert_eq(ibv_query_pkey(ctx, 1, 0, &pkey), 0);
+	cr_assert_eq(pkey, 0xffff);
+
+	/* GIDs: index 1 is the IPv4-mapped RoCE v2 GID of the daemon's address. */
+	if (!vfx_reference()) {
+		static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		struct in_addr ip;
+
+		cr_assert_eq(memcmp(gid.raw, v4mapped, 12), 0, "GID 1 is not IPv4-mapped");
+		inet_pton(AF_INET, IPV4, &ip);
+		cr_assert_eq(memcmp(gid.raw + 12, &ip, 4), 0, "GID 1 is not " IPV4);
+		cr_assert_eq(ibv_query_gid(ctx, 1, 0, &g0), 0);
+		cr_assert_eq(g0.raw[0], 0xfe, "GID 0 is the link-local one");
+		cr_assert_eq(g0.raw[1], 0x80);
+	}
+	memset(&ge, 0xa5, sizeof(ge));
+	rc = ibv_query_gid_ex(ctx, 1, (uint32_t)gidx, &ge, 0);
+	cr_assert_eq(rc, 0, "ibv_query_gid_ex: %s", strerror(rc));
+	cr_assert_eq(memcmp(ge.gid.raw, gid.raw, 16), 0);
+	cr_assert_eq(ge.gid_index, (uint32_t)gidx);
+	cr_assert_eq(ge.port_num, 1);
+	cr_assert_eq(ge.gid_type, IBV_GID_TYPE_ROCE_V2);
+	nt = ibv_query_gid_table(ctx, table, 64, 0);
+	cr_assert_geq(nt, 1, "ibv_query_gid_table: %zd", nt);
+	for (i = 0; i < nt; i++) {
+		cr_assert_eq(table[i].port_num, 1);
+		if (table[i].gid_index == (uint32_t)gidx) {
+			found = 1;
+			cr_assert_eq(memcmp(table[i].gid.raw, gid.raw, 16), 0);
+			cr_assert_eq(table[i].gid_type, IBV_GID_TYPE_ROCE_V2);
+		}
+	}
+	cr_assert(found, "GID %d not in ibv_query_gid_table", gidx);
+	/* A table too small for every valid entry: EINVAL (rdma-core). */
+	if (nt > 1) {
+		nt = ibv_query_gid_table(ctx, table, 1, 0);
+		cr_assert_lt(nt, 0);
+	}
+}
+
+/* ---------------------------------------------------------------- operations */
+
+Test(verbs, rc_send_recv_with_imm_sizes)
+{
+	static const size_t sizes[] = {0, 1, 63, 1024, 1025, 4096, 65536, 1 << 20};
+	struct pair p;
+	size_t i;
+
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		struct mbuf s, r;
+		struct ibv_sge ss, rs;
+		struct ibv_send_wr wr = {.wr_id = 100 + i, .sg_list = &ss, .num_sge = 1,
+					 .opcode = i % 2 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+					 .imm_data = htonl(0xabc00 + (uint32_t)i),
+					 .send_flags = IBV_SEND_SIGNALED};
+		struct ibv_wc wc;
+
+		mb_make(&s, n);
+		mb_make(&r, n + 16);
+		fill(s.p, n, (uint32_t)i);
+		rs = sge_of(&r, 0, n + 16);
+		post_recv_ok(p.qp[1], &rs, 1, 200 + i);
+		ss = sge_of(&s, 0, n);
+		post_send_ok(p.qp[0], &wr);
+		expect_ok(p.cq[0], 100 + i, IBV_WC_SEND, NULL);
+		expect_ok(p.cq[1], 200 + i, IBV_WC_RECV, &wc);
+		cr_assert_eq(wc.byte_len, n, "byte_len %u, want %zu", wc.byte_len, n);
+		cr_assert_eq(wc.qp_num, p.qp[1]->qp_num);
+		if (i % 2) {
+			cr_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+			cr_assert_eq(ntohl(wc.imm_data), 0xabc00 + (uint32_t)i);
+		} else {
+			cr_assert_not(wc.wc_flags & IBV_WC_WITH_IMM);
+		}
+		cr_assert_eq(memcmp(s.p, r.p, n), 0, "payload of %zu bytes differs", n);
+		mb_free(&s);
+		mb_free(&r);
+	}
+	pair_free(&p);
+}
+
+/* Gather from three SGEs, scatter into two; several WRs chained in one post. */
+Test(verbs, rc_multi_sge_and_chained_wrs)
+{
+	struct pair p;
+	struct mbuf s, r;
+	struct ibv_sge ss[3], rs[2];
+	struct ibv_send_wr wr[3];
+	struct ibv_recv_wr rw[3], *rbad = NULL;
+	struct ibv_wc wc;
+	int i;
+
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	mb_make(&s, 8192);
+	mb_make(&r, 3 * 8192);
+	fill(s.p, 8192, 3);
+	ss[0] = sge_of(&s, 0, 100);
+	ss[1] = sge_of(&s, 1000, 2000);
+	ss[2] = sge_of(&s, 5000, 3000);
+	for (i = 0; i < 3; i++) {
+		rs[0] = sge_of(&r, (size_t)i * 8192, 1500);
+		rs[1] = sge_of(&r, (size_t)i * 8192 + 4096, 4096);
+		/* The SGE list is read at post time: rs can be reused for the next one. */
+		rw[i] = (struct ibv_recv_wr){.wr_id = 50 + (uint64_t)i, .sg_list = rs, .num_sge = 2};
+		cr_assert_eq(ibv_post_recv(p.qp[1], &rw[i], &rbad), 0);
+	}
+	for (i = 0; i < 3; i++)
+		wr[i] = (struct ibv_send_wr){.wr_id = 10 + (uint64_t)i, .sg_list = ss, .num_sge = 3,
+					     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					     .next = i < 2 ? &wr[i + 1] : NULL};
+	post_send_ok(p.qp[0], &wr[0]);
+	for (i = 0; i < 3; i++) {
+		uint8_t *d = r.p + (size_t)i * 8192;
+
+		expect_ok(p.cq[0], 10 + (uint64_t)i, IBV_WC_SEND, NULL);
+		expect_ok(p.cq[1], 50 + (uint64_t)i, IBV_WC_RECV, &wc);
+		cr_assert_eq(wc.byte_len, 5100);
+		/* 5100 bytes gathered: 100 + 2000 + 3000, scattered 1500 then 3600. */
+		cr_assert_eq(memcmp(d, s.p, 100), 0);
+		cr_assert_eq(memcmp(d + 100, s.p + 1000, 1400), 0);
+		cr_assert_eq(memcmp(d + 4096, s.p + 2400, 600), 0);
+		cr_assert_eq(memcmp(d + 4096 + 600, s.p + 5000, 3000), 0);
+	}
+	mb_free(&s);
+	mb_free(&r);
+	pair_free(&p);
+}
+
+/* Inline data is copied at post time, from memory that is not registered (lkey ignored). */
+Test(verbs, rc_inline_send)
+{
+	struct pair p;
+	struct mbuf r;
+	uint8_t src[64], ref[64];
+	struct ibv_sge ss = {.addr = (uintptr_t)src, .length = sizeof(src), .lkey = 0}, rs;
+	struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+			   *bad = NULL;
+	struct ibv_wc wc;
+	uint8_t *big;
+	int rc;
+
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	cr_assert_geq(p.cap[0].max_inline_data, 64);
+	mb_make(&r, 4096);
+	fill(src, sizeof(src), 9);
+	memcpy(ref, src, sizeof(src));
+	rs = sge_of(&r, 0, 4096);
+	post_recv_ok(p.qp[1], &rs, 1, 2);
+	post_send_ok(p.qp[0], &wr);
+	memset(src, 0, sizeof(src)); /* the WR owns nothing after the post */
+	expect_ok(p.cq[0], 1, IBV_WC_SEND, NULL);
+	expect_ok(p.cq[1], 2, IBV_WC_RECV, &wc);
+	cr_assert_eq(wc.byte_len, sizeof(src));
+	cr_assert_eq(memcmp(r.p, ref, sizeof(ref)), 0);
+
+	/* Inline RDMA WRITE too. */
+	fill(src, sizeof(src), 10);
+	wr = (struct ibv_send_wr){.wr_id = 3, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+				  .wr.rdma = {.remote_addr = (uintptr_t)r.p + 1000, .rkey = r.mr->rkey}};
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 3, IBV_WC_RDMA_WRITE, NULL);
+	cr_assert_eq(memcmp(r.p + 1000, src, sizeof(src)), 0);
+
+	/* More than max_inline_data inline: EINVAL, bad_wr names it. */
+	big = calloc(1, p.cap[0].max_inline_data + 1);
+	cr_assert_not_null(big);
+	ss = (struct ibv_sge){.addr = (uintptr_t)big, .length = p.cap[0].max_inline_data + 1};
+	wr = (struct ibv_send_wr){.wr_id = 4, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE};
+	errno = 0;
+	rc = ibv_post_send(p.qp[0], &wr, &bad);
+	cr_assert_eq(rc, EINVAL, "inline of %u > max_inline_data: %d", ss.length, rc);
+	cr_assert_eq(bad, &wr);
+	expect_none(p.cq[0], 100);
+	free(big);
+	mb_free(&r);
+	pair_free(&p);
+}
+
+Test(verbs, rc_write_read_atomics)
+{
+	struct pair p;
+	struct mbuf a, b, r;
+	struct ibv_sge sg[2];
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	size_t n = 3 << 20;
+	volatile uint64_t *t;
+
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	mb_make(&a, n);
+	mb_make(&b, n);
+	mb_make(&r, 4096);
+	fill(a.p, n, 7);
+
+	/* WRITE of 3 MiB from two SGEs. */
+	sg[0] = sge_of(&a, 0, 4096);
+	sg[1] = sge_of(&a, 4096, n - 4096);
+	wr = (struct ibv_send_wr){.wr_id = 1, .sg_list = sg, .num_sge = 2,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = {.remote_addr = (uintptr_t)b.p, .rkey = b.mr->rkey}};
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 1, IBV_WC_RDMA_WRITE, NULL);
+	cr_assert_eq(memcmp(a.p, b.p, n), 0, "RDMA WRITE data");
+	expect_none(p.cq[1], 50); /* a WRITE consumes no receive and completes nothing there */
+
+	/* READ it back, scattered into two SGEs. */
+	memset(a.p, 0, n);
+	fill(b.p, n, 8);
+	wr.wr_id = 2;
+	wr.opcode = IBV_WR_RDMA_READ;
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 2, IBV_WC_RDMA_READ, &wc);
+	cr_assert_eq(wc.byte_len, n, "READ byte_len %u", wc.byte_len);
+	cr_assert_eq(memcmp(a.p, b.p, n), 0, "RDMA READ data");
+
+	/* WRITE with immediate: consumes a receive, reports the immediate and the length. */
+	sg[0] = sge_of(&r, 0, 16);
+	post_recv_ok(p.qp[1], sg, 1, 9);
+	sg[0] = sge_of(&a, 0, 5000);
+	wr = (struct ibv_send_wr){.wr_id = 5, .sg_list = sg, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .imm_data = htonl(77),
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = {.remote_addr = (uintptr_t)b.p + 100, .rkey = b.mr->rkey}};
+	fill(a.p, 5000, 12);
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 5, IBV_WC_RDMA_WRITE, NULL);
+	expect_ok(p.cq[1], 9, IBV_WC_RECV_RDMA_WITH_IMM, &wc);
+	cr_assert_eq(wc.byte_len, 5000);
+	cr_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+	cr_assert_eq(ntohl(wc.imm_data), 77);
+	cr_assert_eq(memcmp(a.p, b.p + 100, 5000), 0);
+
+	/* Atomics on an aligned word of b; the original lands in r. */
+	t = (volatile uint64_t *)(void *)(b.p + 4096);
+	*t = 40;
+	sg[0] = sge_of(&r, 8, 8);
+	wr = (struct ibv_send_wr){.wr_id = 3, .sg_list = sg, .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.atomic = {.remote_addr = (uintptr_t)t, .rkey = b.mr->rkey,
+						.compare_add = 2}};
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 3, IBV_WC_FETCH_ADD, &wc);
+	cr_assert_eq(*(uint64_t *)(void *)(r.p + 8), 40);
+	cr_assert_eq(*t, 42);
+	/* Compare-and-swap that matches... */
+	wr.wr_id = 4;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 42;
+	wr.wr.atomic.swap = 0x1122334455667788ull;
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 4, IBV_WC_COMP_SWAP, NULL);
+	cr_assert_eq(*(uint64_t *)(void *)(r.p + 8), 42);
+	cr_assert_eq(*t, 0x1122334455667788ull);
+	/* ...and one that does not: returns the value, swaps nothing. */
+	wr.wr_id = 6;
+	wr.wr.atomic.compare_add = 1;
+	wr.wr.atomic.swap = 5;
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 6, IBV_WC_COMP_SWAP, NULL);
+	cr_assert_eq(*(uint64_t *)(void *)(r.p + 8), 0x1122334455667788ull);
+	cr_assert_eq(*t, 0x1122334455667788ull);
+
+	mb_free(&a);
+	mb_free(&b);
+	mb_free(&r);
+	pair_free(&p);
+}
+
+Test(verbs, uc_send_and_write)
+{
+	struct pair p;
+	struct mbuf s, r;
+	struct ibv_sge ss, rs;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	size_t n = 70000;
+
+	pair_make(&p, IBV_QPT_UC, NULL, 0);
+	mb_make(&s, n);
+	mb_make(&r, 2 * n);
+	fill(s.p, n, 21);
+	/* SEND with immediate, multi-packet */
+	rs = sge_of(&r, 0, n);
+	post_recv_ok(p.qp[1], &rs, 1, 1);
+	ss = sge_of(&s, 0, n);
+	wr = (struct ibv_send_wr){.wr_id = 2, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(0x5150),
+				  .send_flags = IBV_SEND_SIGNALED};
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 2, IBV_WC_SEND, NULL);
+	expect_ok(p.cq[1], 1, IBV_WC_RECV, &wc);
+	cr_assert_eq(wc.byte_len, n);
+	cr_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+	cr_assert_eq(ntohl(wc.imm_data), 0x5150);
+	cr_assert_eq(memcmp(s.p, r.p, n), 0);
+	/* RDMA WRITE */
+	fill(s.p, n, 22);
+	wr = (struct ibv_send_wr){.wr_id = 3, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = {.remote_addr = (uintptr_t)r.p + n, .rkey = r.mr->rkey}};
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 3, IBV_WC_RDMA_WRITE, NULL);
+	/* UC has no ACK: the requester's completion does not wait for the data to land. */
+	{
+		uint64_t t0 = now_ms();
+
+		while (memcmp(s.p, r.p + n, n) != 0 && now_ms() - t0 < WAIT_MS)
+			sched_yield();
+	}
+	cr_assert_eq(memcmp(s.p, r.p + n, n), 0, "UC WRITE data");
+	/* RDMA WRITE with immediate */
+	fill(s.p, n, 23);
+	rs = sge_of(&r, 0, 8);
+	post_recv_ok(p.qp[1], &rs, 1, 4);
+	wr.wr_id = 5;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htonl(99);
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 5, IBV_WC_RDMA_WRITE, NULL);
+	expect_ok(p.cq[1], 4, IBV_WC_RECV_RDMA_WITH_IMM, &wc);
+	cr_assert_eq(wc.byte_len, n);
+	cr_assert_eq(ntohl(wc.imm_data), 99);
+	cr_assert_eq(memcmp(s.p, r.p + n, n), 0, "UC WRITE with immediate data");
+	mb_free(&s);
+	mb_free(&r);
+	pair_free(&p);
+}
+
+Test(verbs, ud_send_with_grh)
+{
+	struct pair p;
+	struct ibv_ah *ah, *bad_ah;
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct ibv_ah_attr noglobal = {.dlid = 1, .port_num = 1};
+	struct mbuf s, r;
+	struct ibv_sge ss, rs;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	uint32_t n = 1000, mtu = 128u << pattr.active_mtu;
+	const uint8_t *ip;
+
+	pair_make(&p, IBV_QPT_UD, NULL, 0);
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = (uint8_t)gidx;
+	aa.grh.hop_limit = 64;
+	ah = ibv_create_ah(pd, &aa);
+	cr_assert_not_null(ah, "ibv_create_ah: %s", strerror(errno));
+	cr_assert_eq(ah->pd, pd);
+	cr_assert_eq(ah->context, ctx);
+	/* RoCE has no LIDs: an AH without a GRH is refused. */
+	errno = 0;
+	bad_ah = ibv_create_ah(pd, &noglobal);
+	cr_assert_null(bad_ah, "AH without GRH accepted");
+	cr_assert_eq(errno, EINVAL, "errno %d", errno);
+
+	mb_make(&s, mtu);
+	mb_make(&r, mtu + 40);
+	fill(s.p, mtu, 5);
+	rs = sge_of(&r, 0, mtu + 40);
+	post_recv_ok(p.qp[1], &rs, 1, 8);
+	ss = sge_of(&s, 0, n);
+	wr = (struct ibv_send_wr){.wr_id = 7, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(0xfeed),
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.ud = {.ah = ah, .remote_qpn = p.qp[1]->qp_num,
+					    .remote_qkey = QKEY}};
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 7, IBV_WC_SEND, NULL);
+	expect_ok(p.cq[1], 8, IBV_WC_RECV, &wc);
+	cr_assert_eq(wc.byte_len, n + 40, "UD byte_len %u counts the 40-byte GRH", wc.byte_len);
+	cr_assert(wc.wc_flags & IBV_WC_GRH);
+	cr_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+	cr_assert_eq(ntohl(wc.imm_data), 0xfeed);
+	cr_assert_eq(wc.src_qp, p.qp[0]->qp_num);
+	cr_assert_eq(wc.qp_num, p.qp[1]->qp_num);
+	cr_assert_eq(memcmp(r.p + 40, s.p, n), 0);
+	/* RoCEv2 over IPv4: the IPv4 header in the GRH's last 20 bytes, both addresses ours. */
+	ip = r.p + 20;
+	cr_assert_eq(ip[0], 0x45, "GRH: IPv4 header expected at offset 20, got 0x%02x", ip[0]);
+	cr_assert_eq(ip[9], 17, "IPv4 protocol %u, want UDP", ip[9]);
+	cr_assert_eq(memcmp(ip + 12, gid.raw + 12, 4), 0, "GRH source address");
+	cr_assert_eq(memcmp(ip + 16, gid.raw + 12, 4), 0, "GRH destination address");
+
+	/* A full-MTU message. */
+	memset(r.p, 0, mtu + 40);
+	post_recv_ok(p.qp[1], &rs, 1, 10);
+	ss = sge_of(&s, 0, mtu);
+	wr.wr_id = 9;
+	wr.opcode = IBV_WR_SEND;
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 9, IBV_WC_SEND, NULL);
+	expect_ok(p.cq[1], 10, IBV_WC_RECV, &wc);
+	cr_assert_eq(wc.byte_len, mtu + 40);
+	cr_assert_eq(memcmp(r.p + 40, s.p, mtu), 0);
+
+	/* A wrong Q_Key is dropped by the receiver (the sender completes). */
+	post_recv_ok(p.qp[1], &rs, 1, 12);
+	ss = sge_of(&s, 0, 10);
+	wr.wr_id = 11;
+	wr.wr.ud.remote_qkey = QKEY + 1;
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 11, IBV_WC_SEND, NULL);
+	expect_none(p.cq[1], 200);
+	wr.wr_id = 13;
+	wr.wr.ud.remote_qkey = QKEY;
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 13, IBV_WC_SEND, NULL);
+	expect_ok(p.cq[1], 12, IBV_WC_RECV, &wc);
+	cr_assert_eq(wc.byte_len, 10 + 40);
+
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+	mb_free(&s);
+	mb_free(&r);
+	pair_free(&p);
+}
+
+/* ---------------------------------------------------------------- SRQ */
+
+Test(verbs, srq_receives)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 2}};
+	struct ibv_srq_attr q;
+	struct qp_opt o = {.max_send_wr = 16, .max_send_sge = 2, .max_inline = 0};
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+	struct ibv_qp *qa, *qb, *qc;
+	struct mbuf s, r;
+	struct ibv_sge sg[3], ss;
+	struct ibv_recv_wr rw = {.wr_id = 99, .sg_list = sg, .num_sge = 3}, *bad = NULL;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	int i, rc;
+
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq, "ibv_create_srq: %s", strerror(errno));
+	cr_assert_geq(sa.attr.max_wr, 16);
+	cr_assert_eq(srq->context, ctx);
+	cr_assert_eq(srq->pd, pd);
+	cr_assert_eq(ibv_query_srq(srq, &q), 0);
+	cr_assert_geq(q.max_wr, 16);
+	cr_assert_eq(q.srq_limit, 0);
+	o.srq = srq;
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	cr_assert_not_null(cq);
+	/* qa sends; qb and qc receive from the same SRQ. qa <-> qb, and qc <-> qa would
+	 * need a second sender: qc is connected to a second sender of its own. */
+	qa = qp_make(IBV_QPT_RC, cq, cq, &o, NULL);
+	qb = qp_make(IBV_QPT_RC, cq, cq, &o, NULL);
+	connect2(qa, qb, 7, 7);
+	{
+		struct ibv_qp *qd = qp_make(IBV_QPT_RC, cq, cq, &o, NULL);
+
+		qc = qp_make(IBV_QPT_RC, cq, cq, &o, NULL);
+		connect2(qd, qc, 7, 7);
+		mb_make(&s, 4096);
+		mb_make(&r, 8 * 1024);
+		fill(s.p, 4096, 31);
+		/* Too many SGEs for the SRQ: EINVAL, bad_wr names the WR. */
+		for (i = 0; i < 3; i++)
+			sg[i] = sge_of(&r, 0, 8);
+		errno = 0;
+		rc = ibv_post_srq_recv(srq, &rw, &bad);
+		cr_assert_eq(rc, EINVAL, "post_srq_recv with 3 SGEs (max 2): %d", rc);
+		cr_assert_eq(bad, &rw);
+		/* Four receives, taken in order by whichever QP gets a message. */
+		for (i = 0; i < 4; i++) {
+			sg[0] = sge_of(&r, (size_t)i * 1024, 1024);
+			post_srq_recv_ok(srq, sg, 1000 + (uint64_t)i);
+		}
+		for (i = 0; i < 4; i++) {
+			struct ibv_qp *from = i % 2 ? qd : qa, *to = i % 2 ? qc : qb;
+			struct ibv_wc w2[2];
+			int got = 0, k, sends = 0, recvs = 0;
+
+			ss = sge_of(&s, (size_t)i * 100, 500);
+			wr = (struct ibv_send_wr){.wr_id = 10 + (uint64_t)i, .sg_list = &ss, .num_sge = 1,
+						  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+			post_send_ok(from, &wr);
+			while (got < 2) {
+				cr_assert_eq(poll_one(cq, &w2[got], WAIT_MS), 1, "message %d", i);
+				got++;
+			}
+			for (k = 0; k < 2; k++) {
+				cr_assert_eq(w2[k].status, IBV_WC_SUCCESS, "%s",
+					     ibv_wc_status_str(w2[k].status));
+				if (w2[k].opcode == IBV_WC_SEND) {
+					sends++;
+					cr_assert_eq(w2[k].wr_id, 10 + (uint64_t)i);
+					cr_assert_eq(w2[k].qp_num, from->qp_num);
+				} else {
+					recvs++;
+					wc = w2[k];
+				}
+			}
+			cr_assert_eq(sends, 1);
+			cr_assert_eq(recvs, 1);
+			cr_assert_eq(wc.opcode, IBV_WC_RECV);
+			cr_assert_eq(wc.wr_id, 1000 + (uint64_t)i, "SRQ WQEs are taken in order");
+			cr_assert_eq(wc.qp_num, to->qp_num, "receive completion names its QP");
+			cr_assert_eq(wc.byte_len, 500);
+			cr_assert_eq(memcmp(r.p + (size_t)i * 1024, s.p + (size_t)i * 100, 500), 0);
+		}
+		/* An SRQ in use cannot be destroyed. */
+		errno = 0;
+		rc = ibv_destroy_srq(srq);
+		cr_assert_eq(rc, EBUSY, "destroy of an SRQ in use: %d", rc);
+		cr_assert_eq(ibv_destroy_qp(qd), 0);
+	}
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb), 0);
+	cr_assert_eq(ibv_destroy_qp(qc), 0);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	mb_free(&s);
+	mb_free(&r);
+}
+
+/* IBV_SRQ_LIMIT armed: the event comes once when fewer WQEs than the limit remain,
+ * through the async fd (poll-able, O_NONBLOCK gives EAGAIN), and disarms the limit. */
+Test(verbs, srq_limit_async_event)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_srq_attr q = {.srq_limit = 2};
+	struct qp_opt o = {.max_send_wr = 16, .max_send_sge = 1};
+	struct ibv_srq *srq;
+	struct pair p;
+	struct ibv_async_event ev;
+	struct mbuf s, r;
+	struct ibv_sge sg, ss;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	int i, rc, fl;
+
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq);
+	/* A limit beyond the SRQ's size: EINVAL. */
+	cr_assert_eq(ibv_query_srq(srq, &q), 0);
+	q.srq_limit = q.max_wr * 4 + 1000;
+	rc = ibv_modify_srq(srq, &q, IBV_SRQ_LIMIT);
+	cr_assert_eq(rc, EINVAL, "srq_limit %u > max_wr %u: %d", q.srq_limit, q.max_wr, rc);
+	q.srq_limit = 2;
+	rc = ibv_modify_srq(srq, &q, IBV_SRQ_LIMIT);
+	cr_assert_eq(rc, 0, "ibv_modify_srq(IBV_SRQ_LIMIT): %s", strerror(rc));
+	cr_assert_eq(ibv_query_srq(srq, &q), 0);
+	cr_assert_eq(q.srq_limit, 2);
+
+	/* Non-blocking async fd: nothing pending is EAGAIN. */
+	fl = fcntl(ctx->async_fd, F_GETFL);
+	cr_assert_geq(fl, 0, "async_fd is not a file descriptor");
+	cr_assert_eq(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	cr_assert_eq(ibv_get_async_event(ctx, &ev), -1);
+	cr_assert_eq(errno, EAGAIN, "errno %d, want EAGAIN", errno);
+
+	o.srq = srq;
+	pair_make(&p, IBV_QPT_RC, &o, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+	for (i = 0; i < 4; i++) {
+		sg = sge_of(&r, (size_t)i * 64, 64);
+		post_srq_recv_ok(srq, &sg, 100 + (uint64_t)i);
+	}
+	ss = sge_of(&s, 0, 32);
+	for (i = 0; i < 4; i++) {
+		wr = (struct ibv_send_wr){.wr_id = (uint64_t)i, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+		post_send_ok(p.qp[0], &wr);
+		expect_ok(p.cq[0], (uint64_t)i, IBV_WC_SEND, NULL);
+		expect_ok(p.cq[1], 100 + (uint64_t)i, IBV_WC_RECV, &wc);
+		if (i < 2) {
+			/* 3, then 2 WQEs left: not below the limit yet. */
+			expect_no_async(100);
+		} else if (i == 2) {
+			/* 1 left: below 2. */
+			expect_async(IBV_EVENT_SRQ_LIMIT_REACHED, &ev, WAIT_MS);
+			cr_assert_eq(ev.element.srq, srq);
+			ibv_ack_async_event(&ev);
+			cr_assert_eq(ibv_query_srq(srq, &q), 0);
+			cr_assert_eq(q.srq_limit, 0, "the limit is disarmed by its event");
+		} else {
+			expect_no_async(100); /* once only */
+		}
+	}
+	pair_free(&p);
+	cr_assert_eq(ibv_destroy_srq(srq), 0, "destroy after the event was acked");
+	mb_free(&s);
+	mb_free(&r);
+}
+
+/* A QP on an SRQ that enters the error state reports IBV_EVENT_QP_LAST_WQE_REACHED. */
+Test(verbs, qp_last_wqe_reached_async_event)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct qp_opt o = {.max_send_wr = 16, .max_send_sge = 1};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	struct ibv_async_event ev;
+	struct ibv_srq *srq;
+	struct pair p;
+	int rc;
+
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq);
+	o.srq = srq;
+	pair_make(&p, IBV_QPT_RC, &o, 7);
+	expect_no_async(50);
+	rc = ibv_modify_qp(p.qp[1], &a, IBV_QP_STATE);
+	cr_assert_eq(rc, 0, "modify to ERR: %s", strerror(rc));
+	cr_assert_eq(p.qp[1]->state, IBV_QPS_ERR);
+	expect_async(IBV_EVENT_QP_LAST_WQE_REACHED, &ev, WAIT_MS);
+	cr_assert_eq(ev.element.qp, p.qp[1]);
+	ibv_ack_async_event(&ev);
+	pair_free(&p);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+}
+
+/* ---------------------------------------------------------------- error completions */
+
+/* An lkey that names no MR: the requester completes with IBV_WC_LOC_PROT_ERR and its
+ * QP goes to the error state; WRs behind it flush. */
+Test(verbs, bad_lkey_local_protection_error)
+{
+	struct pair p;
+	struct mbuf s, r;
+	struct ibv_sge ss, good, rs;
+	struct ibv_send_wr wr[2];
+	int i;
+
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+	rs = sge_of(&r, 0, 4096);
+	for (i = 0; i < 2; i++)
+		post_recv_ok(p.qp[1], &rs, 1, 50 + (uint64_t)i);
+	ss = sge_of(&s, 0, 100);
+	ss.lkey = s.mr->lkey ^ 0x5a5a5a00u;
+	cr_assert_neq(ss.lkey, r.mr->lkey);
+	good = sge_of(&s, 0, 100);
+	wr[0] = (struct ibv_send_wr){.wr_id = 1, .sg_list = &ss, .num_sge = 1,
+				     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+				     .next = &wr[1]};
+	wr[1] = (struct ibv_send_wr){.wr_id = 2, .sg_list = &good, .num_sge = 1,
+				     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+	post_send_ok(p.qp[0], &wr[0]);
+	expect(p.cq[0], 1, IBV_WC_LOC_PROT_ERR, NULL);
+	expect(p.cq[0], 2, IBV_WC_WR_FLUSH_ERR, NULL);
+	cr_assert_eq(query_qp(p.qp[0]).qp_state, IBV_QPS_ERR);
+	mb_free(&s);
+	mb_free(&r);
+	pair_free(&p);
+}
+
+static void bad_rkey(enum ibv_wr_opcode op)
+{
+	struct pair p;
+	struct mbuf s, r;
+	struct ibv_sge ss;
+	struct ibv_send_wr wr[2];
+	struct ibv_wc wc;
+	int rc;
+
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+	ss = sge_of(&s, 0, 100);
+	wr[0] = (struct ibv_send_wr){.wr_id = 1, .sg_list = &ss, .num_sge = 1, .opcode = op,
+				     .send_flags = IBV_SEND_SIGNALED, .next = &wr[1],
+				     .wr.rdma = {.remote_addr = (uintptr_t)r.p,
+						 .rkey = r.mr->rkey ^ 0x5a5a5a00u}};
+	cr_assert_neq(wr[0].wr.rdma.rkey, s.mr->rkey);
+	wr[1] = (struct ibv_send_wr){.wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = op,
+				     .send_flags = IBV_SEND_SIGNALED,
+				     .wr.rdma = {.remote_addr = (uintptr_t)r.p, .rkey = r.mr->rkey}};
+	post_send_ok(p.qp[0], &wr[0]);
+	expect(p.cq[0], 1, IBV_WC_REM_ACCESS_ERR, &wc);
+	cr_assert_eq(wc.qp_num, p.qp[0]->qp_num);
+	expect(p.cq[0], 2, IBV_WC_WR_FLUSH_ERR, NULL);
+	cr_assert_eq(query_qp(p.qp[0]).qp_state, IBV_QPS_ERR);
+	/* A post on a QP in the error state is accepted and flushes. */
+	wr[1].wr_id = 3;
+	rc = ibv_post_send(p.qp[0], &wr[1], (struct ibv_send_wr *[]){NULL});
+	cr_assert_eq(rc, 0, "post_send in ERR: %d", rc);
+	expect(p.cq[0], 3, IBV_WC_WR_FLUSH_ERR, NULL);
+	mb_free(&s);
+	mb_free(&r);
+	pair_free(&p);
+}
+
+Test(verbs, bad_rkey_write_remote_access_error)
+{
+	bad_rkey(IBV_WR_RDMA_WRITE);
+}
+
+Test(verbs, bad_rkey_read_remote_access_error)
+{
+	bad_rkey(IBV_WR_RDMA_READ);
+}
+
+/* rnr_retry 0 and no receive posted at the peer: IBV_WC_RNR_RETRY_EXC_ERR. */
+Test(verbs, rnr_retry_exceeded)
+{
+	struct pair p;
+	struct mbuf s;
+	struct ibv_sge ss;
+	struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED};
+
+	pair_make(&p, IBV_QPT_RC, NULL, 0);
+	mb_make(&s, 4096);
+	ss = sge_of(&s, 0, 64);
+	post_send_ok(p.qp[0], &wr);
+	expect(p.cq[0], 1, IBV_WC_RNR_RETRY_EXC_ERR, NULL);
+	cr_assert_eq(query_qp(p.qp[0]).qp_state, IBV_QPS_ERR);
+	expect_none(p.cq[1], 50);
+	mb_free(&s);
+	pair_free(&p);
+}
+
+/* ---------------------------------------------------------------- errors returned */
+
+static void expect_post_send_einval(struct ibv_qp *qp, struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc;
+
+	errno = 0;
+	rc = ibv_post_send(qp, wr, &bad);
+	cr_assert_eq(rc, EINVAL, "post_send %s: returned %d, want EINVAL", what, rc);
+	cr_assert_eq(errno, EINVAL, "post_send %s: errno %d, want EINVAL", what, errno);
+	cr_assert_eq(bad, wr, "post_send %s: bad_wr does not name the WR", what);
+}
+
+Test(verbs, post_send_in_reset_init_rtr_is_einval)
+{
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	struct mbuf s;
+	struct ibv_sge ss;
+	struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED};
+	int i;
+
+	mb_make(&s, 4096);
+	ss = sge_of(&s, 0, 8);
+	for (i = 0; i < 2; i++) {
+		cq[i] = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		cr_assert_not_null(cq[i]);
+		qp[i] = qp_make(IBV_QPT_RC, cq[i], cq[i], NULL, NULL);
+	}
+	expect_post_send_einval(qp[0], &wr, "in RESET");
+	qp_to_init(qp[0]);
+	qp_to_init(qp[1]);
+	expect_post_send_einval(qp[0], &wr, "in INIT");
+	/* Receives may be posted from INIT on. */
+	post_recv_ok(qp[1], &ss, 1, 7);
+	qp_to_rtr(qp[0], qp[1]->qp_num);
+	qp_to_rtr(qp[1], qp[0]->qp_num);
+	expect_post_send_einval(qp[0], &wr, "in RTR");
+	expect_none(cq[0], 50);
+	expect_none(cq[1], 50);
+	qp_to_rts(qp[0], 7);
+	qp_to_rts(qp[1], 7);
+	/* Nothing was queued by the refused posts: the first SEND is the one now. */
+	wr.wr_id = 2;
+	post_send_ok(qp[0], &wr);
+	expect_ok(cq[0], 2, IBV_WC_SEND, NULL);
+	expect_ok(cq[1], 7, IBV_WC_RECV, NULL);
+	expect_none(cq[0], 50);
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(ibv_destroy_qp(qp[i]), 0);
+		cr_assert_eq(ibv_destroy_cq(cq[i]), 0);
+	}
+	mb_free(&s);
+}
+
+/* More SGEs than the QP's cap: EINVAL with bad_wr naming it; the WRs before it in the
+ * chain are posted. Same for receives. Misaligned atomics: EINVAL (rdma-core's rxe). */
+Test(verbs, too_many_sges_and_bad_atomic_are_einval)
+{
+	struct pair p;
+	struct mbuf s, r;
+	struct ibv_sge *sg;
+	struct ibv_send_wr wr[2], *bad = NULL;
+	struct ibv_recv_wr rw, *rbad = NULL;
+	uint32_t i, ns, nr;
+	int rc;
+
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+	ns = p.cap[0].max_send_sge + 1;
+	nr = p.cap[1].max_recv_sge + 1;
+	sg = calloc(ns > nr ? ns : nr, sizeof(*sg));
+	cr_assert_not_null(sg);
+	for (i = 0; i < (ns > nr ? ns : nr); i++)
+		sg[i] = sge_of(&s, i * 8, 8);
+	wr[0] = (struct ibv_send_wr){.wr_id = 1, .sg_list = sg, .num_sge = 1,
+				     .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				     .next = &wr[1],
+				     .wr.rdma = {.remote_addr = (uintptr_t)r.p, .rkey = r.mr->rkey}};
+	wr[1] = (struct ibv_send_wr){.wr_id = 2, .sg_list = sg, .num_sge = (int)ns,
+				     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+	fill(s.p, 4096, 1);
+	errno = 0;
+	rc = ibv_post_send(p.qp[0], &wr[0], &bad);
+	cr_assert_eq(rc, EINVAL, "%u SGEs (max %u): %d", ns, ns - 1, rc);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(bad, &wr[1], "bad_wr must name the second WR");
+	expect_ok(p.cq[0], 1, IBV_WC_RDMA_WRITE, NULL);
+	cr_assert_eq(memcmp(r.p, s.p, 8), 0);
+	expect_none(p.cq[0], 50);
+
+	rw = (struct ibv_recv_wr){.wr_id = 3, .sg_list = sg, .num_sge = (int)nr};
+	for (i = 0; i < nr; i++)
+		sg[i] = sge_of(&r, i * 8, 8);
+	errno = 0;
+	rc = ibv_post_recv(p.qp[1], &rw, &rbad);
+	cr_assert_eq(rc, EINVAL, "recv with %u SGEs (max %u): %d", nr, nr - 1, rc);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rbad, &rw);
+
+	/* An atomic on an address that is not 8-byte aligned. */
+	sg[0] = sge_of(&s, 0, 8);
+	wr[0] = (struct ibv_send_wr){.wr_id = 4, .sg_list = sg, .num_sge = 1,
+				     .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				     .send_flags = IBV_SEND_SIGNALED,
+				     .wr.atomic = {.remote_addr = (uintptr_t)r.p + 4, .rkey = r.mr->rkey,
+						   .compare_add = 1}};
+	errno = 0;
+	rc = ibv_post_send(p.qp[0], &wr[0], &bad);
+	cr_assert_eq(rc, EINVAL, "misaligned atomic: %d", rc);
+	cr_assert_eq(bad, &wr[0]);
+	free(sg);
+	mb_free(&s);
+	mb_free(&r);
+	pair_free(&p);
+}
+
+/* Exactly cap.max_send_wr outstanding, then ENOMEM (the peer has no receive and
+ * rnr_retry 7 retries forever, so nothing completes). */
+Test(verbs, full_send_queue_is_enomem)
+{
+	struct qp_opt o = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+			   .max_recv_sge = 1};
+	struct pair p;
+	struct mbuf s;
+	struct ibv_sge ss;
+	struct ibv_send_wr wr = {.sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad = NULL;
+	uint32_t i;
+	int rc;
+
+	pair_make(&p, IBV_QPT_RC, &o, 7);
+	mb_make(&s, 4096);
+	ss = sge_of(&s, 0, 8);
+	for (i = 0; i < p.cap[0].max_send_wr; i++) {
+		wr.wr_id = i;
+		rc = ibv_post_send(p.qp[0], &wr, &bad);
+		cr_assert_eq(rc, 0, "post %u of max_send_wr %u: %d", i, p.cap[0].max_send_wr, rc);
+	}
+	wr.wr_id = 1000;
+	errno = 0;
+	rc = ibv_post_send(p.qp[0], &wr, &bad);
+	cr_assert_eq(rc, ENOMEM, "post %u beyond max_send_wr: %d", i, rc);
+	cr_assert_eq(errno, ENOMEM);
+	cr_assert_eq(bad, &wr);
+	/* Receives arrive: every SEND completes, and the queue takes WRs again. */
+	for (i = 0; i < p.cap[0].max_send_wr; i++)
+		post_recv_ok(p.qp[1], &ss, 1, 500 + i);
+	for (i = 0; i < p.cap[0].max_send_wr; i++)
+		expect_ok(p.cq[0], i, IBV_WC_SEND, NULL);
+	post_send_ok(p.qp[0], &wr);
+	mb_free(&s);
+	pair_free(&p);
+}
+
+/* modify_qp with a mask the transition does not allow: EINVAL, the QP unchanged. */
+Test(verbs, modify_qp_wrong_mask_is_einval)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *qp;
+	struct ibv_qp_attr a;
+	int rc;
+
+	cr_assert_not_null(cq);
+	qp = qp_make(IBV_QPT_RC, cq, cq, NULL, NULL);
+	/* RESET -> INIT without the required IBV_QP_ACCESS_FLAGS */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	errno = 0;
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT);
+	cr_assert_eq(rc, EINVAL, "RESET->INIT missing ACCESS_FLAGS: %d", rc);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(query_qp(qp).qp_state, IBV_QPS_RESET);
+	cr_assert_eq(qp->state, IBV_QPS_RESET);
+	/* RESET -> INIT with an attribute INIT does not take (SQ_PSN) */
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	errno = 0;
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					   IBV_QP_ACCESS_FLAGS | IBV_QP_SQ_PSN);
+	cr_assert_eq(rc, EINVAL, "RESET->INIT with SQ_PSN: %d", rc);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(query_qp(qp).qp_state, IBV_QPS_RESET);
+	/* RESET -> RTS is no transition */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	errno = 0;
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	cr_assert_eq(rc, EINVAL, "RESET->RTS: %d", rc);
+	cr_assert_eq(errno, EINVAL);
+	/* INIT -> RTR without the path (AV, PATH_MTU, DEST_QPN, RQ_PSN, ...) */
+	qp_to_init(qp);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	errno = 0;
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	cr_assert_eq(rc, EINVAL, "INIT->RTR with only STATE: %d", rc);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(query_qp(qp).qp_state, IBV_QPS_INIT);
+	cr_assert_eq(qp->state, IBV_QPS_INIT);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/* Creation limits and memory registration access rules. */
+Test(verbs, create_and_reg_mr_errors)
+{
+	struct ibv_cq *cq;
+	struct ibv_qp_init_attr ia;
+	struct ibv_mr *mr;
+	static uint8_t page[8192] __attribute__((aligned(4096)));
+	volatile unsigned int acc;
+
+	/* REMOTE_WRITE / REMOTE_ATOMIC need LOCAL_WRITE (constant flags: ibv_reg_mr@1.1). */
+	errno = 0;
+	mr = ibv_reg_mr(pd, page, sizeof(page), IBV_ACCESS_REMOTE_WRITE);
+	cr_assert_null(mr, "REMOTE_WRITE without LOCAL_WRITE registered");
+	cr_assert_eq(errno, EINVAL, "errno %d", errno);
+	errno = 0;
+	mr = ibv_reg_mr(pd, page, sizeof(page), IBV_ACCESS_REMOTE_ATOMIC);
+	cr_assert_null(mr, "REMOTE_ATOMIC without LOCAL_WRITE registered");
+	cr_assert_eq(errno, EINVAL, "errno %d", errno);
+	/* The same through the non-constant path (ibv_reg_mr_iova2). */
+	acc = IBV_ACCESS_REMOTE_WRITE;
+	errno = 0;
+	mr = ibv_reg_mr(pd, page, sizeof(page), acc);
+	cr_assert_null(mr);
+	cr_assert_eq(errno, EINVAL, "errno %d", errno);
+	/* Valid through both paths, and with an iova. */
+	acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+	mr = ibv_reg_mr(pd, page, sizeof(page), acc);
+	cr_assert_not_null(mr, "ibv_reg_mr (iova2 path): %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	mr = ibv_reg_mr_iova(pd, page, 4096, 0x10000, IBV_ACCESS_LOCAL_WRITE);
+	cr_assert_not_null(mr, "ibv_reg_mr_iova: %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+
+	/* A CQ beyond max_cqe, a QP beyond max_qp_wr or max_sge: EINVAL. */
+	errno = 0;
+	cq = ibv_create_cq(ctx, dattr.max_cqe + 1, NULL, NULL, 0);
+	cr_assert_null(cq, "CQ of max_cqe + 1 created");
+	cr_assert_eq(errno, EINVAL, "errno %d", errno);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	cr_assert_not_null(cq);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_cq = ia.recv_cq = cq;
+	ia.cap = (struct ibv_qp_cap){.max_send_wr = (uint32_t)dattr.max_qp_wr + 1, .max_recv_wr = 1,
+				     .max_send_sge = 1, .max_recv_sge = 1};
+	errno = 0;
+	cr_assert_null(ibv_create_qp(pd, &ia), "QP beyond max_qp_wr created");
+	cr_assert_eq(errno, EINVAL, "errno %d", errno);
+	ia.cap = (struct ibv_qp_cap){.max_send_wr = 1, .max_recv_wr = 1,
+				     .max_send_sge = (uint32_t)dattr.max_sge + 1, .max_recv_sge = 1};
+	errno = 0;
+	cr_assert_null(ibv_create_qp(pd, &ia), "QP beyond max_sge created");
+	cr_assert_eq(errno, EINVAL, "errno %d", errno);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/* A PD with an MR, a CQ with a QP, a channel with a CQ: EBUSY until freed. */
+Test(verbs, destroy_in_use_is_ebusy)
+{
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq, *cq2;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	static uint8_t buf[4096];
+	int rc;
+
+	cr_assert_not_null(pd2);
+	cr_assert_not_null(ch, "ibv_create_comp_channel: %s", strerror(errno));
+	mr = ibv_reg_mr(pd2, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	cr_assert_not_null(mr);
+	errno = 0;
+	rc = ibv_dealloc_pd(pd2);
+	cr_assert_eq(rc, EBUSY, "dealloc of a PD with an MR: %d", rc);
+	cr_assert_eq(errno, EBUSY);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+
+	cq = ibv_create_cq(ctx, 16, NULL, ch, 0);
+	cr_assert_not_null(cq);
+	cq2 = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	cr_assert_not_null(cq2);
+	errno = 0;
+	rc = ibv_destroy_comp_channel(ch);
+	cr_assert_eq(rc, EBUSY, "destroy of a channel with a CQ: %d", rc);
+	{
+		struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_RC, .send_cq = cq2, .recv_cq = cq,
+					      .cap = {.max_send_wr = 4, .max_recv_wr = 4,
+						      .max_send_sge = 1, .max_recv_sge = 1}};
+
+		qp = ibv_create_qp(pd2, &ia);
+		cr_assert_not_null(qp);
+	}
+	errno = 0;
+	rc = ibv_destroy_cq(cq);
+	cr_assert_eq(rc, EBUSY, "destroy of a CQ a QP receives on: %d", rc);
+	cr_assert_eq(errno, EBUSY);
+	rc = ibv_destroy_cq(cq2);
+	cr_assert_eq(rc, EBUSY, "destroy of a CQ a QP sends on: %d", rc);
+	errno = 0;
+	rc = ibv_dealloc_pd(pd2);
+	cr_assert_eq(rc, EBUSY, "dealloc of a PD with a QP: %d", rc);
+	cr_assert_eq(errno, EBUSY);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_destroy_cq(cq2), 0);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd2), 0);
+}
+
+/* ---------------------------------------------------------------- events */
+
+Test(verbs, completion_channel)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *scq, *rcq, *ev_cq = NULL;
+	struct ibv_qp *qa, *qb;
+	struct mbuf s, r;
+	struct ibv_sge ss, rs;
+	struct ibv_send_wr wr;
+	struct pollfd pfd;
+	struct ibv_wc wc;
+	void *ev_ctx = NULL;
+	int cookie, fl, i;
+
+	cr_assert_not_null(ch);
+	cr_assert_eq(ch->context, ctx);
+	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 64, &cookie, ch, 0);
+	cr_assert_not_null(scq);
+	cr_assert_not_null(rcq);
+	cr_assert_eq(rcq->channel, ch);
+	cr_assert_eq(rcq->cq_context, &cookie);
+	qa = qp_make(IBV_QPT_RC, scq, scq, NULL, NULL);
+	qb = qp_make(IBV_QPT_RC, scq, rcq, NULL, NULL);
+	connect2(qa, qb, 7, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+
+	/* A real fd: non-blocking, nothing pending is -1/EAGAIN; poll says not readable. */
+	fl = fcntl(ch->fd, F_GETFL);
+	cr_assert_geq(fl, 0, "channel fd is not a file descriptor");
+	cr_assert_eq(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), -1);
+	cr_assert_eq(errno, EAGAIN, "errno %d, want EAGAIN", errno);
+	pfd = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	cr_assert_eq(poll(&pfd, 1, 50), 0);
+
+	/* Armed for the next completion: a receive wakes the channel. */
+	cr_assert_eq(ibv_req_notify_cq(rcq, 0), 0);
+	rs = sge_of(&r, 0, 64);
+	for (i = 0; i < 3; i++)
+		post_recv_ok(qb, &rs, 1, 10 + (uint64_t)i);
+	ss = sge_of(&s, 0, 32);
+	wr = (struct ibv_send_wr){.wr_id = 1, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED};
+	post_send_ok(qa, &wr);
+	cr_assert_eq(poll(&pfd, 1, WAIT_MS), 1, "no event on the channel");
+	cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	cr_assert_eq(ev_cq, rcq);
+	cr_assert_eq(ev_ctx, &cookie);
+	ibv_ack_cq_events(ev_cq, 1);
+	expect_ok(rcq, 10, IBV_WC_RECV, NULL);
+	expect_ok(scq, 1, IBV_WC_SEND, NULL);
+	/* Not armed again: a second receive signals nothing. */
+	wr.wr_id = 2;
+	post_send_ok(qa, &wr);
+	expect_ok(scq, 2, IBV_WC_SEND, NULL);
+	expect_ok(rcq, 11, IBV_WC_RECV, NULL);
+	cr_assert_eq(poll(&pfd, 1, 100), 0, "event without arming");
+
+	/* Solicited only: an unsolicited SEND does not wake, a solicited one does. */
+	cr_assert_eq(ibv_req_notify_cq(rcq, 1), 0);
+	wr.wr_id = 3;
+	post_send_ok(qa, &wr);
+	expect_ok(scq, 3, IBV_WC_SEND, NULL);
+	expect_ok(rcq, 12, IBV_WC_RECV, NULL);
+	cr_assert_eq(poll(&pfd, 1, 100), 0, "unsolicited receive woke a solicited-only CQ");
+	post_recv_ok(qb, &rs, 1, 13);
+	wr.wr_id = 4;
+	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	post_send_ok(qa, &wr);
+	cr_assert_eq(poll(&pfd, 1, WAIT_MS), 1, "a solicited receive did not wake the channel");
+	cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	cr_assert_eq(ev_cq, rcq);
+	ibv_ack_cq_events(ev_cq, 1);
+	expect_ok(rcq, 13, IBV_WC_RECV, &wc);
+	expect_ok(scq, 4, IBV_WC_SEND, NULL);
+
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb), 0);
+	cr_assert_eq(ibv_destroy_cq(rcq), 0, "destroy after every event was acked");
+	cr_assert_eq(ibv_destroy_cq(scq), 0);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+	mb_free(&s);
+	mb_free(&r);
+}
+
+/* The daemon dies: the context's async fd reports IBV_EVENT_DEVICE_FATAL, and what
+ * follows fails without crashing. */
+Test(verbs, device_fatal_when_daemon_dies)
+{
+	struct ibv_async_event ev;
+	struct ibv_pd *pd2;
+	int status;
+
+	if (vfx_reference())
+		cr_skip_test("no daemon to kill in reference mode");
+	cr_assert_gt(dmn.pid, 0);
+	kill(dmn.pid, SIGKILL);
+	cr_assert_eq(waitpid(dmn.pid, &status, 0), dmn.pid);
+	dmn.pid = 0;
+	expect_async(IBV_EVENT_DEVICE_FATAL, &ev, WAIT_MS);
+	ibv_ack_async_event(&ev);
+	errno = 0;
+	pd2 = ibv_alloc_pd(ctx);
+	cr_assert_null(pd2, "alloc_pd on a dead daemon succeeded");
+	cr_assert_neq(errno, 0);
+}
+
+/* ---------------------------------------------------------------- extended API */
+
+Test(verbs, cq_ex_start_next_end_poll)
+{
+	struct ibv_cq_init_attr_ex ca = {.cqe = 64,
+					 .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+						     IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP};
+	struct ibv_poll_cq_attr pa = {.comp_mask = 0};
+	struct ibv_cq_ex *cqx;
+	struct ibv_cq *cq, *scq;
+	struct ibv_qp *qa, *qb;
+	struct mbuf s, r;
+	struct ibv_sge ss, rs;
+	struct ibv_send_wr wr;
+	uint64_t t0;
+	int i, rc, seen = 0;
+
+	cqx = ibv_create_cq_ex(ctx, &ca);
+	cr_assert_not_null(cqx, "ibv_create_cq_ex: %s", strerror(errno));
+	cq = ibv_cq_ex_to_cq(cqx);
+	cr_assert_eq(cq->context, ctx);
+	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	cr_assert_not_null(scq);
+	qa = qp_make(IBV_QPT_RC, scq, scq, NULL, NULL);
+	qb = qp_make(IBV_QPT_RC, scq, cq, NULL, NULL);
+	connect2(qa, qb, 7, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+	fill(s.p, 4096, 77);
+
+	/* Empty: ENOENT, and no end_poll. */
+	rc = ibv_start_poll(cqx, &pa);
+	cr_assert_eq(rc, ENOENT, "start_poll on an empty CQ: %d", rc);
+
+	for (i = 0; i < 3; i++) {
+		rs = sge_of(&r, (size_t)i * 1024, 1024);
+		post_recv_ok(qb, &rs, 1, 20 + (uint64_t)i);
+	}
+	for (i = 0; i < 3; i++) {
+		ss = sge_of(&s, (size_t)i * 100, 100 + (size_t)i);
+		wr = (struct ibv_send_wr){.wr_id = (uint64_t)i, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(0x900 + (uint32_t)i),
+					  .send_flags = IBV_SEND_SIGNALED};
+		post_send_ok(qa, &wr);
+		expect_ok(scq, (uint64_t)i, IBV_WC_SEND, NULL);
+	}
+	t0 = now_ms();
+	do {
+		rc = ibv_start_poll(cqx, &pa);
+		if (rc == ENOENT)
+			sched_yield();
+	} while (rc == ENOENT && now_ms() - t0 < WAIT_MS);
+	cr_assert_eq(rc, 0, "ibv_start_poll: %d", rc);
+	do {
+		cr_assert_eq(cqx->status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(cqx->status));
+		cr_assert_eq(cqx->wr_id, 20 + (uint64_t)seen);
+		cr_assert_eq(ibv_wc_read_opcode(cqx), IBV_WC_RECV);
+		cr_assert_eq(ibv_wc_read_byte_len(cqx), 100 + (uint32_t)seen);
+		cr_assert(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_IMM);
+		cr_assert_eq(ntohl(ibv_wc_read_imm_data(cqx)), 0x900 + (uint32_t)seen);
+		cr_assert_eq(ibv_wc_read_qp_num(cqx), qb->qp_num);
+		cr_assert_eq(memcmp(r.p + (size_t)seen * 1024, s.p + (size_t)seen * 100,
+				    100 + (size_t)seen), 0);
+		seen++;
+		if (seen == 3)
+			break;
+		t0 = now_ms();
+		do {
+			rc = ibv_next_poll(cqx);
+		} while (rc == ENOENT && now_ms() - t0 < WAIT_MS);
+		cr_assert_eq(rc, 0, "ibv_next_poll: %d", rc);
+	} while (1);
+	cr_assert_eq(ibv_next_poll(cqx), ENOENT);
+	ibv_end_poll(cqx);
+	cr_assert_eq(ibv_start_poll(cqx, &pa), ENOENT);
+
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_destroy_cq(scq), 0);
+	mb_free(&s);
+	mb_free(&r);
+}
+
+Test(verbs, qp_ex_wr_api)
+{
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 2, .max_recv_sge = 1,
+			.max_inline_data = 64},
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+				  IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD};
+	struct ibv_cq *cq0, *cq1;
+	struct ibv_qp *q0, *q1;
+	struct ibv_qp_ex *x;
+	struct mbuf s, r, d;
+	struct ibv_sge rs, sl[2];
+	struct ibv_wc wc;
+	uint8_t inl[40];
+	volatile uint64_t *t;
+	int rc;
+
+	cq0 = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	cq1 = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	cr_assert_not_null(cq0);
+	cr_assert_not_null(cq1);
+	qa.send_cq = qa.recv_cq = cq0;
+	q0 = ibv_create_qp_ex(ctx, &qa);
+	cr_assert_not_null(q0, "ibv_create_qp_ex: %s", strerror(errno));
+	cr_assert_eq(q0->pd, pd);
+	x = ibv_qp_to_qp_ex(q0);
+	cr_assert_not_null(x, "ibv_qp_to_qp_ex");
+	cr_assert_eq(&x->qp_base, q0);
+	q1 = qp_make(IBV_QPT_RC, cq1, cq1, NULL, NULL);
+	connect2(q0, q1, 7, 7);
+	mb_make(&s, 8192);
+	mb_make(&r, 8192);
+	mb_make(&d, 8192);
+	fill(s.p, 8192, 41);
+	fill(inl, sizeof(inl), 42);
+	rs = sge_of(&r, 0, 4096);
+	post_recv_ok(q1, &rs, 1, 100);
+	rs = sge_of(&r, 4096, 64);
+	post_recv_ok(q1, &rs, 1, 101);
+	rs = sge_of(&r, 4096 + 64, 64);
+	post_recv_ok(q1, &rs, 1, 102);
+
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(x, htonl(0x4242));
+	ibv_wr_set_sge(x, s.mr->lkey, (uintptr_t)s.p, 3000);
+	x->wr_id = 2;
+	ibv_wr_rdma_write(x, d.mr->rkey, (uintptr_t)d.p + 8);
+	sl[0] = sge_of(&s, 100, 50);
+	sl[1] = sge_of(&s, 4000, 500);
+	ibv_wr_set_sge_list(x, 2, sl);
+	x->wr_id = 3;
+	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, inl, sizeof(inl));
+	x->wr_id = 4;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write_imm(x, d.mr->rkey, (uintptr_t)d.p + 2048, htonl(0x77));
+	ibv_wr_set_sge(x, s.mr->lkey, (uintptr_t)s.p + 5000, 1000);
+	rc = ibv_wr_complete(x);
+	cr_assert_eq(rc, 0, "ibv_wr_complete: %d", rc);
+	memset(inl, 0, sizeof(inl));
+
+	expect_ok(cq0, 1, IBV_WC_SEND, NULL);
+	expect_ok(cq0, 2, IBV_WC_RDMA_WRITE, NULL);
+	expect_ok(cq0, 3, IBV_WC_SEND, NULL);
+	expect_ok(cq0, 4, IBV_WC_RDMA_WRITE, NULL);
+	expect_ok(cq1, 100, IBV_WC_RECV, &wc);
+	cr_assert_eq(wc.byte_len, 3000);
+	cr_assert_eq(ntohl(wc.imm_data), 0x4242);
+	cr_assert_eq(memcmp(r.p, s.p, 3000), 0);
+	expect_ok(cq1, 101, IBV_WC_RECV, &wc);
+	cr_assert_eq(wc.byte_len, 40);
+	fill(inl, sizeof(inl), 42);
+	cr_assert_eq(memcmp(r.p + 4096, inl, sizeof(inl)), 0, "inline data");
+	expect_ok(cq1, 102, IBV_WC_RECV_RDMA_WITH_IMM, &wc);
+	cr_assert_eq(wc.byte_len, 1000);
+	cr_assert_eq(ntohl(wc.imm_data), 0x77);
+	cr_assert_eq(memcmp(d.p + 8, s.p + 100, 50), 0);
+	cr_assert_eq(memcmp(d.p + 58, s.p + 4000, 500), 0);
+	cr_assert_eq(memcmp(d.p + 2048, s.p + 5000, 1000), 0);
+
+	/* READ and both atomics through the same API. */
+	t = (volatile uint64_t *)(void *)(d.p + 4096);
+	*t = 1000;
+	ibv_wr_start(x);
+	x->wr_id = 5;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_read(x, d.mr->rkey, (uintptr_t)d.p);
+	ibv_wr_set_sge(x, s.mr->lkey, (uintptr_t)s.p + 6000, 1000);
+	x->wr_id = 6;
+	ibv_wr_atomic_fetch_add(x, d.mr->rkey, (uintptr_t)t, 5);
+	ibv_wr_set_sge(x, s.mr->lkey, (uintptr_t)s.p + 7000, 8);
+	x->wr_id = 7;
+	ibv_wr_atomic_cmp_swp(x, d.mr->rkey, (uintptr_t)t, 1005, 9);
+	ibv_wr_set_sge(x, s.mr->lkey, (uintptr_t)s.p + 7008, 8);
+	cr_assert_eq(ibv_wr_complete(x), 0);
+	expect_ok(cq0, 5, IBV_WC_RDMA_READ, NULL);
+	cr_assert_eq(memcmp(s.p + 6000, d.p, 1000), 0);
+	expect_ok(cq0, 6, IBV_WC_FETCH_ADD, NULL);
+	expect_ok(cq0, 7, IBV_WC_COMP_SWAP, NULL);
+	cr_assert_eq(*(uint64_t *)(void *)(s.p + 7000), 1000);
+	cr_assert_eq(*(uint64_t *)(void *)(s.p + 7008), 1005);
+	cr_assert_eq(*t, 9);
+
+	/* wr_abort: nothing of the batch is sent. */
+	rs = sge_of(&r, 0, 64);
+	post_recv_ok(q1, &rs, 1, 103);
+	ibv_wr_start(x);
+	x->wr_id = 8;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, s.mr->lkey, (uintptr_t)s.p, 10);
+	ibv_wr_abort(x);
+	expect_none(cq0, 100);
+	expect_none(cq1, 10);
+
+	cr_assert_eq(ibv_destroy_qp(q0), 0);
+	cr_assert_eq(ibv_destroy_qp(q1), 0);
+	cr_assert_eq(ibv_destroy_cq(cq0), 0);
+	cr_assert_eq(ibv_destroy_cq(cq1), 0);
+	mb_free(&s);
+	mb_free(&r);
+	mb_free(&d);
+}
+
+Test(verbs, query_qp_after_connect)
+{
+	struct pair p;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	int rc;
+
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	memset(&a, 0, sizeof(a));
+	memset(&ia, 0, sizeof(ia));
+	rc = ibv_query_qp(p.qp[0], &a,
+			  IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_SQ_PSN |
+				  IBV_QP_RQ_PSN | IBV_QP_CAP | IBV_QP_AV | IBV_QP_RNR_RETRY |
+				  IBV_QP_RETRY_CNT | IBV_QP_TIMEOUT | IBV_QP_ACCESS_FLAGS,
+			  &ia);
+	cr_assert_eq(rc, 0, "ibv_query_qp: %s", strerror(rc));
+	cr_assert_eq(a.qp_state, IBV_QPS_RTS);
+	cr_assert_eq(a.path_mtu, pattr.active_mtu);
+	cr_assert_eq(a.dest_qp_num, p.qp[1]->qp_num);
+	cr_assert_eq(a.sq_psn, 0x123);
+	cr_assert_eq(a.rq_psn, 0x123);
+	cr_assert_eq(a.retry_cnt, 7);
+	cr_assert_eq(a.rnr_retry, 7);
+	cr_assert_eq(a.timeout, 14);
+	cr_assert(a.qp_access_flags & IBV_ACCESS_REMOTE_WRITE);
+	cr_assert_eq(a.ah_attr.is_global, 1);
+	cr_assert_eq(memcmp(a.ah_attr.grh.dgid.raw, gid.raw, 16), 0);
+	cr_assert_eq(a.ah_attr.grh.sgid_index, gidx);
+	cr_assert_eq(a.cap.max_send_wr, p.cap[0].max_send_wr);
+	cr_assert_eq(a.cap.max_recv_wr, p.cap[0].max_recv_wr);
+	cr_assert_eq(ia.qp_type, IBV_QPT_RC);
+	cr_assert_eq(ia.send_cq, p.cq[0]);
+	cr_assert_eq(ia.recv_cq, p.cq[0]);
+	pair_free(&p);
+}
+
+/* ---------------------------------------------------------------- no daemon */
+
+static void nodaemon_init(void)
+{
+	check_library();
+}
+
+TestSuite(nodaemon, .init = nodaemon_init, .timeout = 30);
+
+Test(nodaemon, empty_device_list)
+{
+	struct ibv_device **list;
+	int n = -1;
+
+	if (vfx_reference())
+		cr_skip_test("reference mode lists the system's devices");
+	setenv("UROCE_SOCKET", "/nonexistent/uroce-no-daemon.sock", 1);
+	list = ibv_get_device_list(&n);
+	cr_assert_not_null(list, "ibv_get_device_list without a daemon: NULL (%s), want an empty list",
+			   strerror(errno));
+	cr_assert_eq(n, 0, "%d devices without a daemon", n);
+	cr_assert_null(list[0]);
+	ibv_free_device_list(list);
+	/* And again: the second call is as clean as the first. */
+	list = ibv_get_device_list(NULL);
+	cr_assert_not_null(list);
+	cr_assert_null(list[0]);
+	ibv_free_device_list(list);
+}
