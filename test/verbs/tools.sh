@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The unmodified Debian tools (ibverbs-utils, perftest) over the drop-in libibverbs.so.1
+# between two uroced (two network namespaces joined by a veth, test/integration/lib.sh):
+# nothing but LD_LIBRARY_PATH points them at lib/verbs, and UROCE_SOCKET at the daemon
+# of their side. Servers on host A, clients on host B; their TCP exchange goes over
+# 127.0.0.1, the RDMA traffic over the veth as RoCEv2. Needs root (exit 77 otherwise).
+#   test/verbs/tools.sh            (meson test -C BUILD --suite verbs)
+# Env: VERBS_LIB_DIR (the folder of the built libibverbs.so.1), UROCED, UROCE_XFER,
+# UROCE_CLI; TOOLS_ONLY="regex" runs only the cases whose label matches.
+set -uo pipefail
+
+. "$(dirname "$0")/../integration/lib.sh"
+: "${VERBS_LIB_DIR:=$IT_ROOT/build/lib/verbs}"
+: "${TOOLS_ONLY:=}"
+
+it_init verbs_tools
+for t in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
+	ibv_srq_pingpong ib_send_lat; do
+	if ! command -v "$t" >/dev/null; then
+		echo "verbs_tools: $t not installed (ibverbs-utils, perftest); skipped"
+		exit 77
+	fi
+done
+if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
+	echo "verbs_tools: $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
+	exit 77
+fi
+
+it_veth_pair 1500 || exit 1
+it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A")" 10.78.0.1 1500 || exit 1
+it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B")" 10.78.0.2 1500 || exit 1
+SOCK_A=$(it_sock A)
+SOCK_B=$(it_sock B)
+# A unique TCP port per run and per case (several runs may share the host).
+PORT=$((20000 + (IT_ID % 2000) * 16))
+# The GID of the port's IPv4 address (RoCE v2, ::ffff:10.78.0.x): its index, read below.
+GIDX=1
+
+on() { # on A|B CMD...: a tool of that host's side
+	local side=$1
+	shift
+	local sock=$SOCK_A
+	[ "$side" = B ] && sock=$SOCK_B
+	LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$sock "$@"
+}
+
+want() { [ -z "$TOOLS_ONLY" ] || [[ $1 =~ $TOOLS_ONLY ]]; }
+
+# one LABEL TIMEOUT CMD...: a one-side tool must exit 0; its output is printed.
+one() {
+	local label=$1 tmo=$2
+	shift 2
+	want "$label" || return 0
+	local out=$IT_DIR/one.out
+	if timeout -k 5 "$tmo" "$@" >"$out" 2>&1; then
+		it_log "PASS $label"
+		sed 's/^/    /' "$out"
+	else
+		it_log "FAIL $label (exit $?)"
+		sed 's/^/    /' "$out"
+		IT_FAILS=$((IT_FAILS + 1))
+	fi
+}
+
+# pair LABEL TIMEOUT CMD ARGS...: CMD ARGS -p PORT on A (server), then on B with
+# 127.0.0.1 (client); both must exit 0. The client's output is printed (FILTER: a grep
+# pattern of the lines kept, all if empty).
+FILTER=
+pair() {
+	local label=$1 tmo=$2
+	shift 2
+	want "$label" || return 0
+	PORT=$((PORT + 1))
+	local slog=$IT_DIR/server.out clog=$IT_DIR/client.out t0=$SECONDS rs rc
+	on A timeout -k 5 "$tmo" "$@" -p "$PORT" >"$slog" 2>&1 &
+	local spid=$!
+	sleep 0.5
+	on B timeout -k 5 "$tmo" "$@" -p "$PORT" 127.0.0.1 >"$clog" 2>&1
+	rc=$?
+	wait "$spid"
+	rs=$?
+	if [ "$rc" -eq 0 ] && [ "$rs" -eq 0 ]; then
+		it_log "PASS $label ($((SECONDS - t0)) s): $*"
+		if [ -n "$FILTER" ]; then
+			grep -E "$FILTER" "$clog" | sed 's/^/    /'
+		else
+			sed 's/^/    /' "$clog"
+		fi
+		return 0
+	fi
+	it_log "FAIL $label: client exit $rc, server exit $rs ($((SECONDS - t0)) s): $*"
+	echo "---- client"
+	tail -n 30 "$clog"
+	echo "---- server"
+	tail -n 30 "$slog"
+	IT_FAILS=$((IT_FAILS + 1))
+	return 1
+}
+
+# ---- discovery and queries ----
+one ibv_devices 20 env LD_LIBRARY_PATH="$VERBS_LIB_DIR" UROCE_SOCKET="$SOCK_A" ibv_devices
+one "ibv_devices (both daemons)" 20 env LD_LIBRARY_PATH="$VERBS_LIB_DIR" \
+	UROCE_SOCKET="$SOCK_A:$SOCK_B" ibv_devices
+one "ibv_devinfo -v" 20 env LD_LIBRARY_PATH="$VERBS_LIB_DIR" UROCE_SOCKET="$SOCK_A" \
+	ibv_devinfo -v
+GIDX=$(on B ibv_devinfo -v 2>/dev/null |
+	sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:10\.78\.0\.2.*/\1/p' | head -1)
+GIDX=${GIDX:-1}
+it_log "IPv4 GID index: $GIDX"
+one "no daemon: empty list" 20 env LD_LIBRARY_PATH="$VERBS_LIB_DIR" \
+	UROCE_SOCKET="$IT_DIR/none.sock" ibv_devices
+
+# ---- ibverbs-utils ping-pongs ----
+FILTER='bytes in|iters in'
+for size in 1 4096 65536; do
+	pair "ibv_rc_pingpong -s $size" 60 ibv_rc_pingpong -d uroce0 -g "$GIDX" -s "$size" -n 200
+done
+pair "ibv_rc_pingpong -e" 60 ibv_rc_pingpong -d uroce0 -g "$GIDX" -e -n 500
+pair "ibv_rc_pingpong -m 1024" 60 ibv_rc_pingpong -d uroce0 -g "$GIDX" -m 1024 -s 8192 -n 200
+pair "ibv_rc_pingpong -N (ibv_wr_*)" 60 ibv_rc_pingpong -d uroce0 -g "$GIDX" -N -n 200
+pair "ibv_uc_pingpong" 60 ibv_uc_pingpong -d uroce0 -g "$GIDX" -s 1024 -n 200
+pair "ibv_ud_pingpong" 60 ibv_ud_pingpong -d uroce0 -g "$GIDX" -s 1024 -n 200
+pair "ibv_srq_pingpong" 60 ibv_srq_pingpong -d uroce0 -g "$GIDX" -s 1024 -n 200
+
+# ---- perftest (no -R: the exchange is perftest's own TCP) ----
+FILTER='^ *[0-9]+ +[0-9]+ '
+PT=(-d uroce0 -x "$GIDX" -F)
+pair "ib_send_lat" 120 ib_send_lat "${PT[@]}" -n 1000 -s 64
+pair "ib_send_lat UD" 120 ib_send_lat "${PT[@]}" -n 1000 -s 64 -c UD
+pair "ib_send_bw" 120 ib_send_bw "${PT[@]}" -n 1000 -s 4096
+# UC does not retransmit: a message the receiving daemon drops (af_packet overrun on a
+# shared 2-core host) leaves the server waiting, so a shallow send queue keeps up.
+pair "ib_send_bw UC" 120 ib_send_bw "${PT[@]}" -n 500 -s 4096 -c UC -t 8
+pair "ib_send_bw UD" 120 ib_send_bw "${PT[@]}" -n 1000 -s 1024 -c UD
+pair "ib_write_lat" 120 ib_write_lat "${PT[@]}" -n 1000 -s 64
+pair "ib_write_bw" 120 ib_write_bw "${PT[@]}" -n 1000 -s 65536
+pair "ib_write_bw UC" 120 ib_write_bw "${PT[@]}" -n 1000 -s 4096 -c UC
+pair "ib_read_lat" 120 ib_read_lat "${PT[@]}" -n 1000 -s 64
+pair "ib_read_bw" 120 ib_read_bw "${PT[@]}" -n 1000 -s 65536
+pair "ib_atomic_lat" 120 ib_atomic_lat "${PT[@]}" -n 1000
+pair "ib_atomic_bw" 120 ib_atomic_bw "${PT[@]}" -n 1000
+pair "ib_atomic_bw CMP_AND_SWAP" 120 ib_atomic_bw "${PT[@]}" -n 1000 -A CMP_AND_SWAP
+
+if [ "$IT_FAILS" -ne 0 ]; then
+	it_log "$IT_FAILS case(s) failed"
+	exit 1
+fi
+it_log "all passed"
