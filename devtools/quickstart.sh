@@ -23,6 +23,7 @@ packages=(
 	tshark
 	clang libclang-rt-dev
 	iproute2 iputils-ping procps
+	ibverbs-utils perftest rdmacm-utils python3-pyverbs
 )
 
 # For the interop test against Linux rxe in a VM (../shared/tools/rxe-vm): the test
