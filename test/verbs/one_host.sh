@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# One host, one uroced: both ends of the unmodified Debian tools (ibverbs-utils, perftest)
+# over the drop-in libibverbs.so.1 through the SAME daemon (same UROCE_SOCKET), their TCP
+# exchange over 127.0.0.1. The daemon's port is net_null (no wire): every frame a QP sends
+# to the daemon's own address takes uroced's loopback path. Needs root (exit 77
+# otherwise).
+#   test/verbs/one_host.sh            (meson test -C BUILD --suite verbs verbs_one_host)
+# Env: VERBS_LIB_DIR (the folder of the built libibverbs.so.1), UROCED, UROCE_XFER,
+# UROCE_CLI; TOOLS_ONLY="regex" runs only the cases whose label matches.
+set -uo pipefail
+
+. "$(dirname "$0")/../integration/lib.sh"
+: "${VERBS_LIB_DIR:=$IT_ROOT/build/lib/verbs}"
+: "${TOOLS_ONLY:=}"
+
+it_init verbs_one_host
+for t in ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong ib_send_lat \
+	ib_write_bw ib_read_lat ib_atomic_lat; do
+	if ! command -v "$t" >/dev/null; then
+		echo "verbs_one_host: $t not installed (ibverbs-utils, perftest); skipped"
+		exit 77
+	fi
+done
+if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
+	echo "verbs_one_host: $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
+	exit 77
+fi
+
+it_daemon L "" "--vdev=net_null0,no-rx=1" 10.81.0.1 1500 || exit 1
+SOCK=$(it_sock L)
+# A unique TCP port per run and per case (several runs may share the host; tools.sh
+# uses 20000-52000 in steps of 16 from its pid, this one is offset by 8).
+PORT=$((20008 + (IT_ID % 2000) * 16))
+
+on() { LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$SOCK "$@"; }
+want() { [ -z "$TOOLS_ONLY" ] || [[ $1 =~ $TOOLS_ONLY ]]; }
+
+# pair LABEL TIMEOUT CMD ARGS...: CMD ARGS -p PORT as server, then as client to
+# 127.0.0.1, both on the one daemon; both must exit 0. The client's output is printed
+# (FILTER: a grep pattern of the lines kept, all if empty).
+FILTER=
+pair() {
+	local label=$1 tmo=$2
+	shift 2
+	want "$label" || return 0
+	PORT=$((PORT + 1))
+	local slog=$IT_DIR/server.out clog=$IT_DIR/client.out t0=$SECONDS rs rc
+	on timeout -k 5 "$tmo" "$@" -p "$PORT" >"$slog" 2>&1 &
+	local spid=$!
+	sleep 0.5
+	on timeout -k 5 "$tmo" "$@" -p "$PORT" 127.0.0.1 >"$clog" 2>&1
+	rc=$?
+	wait "$spid"
+	rs=$?
+	if [ "$rc" -eq 0 ] && [ "$rs" -eq 0 ]; then
+		it_log "PASS $label ($((SECONDS - t0)) s): $*"
+		if [ -n "$FILTER" ]; then
+			grep -E "$FILTER" "$clog" | sed 's/^/    /'
+		else
+			sed 's/^/    /' "$clog"
+		fi
+		return 0
+	fi
+	it_log "FAIL $label: client exit $rc, server exit $rs ($((SECONDS - t0)) s): $*"
+	echo "---- client"
+	tail -n 30 "$clog"
+	echo "---- server"
+	tail -n 30 "$slog"
+	IT_FAILS=$((IT_FAILS + 1))
+	return 1
+}
+
+# The GID of the daemon's IPv4 address (RoCE v2, ::ffff:10.81.0.1).
+GIDX=$(on ibv_devinfo -v 2>/dev/null |
+	sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:10\.81\.0\.1.*/\1/p' | head -1)
+if [ -z "$GIDX" ]; then
+	it_log "FAIL ibv_devinfo -v: no IPv4 GID"
+	on ibv_devinfo -v 2>&1 | sed 's/^/    /'
+	exit 1
+fi
+it_log "one daemon ($SOCK), IPv4 GID index $GIDX"
+
+# ---- ibverbs-utils ping-pongs ----
+FILTER='bytes in|iters in'
+pair "ibv_rc_pingpong" 60 ibv_rc_pingpong -d uroce0 -g "$GIDX" -s 4096 -n 500
+pair "ibv_rc_pingpong -e" 60 ibv_rc_pingpong -d uroce0 -g "$GIDX" -e -n 500
+pair "ibv_ud_pingpong" 60 ibv_ud_pingpong -d uroce0 -g "$GIDX" -s 1024 -n 500
+pair "ibv_srq_pingpong" 60 ibv_srq_pingpong -d uroce0 -g "$GIDX" -s 1024 -n 500
+
+# ---- perftest (no -R: the exchange is perftest's own TCP) ----
+FILTER='^ *[0-9]+ +[0-9]+ '
+PT=(-d uroce0 -x "$GIDX" -F)
+pair "ib_send_lat" 120 ib_send_lat "${PT[@]}" -n 1000 -s 64
+pair "ib_write_bw" 120 ib_write_bw "${PT[@]}" -n 1000 -s 65536
+pair "ib_read_lat" 120 ib_read_lat "${PT[@]}" -n 1000 -s 64
+pair "ib_atomic_lat" 120 ib_atomic_lat "${PT[@]}" -n 1000
+pair "ib_atomic_lat CMP_AND_SWAP" 120 ib_atomic_lat "${PT[@]}" -n 1000 -A CMP_AND_SWAP
+
+if [ "$IT_FAILS" -ne 0 ]; then
+	it_log "$IT_FAILS case(s) failed"
+	exit 1
+fi
+it_log "all passed"
