@@ -3,6 +3,7 @@
 #define UROCE_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "uroce_client.h"
@@ -36,7 +37,12 @@ struct uroce_client_ctx {
 	char dev_name[UROCE_CTRL_NAME_MAX];
 	struct uroce_shm_region region; /* the async event ring */
 	struct uroce_ring async_ring;   /* consumer */
-	int async_fd;
+	/* The async fd the application sees is an epoll fd over two: the daemon's eventfd
+	 * (one count per event in the ring; made non-blocking here) and the control socket
+	 * (EPOLLRDHUP: the daemon died or dropped us, reported once as DEVICE_FATAL). */
+	int async_fd;  /* epoll */
+	int async_efd; /* the daemon's semaphore eventfd */
+	bool fatal_reported;
 	pthread_mutex_t share_lock; /* the share table (mr_share.c), across its calls */
 	struct cl_share *shares;
 	size_t nshares, cap_shares;

@@ -2,9 +2,11 @@
 /* The slow path: the connection to uroced, request/reply calls, the context and the
  * queries, async events. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -141,6 +143,32 @@ void *cl_obj_find(struct uroce_client_ctx *ctx, uint32_t handle, int type)
 	return obj;
 }
 
+/* Async event fd tags (epoll_event.data.u32). */
+enum { CL_ASYNC_EFD = 1, CL_ASYNC_SOCK = 2 };
+
+/* The application's async fd: an epoll fd, readable when the daemon signalled an event
+ * or the control socket hung up. The daemon's eventfd is made non-blocking (its file
+ * description is shared with the daemon, whose writes of 1 never block anyway), so that
+ * the count is taken without blocking once epoll said so, by whichever thread wins. */
+static int cl_async_fd_init(struct uroce_client_ctx *ctx)
+{
+	struct epoll_event ee = {.events = EPOLLIN, .data.u32 = CL_ASYNC_EFD};
+	int fl = fcntl(ctx->async_efd, F_GETFL);
+
+	if (fl < 0 || fcntl(ctx->async_efd, F_SETFL, fl | O_NONBLOCK) != 0)
+		return -errno;
+	ctx->async_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctx->async_fd < 0)
+		return -errno;
+	if (epoll_ctl(ctx->async_fd, EPOLL_CTL_ADD, ctx->async_efd, &ee) != 0)
+		return -errno;
+	/* Only the hang-up: replies to calls (EPOLLIN) are cl_call's business. */
+	ee = (struct epoll_event){.events = EPOLLRDHUP, .data.u32 = CL_ASYNC_SOCK};
+	if (epoll_ctl(ctx->async_fd, EPOLL_CTL_ADD, ctx->sock, &ee) != 0)
+		return -errno;
+	return 0;
+}
+
 struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -165,6 +193,7 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->share_lock, NULL);
 	ctx->async_fd = -1;
+	ctx->async_efd = -1;
 	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (ctx->sock < 0)
 		goto fail_errno;
@@ -185,7 +214,12 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 			socket_path, UROCE_CTRL_VERSION);
 	if (rc)
 		goto fail_rc;
-	ctx->async_fd = fds[1];
+	ctx->async_efd = fds[1];
+	rc = cl_async_fd_init(ctx);
+	if (rc) {
+		close(fds[0]);
+		goto fail_rc;
+	}
 	rc = uroce_shm_attach(&ctx->region, fds[0], UROCE_CTRL_REGION_CONTEXT);
 	if (rc) {
 		close(fds[0]);
@@ -218,6 +252,8 @@ void uroce_client_close(struct uroce_client_ctx *ctx)
 		close(ctx->sock);
 	if (ctx->async_fd >= 0)
 		close(ctx->async_fd);
+	if (ctx->async_efd >= 0)
+		close(ctx->async_efd);
 	uroce_shm_close(&ctx->region);
 	cl_share_forget_all(ctx);
 	free(ctx->objs);
@@ -287,12 +323,47 @@ int uroce_client_async_fd(const struct uroce_client_ctx *ctx)
 int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_event *ev)
 {
 	struct uroce_ctrl_async_event e;
+	struct epoll_event ee[2];
 	uint64_t one;
+	int fl, n, i;
+	bool hup;
 
-	/* The eventfd is a semaphore (one read per event): it blocks, or says EAGAIN when
-	 * the application made it non-blocking, exactly like rdma-core's async fd. */
-	if (read(ctx->async_fd, &one, sizeof(one)) != sizeof(one))
-		return errno;
+	/* The eventfd is a semaphore (one read per event). The application's fd (epoll)
+	 * decides blocking: it blocks, or says EAGAIN when the application made it
+	 * non-blocking, exactly like rdma-core's async fd. */
+	for (;;) {
+		if (read(ctx->async_efd, &one, sizeof(one)) == sizeof(one))
+			break;
+		if (errno != EAGAIN)
+			return errno;
+		fl = fcntl(ctx->async_fd, F_GETFL);
+		if (fl < 0)
+			return errno;
+		n = epoll_wait(ctx->async_fd, ee, 2, (fl & O_NONBLOCK) ? 0 : -1);
+		if (n < 0)
+			return errno; /* EINTR: a signal, as a read() without SA_RESTART */
+		if (n == 0)
+			return EAGAIN;
+		hup = false;
+		for (i = 0; i < n; i++)
+			if (ee[i].data.u32 == CL_ASYNC_SOCK)
+				hup = true;
+		if (!hup)
+			continue; /* the count: taken above, or by another thread first */
+		/* The daemon is gone: what it signalled before goes first. */
+		if (read(ctx->async_efd, &one, sizeof(one)) == sizeof(one))
+			break;
+		pthread_mutex_lock(&ctx->lock);
+		if (ctx->fatal_reported) {
+			pthread_mutex_unlock(&ctx->lock);
+			return EIO;
+		}
+		ctx->fatal_reported = true;
+		pthread_mutex_unlock(&ctx->lock);
+		memset(ev, 0, sizeof(*ev));
+		ev->event_type = IBV_EVENT_DEVICE_FATAL;
+		return 0;
+	}
 	pthread_mutex_lock(&ctx->lock);
 	if (uroce_ring_cons_avail(&ctx->async_ring) == 0) {
 		pthread_mutex_unlock(&ctx->lock);
@@ -327,7 +398,10 @@ int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_
 	case IBV_EVENT_CLIENT_REREGISTER:
 		ev->element.port_num = (int)e.port;
 		break;
-	case IBV_EVENT_DEVICE_FATAL:
+	case IBV_EVENT_DEVICE_FATAL: /* the daemon's own: the hang-up adds no second one */
+		pthread_mutex_lock(&ctx->lock);
+		ctx->fatal_reported = true;
+		pthread_mutex_unlock(&ctx->lock);
 		break;
 	default: {
 		struct uroce_client_qp *qp = cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_QP);

@@ -91,10 +91,14 @@ int uroce_client_query_port(struct uroce_client_ctx *ctx, uint8_t port,
 int uroce_client_query_gid(struct uroce_client_ctx *ctx, uint8_t port, int index,
 			   union ibv_gid *gid);
 
-/** The async event fd (readable when ibv_get_async_event would not block). */
+/** The async event fd (readable when ibv_get_async_event would not block): an epoll fd
+ *  over the daemon's event count and the control socket. */
 int uroce_client_async_fd(const struct uroce_client_ctx *ctx);
 /** ibv_get_async_event: blocks unless the fd is non-blocking (then EAGAIN). Fills the
- *  event type and the object (element.qp / cq / srq point at the embedded ibv structs). */
+ *  event type and the object (element.qp / cq / srq point at the embedded ibv structs).
+ *  When the control socket hangs up (the daemon died or dropped this context), the events
+ *  already in the ring come first, then one IBV_EVENT_DEVICE_FATAL; after it, EIO (the
+ *  fd stays readable), as rdma-core's async fd after a disassociation. */
 int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_event *ev);
 
 struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx);

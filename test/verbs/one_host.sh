@@ -98,6 +98,72 @@ pair "ib_read_lat" 120 ib_read_lat "${PT[@]}" -n 1000 -s 64
 pair "ib_atomic_lat" 120 ib_atomic_lat "${PT[@]}" -n 1000
 pair "ib_atomic_lat CMP_AND_SWAP" 120 ib_atomic_lat "${PT[@]}" -n 1000 -A CMP_AND_SWAP
 
+# ---- ibv_asyncwatch ----
+# spawn_watch OUT: ibv_asyncwatch in the background, pid in WPID. Job control on, so it
+# keeps the default SIGINT action (a non-interactive shell's background jobs ignore it).
+spawn_watch() {
+	set -m
+	env LD_LIBRARY_PATH="$VERBS_LIB_DIR" UROCE_SOCKET="$SOCK" ibv_asyncwatch -d uroce0 \
+		>"$1" 2>&1 &
+	WPID=$!
+	set +m
+}
+# wait_gone PID SECONDS: 0 once PID has exited (reaped: its status in WRC).
+wait_gone() {
+	local i
+	for i in $(seq 1 $(($2 * 10))); do
+		if ! kill -0 "$1" 2>/dev/null; then
+			wait "$1"
+			WRC=$?
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# 1. It opens the device, blocks on the async fd (asleep in epoll, no CPU) and dies of
+# SIGINT at once.
+if want "ibv_asyncwatch SIGINT"; then
+	out=$IT_DIR/asyncwatch1.out
+	spawn_watch "$out"
+	sleep 1
+	state=$(awk '{ print $3 }' "/proc/$WPID/stat" 2>/dev/null)
+	wchan=$(cat "/proc/$WPID/wchan" 2>/dev/null)
+	kill -INT "$WPID" 2>/dev/null
+	if [ "$state" = S ] && wait_gone "$WPID" 5 && [ "$WRC" -eq 130 ]; then
+		it_log "PASS ibv_asyncwatch SIGINT: blocked (state $state, wchan $wchan)," \
+			"exit $WRC on SIGINT"
+		sed 's/^/    /' "$out"
+	else
+		it_log "FAIL ibv_asyncwatch SIGINT: state '$state', wchan '$wchan', exit ${WRC:-none}"
+		kill -KILL "$WPID" 2>/dev/null
+		sed 's/^/    /' "$out"
+		IT_FAILS=$((IT_FAILS + 1))
+	fi
+fi
+
+# 2. The daemon dies (SIGKILL, nothing said on the socket): the async fd becomes readable
+# and ibv_get_async_event returns IBV_EVENT_DEVICE_FATAL,
+# which ibv_asyncwatch prints; its next call fails (EIO) and it exits. Last: the daemon
+# is gone after it.
+if want "ibv_asyncwatch DEVICE_FATAL"; then
+	out=$IT_DIR/asyncwatch2.out
+	spawn_watch "$out"
+	sleep 1
+	kill -KILL "$IT_PID_L"
+	wait "$IT_PID_L" 2>/dev/null
+	if wait_gone "$WPID" 10 && grep -q 'IBV_EVENT_DEVICE_FATAL' "$out"; then
+		it_log "PASS ibv_asyncwatch DEVICE_FATAL: daemon killed, asyncwatch exit $WRC"
+		sed 's/^/    /' "$out"
+	else
+		it_log "FAIL ibv_asyncwatch DEVICE_FATAL: exit ${WRC:-none (still running)}"
+		kill -KILL "$WPID" 2>/dev/null
+		sed 's/^/    /' "$out"
+		IT_FAILS=$((IT_FAILS + 1))
+	fi
+fi
+
 if [ "$IT_FAILS" -ne 0 ]; then
 	it_log "$IT_FAILS case(s) failed"
 	exit 1
