@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +17,21 @@
 #include <infiniband/verbs.h>
 
 #include "verbs_fixture.h"
+
+/* The socket file exists from bind(); connections are accepted from listen() on. */
+static bool accepts(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (s < 0)
+		return false;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ok = connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(s);
+	return ok;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -42,6 +60,7 @@ int vfx_daemon_start(struct vfx_daemon *d, const char *ipv4, const char *extra_s
 {
 	const char *bin = getenv("UROCED");
 	char ipset[64], sockset[160], extra[160];
+	pid_t parent = getpid();
 	uint64_t t0;
 
 	memset(d, 0, sizeof(*d));
@@ -65,6 +84,10 @@ int vfx_daemon_start(struct vfx_daemon *d, const char *ipv4, const char *extra_s
 	if (d->pid == 0) {
 		char fp[64];
 
+		/* The daemon goes with the test process, however that ends (Criterion runs no
+		 * fini after a failed init, and a crash runs none at all). */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+			_exit(126);
 		snprintf(fp, sizeof(fp), "--file-prefix=%s", d->prefix);
 		execl(bin, bin, "--no-pci", "--no-huge", "-m", "256", fp,
 		      "--log-level=lib.eal:error", "--vdev=net_null0,no-rx=1", "--", "--set", ipset,
@@ -77,7 +100,7 @@ int vfx_daemon_start(struct vfx_daemon *d, const char *ipv4, const char *extra_s
 		struct stat st;
 		int status;
 
-		if (stat(d->sock, &st) == 0) {
+		if (stat(d->sock, &st) == 0 && accepts(d->sock)) {
 			setenv("UROCE_SOCKET", d->sock, 1);
 			return 0;
 		}
@@ -88,7 +111,7 @@ int vfx_daemon_start(struct vfx_daemon *d, const char *ipv4, const char *extra_s
 		}
 		usleep(10000);
 	}
-	snprintf(why, whylen, "uroced did not create %s in 20 s", d->sock);
+	snprintf(why, whylen, "uroced did not accept connections on %s in 20 s", d->sock);
 	vfx_daemon_stop(d);
 	return -1;
 }
