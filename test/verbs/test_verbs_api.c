@@ -1109,7 +1109,8 @@ Test(verbs, srq_limit_async_event)
 	mb_free(&r);
 }
 
-/* A QP on an SRQ that enters the error state reports IBV_EVENT_QP_LAST_WQE_REACHED. */
+/* A QP on an SRQ that enters the error state reports IBV_EVENT_QP_LAST_WQE_REACHED
+ * (IBA 11.6.3.1; rxe in Linux 6.1 does not send it: the reference fails here). */
 Test(verbs, qp_last_wqe_reached_async_event)
 {
 	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
@@ -1163,7 +1164,10 @@ Test(verbs, bad_lkey_local_protection_error)
 	wr[1] = (struct ibv_send_wr){.wr_id = 2, .sg_list = &good, .num_sge = 1,
 				     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
 	post_send_ok(p.qp[0], &wr[0]);
-	expect(p.cq[0], 1, IBV_WC_LOC_PROT_ERR, NULL);
+	/* IBA and the hardware providers: LOC_PROT_ERR, as the issue asks. rxe in Linux 6.1
+	 * says IBV_WC_LOC_QP_OP_ERR (its copy_data fails with EINVAL, not EFAULT): accepted
+	 * from the reference only. */
+	expect(p.cq[0], 1, vfx_reference() ? IBV_WC_LOC_QP_OP_ERR : IBV_WC_LOC_PROT_ERR, NULL);
 	expect(p.cq[0], 2, IBV_WC_WR_FLUSH_ERR, NULL);
 	cr_assert_eq(query_qp(p.qp[0]).qp_state, IBV_QPS_ERR);
 	mb_free(&s);
@@ -1239,6 +1243,14 @@ Test(verbs, rnr_retry_exceeded)
 
 /* ---------------------------------------------------------------- errors returned */
 
+/* The issue asks for errno to be set by every verb that fails, the post calls too;
+ * rdma-core's providers (rxe included) only return the errno there, and leave bad_wr
+ * unset when the doorbell refuses a QP's state. Checked on uroce only. */
+static bool strict_post(void)
+{
+	return !vfx_reference();
+}
+
 static void expect_post_send_einval(struct ibv_qp *qp, struct ibv_send_wr *wr, const char *what)
 {
 	struct ibv_send_wr *bad = NULL;
@@ -1247,8 +1259,10 @@ static void expect_post_send_einval(struct ibv_qp *qp, struct ibv_send_wr *wr, c
 	errno = 0;
 	rc = ibv_post_send(qp, wr, &bad);
 	cr_assert_eq(rc, EINVAL, "post_send %s: returned %d, want EINVAL", what, rc);
-	cr_expect_eq(errno, EINVAL, "post_send %s: errno %d, want EINVAL", what, errno);
-	cr_assert_eq(bad, wr, "post_send %s: bad_wr does not name the WR", what);
+	if (strict_post()) {
+		cr_expect_eq(errno, EINVAL, "post_send %s: errno %d, want EINVAL", what, errno);
+		cr_assert_eq(bad, wr, "post_send %s: bad_wr does not name the WR", what);
+	}
 }
 
 Test(verbs, post_send_in_reset_init_rtr_is_einval)
@@ -1281,7 +1295,9 @@ Test(verbs, post_send_in_reset_init_rtr_is_einval)
 	expect_none(cq[1], 50);
 	qp_to_rts(qp[0], 7);
 	qp_to_rts(qp[1], 7);
-	/* Nothing was queued by the refused posts: the first SEND is the one now. */
+	/* Nothing was queued by the refused posts: the first SEND is the one now. (rxe
+	 * writes the WQE before its doorbell refuses the state and sends it at RTS: the
+	 * reference fails here.) */
 	wr.wr_id = 2;
 	post_send_ok(qp[0], &wr);
 	expect_ok(cq[0], 2, IBV_WC_SEND, NULL);
@@ -1325,7 +1341,8 @@ Test(verbs, too_many_sges_and_bad_atomic_are_einval)
 	errno = 0;
 	rc = ibv_post_send(p.qp[0], &wr[0], &bad);
 	cr_assert_eq(rc, EINVAL, "%u SGEs (max %u): %d", ns, ns - 1, rc);
-	cr_expect_eq(errno, EINVAL, "errno %d (%s), want EINVAL", errno, strerror(errno));
+	if (strict_post())
+		cr_expect_eq(errno, EINVAL, "errno %d (%s), want EINVAL", errno, strerror(errno));
 	cr_assert_eq(bad, &wr[1], "bad_wr must name the second WR");
 	expect_ok(p.cq[0], 1, IBV_WC_RDMA_WRITE, NULL);
 	cr_assert_eq(memcmp(r.p, s.p, 8), 0);
@@ -1337,7 +1354,8 @@ Test(verbs, too_many_sges_and_bad_atomic_are_einval)
 	errno = 0;
 	rc = ibv_post_recv(p.qp[1], &rw, &rbad);
 	cr_assert_eq(rc, EINVAL, "recv with %u SGEs (max %u): %d", nr, nr - 1, rc);
-	cr_expect_eq(errno, EINVAL, "errno %d (%s), want EINVAL", errno, strerror(errno));
+	if (strict_post())
+		cr_expect_eq(errno, EINVAL, "errno %d (%s), want EINVAL", errno, strerror(errno));
 	cr_assert_eq(rbad, &rw);
 
 	/* An atomic on an address that is not 8-byte aligned. */
@@ -1383,14 +1401,26 @@ Test(verbs, full_send_queue_is_enomem)
 	wr.wr_id = 1000;
 	errno = 0;
 	rc = ibv_post_send(p.qp[0], &wr, &bad);
+	/* uroce (doc/daemon.md) refuses exactly past cap.max_send_wr; rxe's ring is a power
+	 * of two larger than the cap it reports, so the reference is held to "full some
+	 * time after the cap". */
+	while (!strict_post() && rc == 0 && i < 4 * p.cap[0].max_send_wr + 64) {
+		i++;
+		rc = ibv_post_send(p.qp[0], &wr, &bad);
+	}
 	cr_assert_eq(rc, ENOMEM, "post %u beyond max_send_wr: %d", i, rc);
-	cr_expect_eq(errno, ENOMEM, "errno %d (%s), want ENOMEM", errno, strerror(errno));
+	if (strict_post())
+		cr_expect_eq(errno, ENOMEM, "errno %d (%s), want ENOMEM", errno, strerror(errno));
 	cr_assert_eq(bad, &wr);
 	/* Receives arrive: every SEND completes, and the queue takes WRs again. */
-	for (i = 0; i < p.cap[0].max_send_wr; i++)
-		post_recv_ok(p.qp[1], &ss, 1, 500 + i);
-	for (i = 0; i < p.cap[0].max_send_wr; i++)
-		expect_ok(p.cq[0], i, IBV_WC_SEND, NULL);
+	{
+		uint32_t posted = i, k;
+
+		for (k = 0; k < posted; k++)
+			post_recv_ok(p.qp[1], &ss, 1, 500 + k);
+		for (k = 0; k < posted; k++)
+			expect_ok(p.cq[0], k < p.cap[0].max_send_wr ? k : 1000, IBV_WC_SEND, NULL);
+	}
 	post_send_ok(p.qp[0], &wr);
 	mb_free(&s);
 	pair_free(&p);
@@ -1731,7 +1761,8 @@ Test(verbs, cq_ex_start_next_end_poll)
 	mb_make(&r, 4096);
 	fill(s.p, 4096, 77);
 
-	/* Empty: ENOENT, and no end_poll. */
+	/* Empty: ENOENT, and no end_poll. (rdma-core 44's rxe provider advances its index in
+	 * end_poll after next_poll said ENOENT: the reference fails the last start_poll.) */
 	rc = ibv_start_poll(cqx, &pa);
 	cr_assert_eq(rc, ENOENT, "start_poll on an empty CQ: %d", rc);
 
@@ -1841,7 +1872,7 @@ Test(verbs, qp_ex_wr_api)
 	ibv_wr_rdma_write(x, d.mr->rkey, (uintptr_t)d.p + 8);
 	sl[0] = sge_of(&s, 100, 50);
 	sl[1] = sge_of(&s, 4000, 500);
-	ibv_wr_set_sge_list(x, 2, sl);
+	ibv_wr_set_sge_list(x, 2, sl); /* rdma-core 44's rxe sends a wrong length here */
 	x->wr_id = 3;
 	x->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 	ibv_wr_send(x);
@@ -1945,8 +1976,13 @@ Test(verbs, query_qp_after_connect)
 	cr_assert_eq(a.ah_attr.is_global, 1);
 	cr_assert_eq(memcmp(a.ah_attr.grh.dgid.raw, gid.raw, 16), 0);
 	cr_assert_eq(a.ah_attr.grh.sgid_index, gidx);
-	cr_assert_eq(a.cap.max_send_wr, p.cap[0].max_send_wr);
-	cr_assert_eq(a.cap.max_recv_wr, p.cap[0].max_recv_wr);
+	cr_assert_geq(a.cap.max_send_wr, 64);
+	cr_assert_geq(a.cap.max_recv_wr, 64);
+	if (!vfx_reference()) {
+		/* what create reported (rxe reports its ring size here, the request there) */
+		cr_assert_eq(a.cap.max_send_wr, p.cap[0].max_send_wr);
+		cr_assert_eq(a.cap.max_recv_wr, p.cap[0].max_recv_wr);
+	}
 	cr_assert_eq(ia.qp_type, IBV_QPT_RC);
 	cr_assert_eq(ia.send_cq, p.cq[0]);
 	cr_assert_eq(ia.recv_cq, p.cq[0]);
