@@ -455,7 +455,8 @@ static void cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	uint32_t i, handle;
 	int rc = -EINVAL;
 
-	if (!pd || req->length == 0 || req->addr + req->length < req->addr)
+	if (!pd || req->length == 0 || req->addr + req->length < req->addr ||
+	    req->iova + req->length < req->iova)
 		goto fail;
 	start = req->addr & ~(ps - 1);
 	end = (req->addr + req->length + ps - 1) & ~(ps - 1);
@@ -495,7 +496,7 @@ static void cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	}
 	m->map = base;
 	m->map_len = total;
-	m->tp = uroce_tp_reg_mr(pd, req->addr, base + (req->addr - start), req->length,
+	m->tp = uroce_tp_reg_mr(pd, req->iova, base + (req->addr - start), req->length,
 				req->access);
 	if (!m->tp) {
 		rc = -errno;

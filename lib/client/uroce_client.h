@@ -106,6 +106,10 @@ int uroce_client_dealloc_pd(struct uroce_client_pd *pd);
 
 struct uroce_client_mr *uroce_client_reg_mr(struct uroce_client_pd *pd, void *addr,
 					    size_t length, unsigned int access);
+/** ibv_reg_mr_iova: peers and WQEs address the range [iova, iova + length). */
+struct uroce_client_mr *uroce_client_reg_mr_iova(struct uroce_client_pd *pd, void *addr,
+						 size_t length, uint64_t iova,
+						 unsigned int access);
 int uroce_client_dereg_mr(struct uroce_client_mr *mr);
 
 struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx *ctx);

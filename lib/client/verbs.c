@@ -58,6 +58,13 @@ int uroce_client_dealloc_pd(struct uroce_client_pd *pd)
 struct uroce_client_mr *uroce_client_reg_mr(struct uroce_client_pd *pd, void *addr,
 					    size_t length, unsigned int access)
 {
+	return uroce_client_reg_mr_iova(pd, addr, length, (uintptr_t)addr, access);
+}
+
+struct uroce_client_mr *uroce_client_reg_mr_iova(struct uroce_client_pd *pd, void *addr,
+						 size_t length, uint64_t iova,
+						 unsigned int access)
+{
 	struct uroce_client_ctx *ctx = pd->ctx;
 	struct uroce_ctrl_reg_mr_req *req;
 	struct uroce_ctrl_mr_seg *segs;
@@ -93,6 +100,7 @@ struct uroce_client_mr *uroce_client_reg_mr(struct uroce_client_pd *pd, void *ad
 	req->access = access;
 	req->addr = (uintptr_t)addr;
 	req->length = length;
+	req->iova = iova;
 	req->nseg = (uint32_t)nseg;
 	memcpy(req->seg, segs, (size_t)nseg * sizeof(*segs));
 	rc = cl_call(ctx, UROCE_CTRL_REG_MR, req, req_len, NULL, 0, &rep, sizeof(rep), NULL, 0);

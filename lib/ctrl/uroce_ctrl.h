@@ -150,8 +150,9 @@ struct uroce_ctrl_mr_seg {
 struct uroce_ctrl_reg_mr_req {
 	uint32_t pd;
 	uint32_t access;
-	uint64_t addr;
+	uint64_t addr;   /**< where the application has the range */
 	uint64_t length;
+	uint64_t iova;   /**< the address peers and WQEs use for it (ibv_reg_mr_iova) */
 	uint32_t nseg;
 	uint32_t reserved;
 	struct uroce_ctrl_mr_seg seg[];

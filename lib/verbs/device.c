@@ -263,18 +263,33 @@ static int uv_op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 
 static int uv_op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	return uroce_client_post_send(uroce_client_qp_from_ibv(qp), wr, bad);
+	int rc = uroce_client_post_send(uroce_client_qp_from_ibv(qp), wr, bad);
+
+	/* Verbs return the errno and applications also read errno (ABI README). */
+	if (rc)
+		errno = rc;
+	return rc;
 }
 
 static int uv_op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	return uroce_client_post_recv(uroce_client_qp_from_ibv(qp), wr, bad);
+	int rc = uroce_client_post_recv(uroce_client_qp_from_ibv(qp), wr, bad);
+
+	/* Verbs return the errno and applications also read errno (ABI README). */
+	if (rc)
+		errno = rc;
+	return rc;
 }
 
 static int uv_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad)
 {
-	return uroce_client_post_srq_recv(uroce_client_srq_from_ibv(srq), wr, bad);
+	int rc = uroce_client_post_srq_recv(uroce_client_srq_from_ibv(srq), wr, bad);
+
+	/* Verbs return the errno and applications also read errno (ABI README). */
+	if (rc)
+		errno = rc;
+	return rc;
 }
 
 /* Memory windows: no alloc_mw (the inline ibv_alloc_mw then says EOPNOTSUPP), and the

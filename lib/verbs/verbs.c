@@ -29,14 +29,12 @@ static struct ibv_mr *uv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, ui
 {
 	struct uroce_client_mr *mr;
 
-	/* The daemon addresses an MR by its virtual address: an iova other than addr
-	 * (a zero-based MR...) is not offered. */
-	if (iova != (uintptr_t)addr)
-		return uv_null(EOPNOTSUPP);
 	/* The optional flags (relaxed ordering...) may be ignored, as rdma-core does when
-	 * the device lacks them. */
+	 * the device lacks them. An iova other than addr (a zero-based MR...) is what
+	 * peers and WQEs then use; the pages are still those at addr. */
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
-	mr = uroce_client_reg_mr((struct uroce_client_pd *)(void *)pd, addr, length, access);
+	mr = uroce_client_reg_mr_iova((struct uroce_client_pd *)(void *)pd, addr, length, iova,
+				      access);
 	return mr ? &mr->ibv : NULL;
 }
 
