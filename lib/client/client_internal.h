@@ -10,6 +10,9 @@
 #include "uroce_ctrl.h"
 #include "uroce_shm.h"
 
+/* About a microsecond of empty polls before poll_cq yields the CPU once. */
+#define UROCE_CLIENT_EMPTY_POLLS 64
+
 #define cl_container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
@@ -67,6 +70,7 @@ struct uroce_client_cq {
 	pthread_spinlock_t lock;
 	uint32_t events_seen; /* of ctl->events, taken by get_cq_event */
 	uint32_t events_acked;
+	uint32_t empty_polls; /* in a row (poll_cq yields after UROCE_CLIENT_EMPTY_POLLS) */
 };
 
 struct uroce_client_srq {

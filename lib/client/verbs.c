@@ -2,6 +2,7 @@
 /* The verbs objects on the client side: PD, MR, completion channel, CQ, SRQ, QP, AH,
  * and the data path (post send/recv into shared rings, poll CQ from a shared ring). */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -318,6 +319,18 @@ int uroce_client_poll_cq(struct uroce_client_cq *cq, int n, struct ibv_wc *wc)
 		memcpy(&wc[i], uroce_ring_cons_slot(&cq->ring, i), sizeof(*wc));
 	if (avail)
 		uroce_ring_cons_release(&cq->ring, avail);
+	/* An application spinning on an empty CQ may hold the very CPU the daemon needs to
+	 * produce its completion (unmodified tools spin without pause): every
+	 * UROCE_CLIENT_EMPTY_POLLS empty polls in a row, let another task run. With a CPU to
+	 * ourselves sched_yield returns at once; a busy CQ never gets here. */
+	if (avail == 0 && ++cq->empty_polls >= UROCE_CLIENT_EMPTY_POLLS) {
+		cq->empty_polls = 0;
+		pthread_spin_unlock(&cq->lock);
+		sched_yield();
+		return 0;
+	}
+	if (avail)
+		cq->empty_polls = 0;
 	pthread_spin_unlock(&cq->lock);
 	return (int)avail;
 }
