@@ -29,8 +29,12 @@ if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
 fi
 
 it_veth_pair 1500 || exit 1
-it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A")" 10.78.0.1 1500 || exit 1
-it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B")" 10.78.0.2 1500 || exit 1
+# A deep af_packet ring (4096 frames, 8 MiB; the PMD's default is 512): on 2 shared cores
+# a receiving daemon can be off the CPU while its peer sends several hundred frames, and
+# UD (ib_send_bw -c UD: 1000 x 1 KiB) and UC lose what overflows the kernel's ring (1 run
+# in ~4 failed with 327 of 1000 frames lost, 0 in 14 with this ring).
+it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A"),framecnt=4096" 10.78.0.1 1500 || exit 1
+it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B"),framecnt=4096" 10.78.0.2 1500 || exit 1
 SOCK_A=$(it_sock A)
 SOCK_B=$(it_sock B)
 # A unique TCP port per run and per case (several runs may share the host).
