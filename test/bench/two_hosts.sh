@@ -14,22 +14,37 @@
 #         (64 KiB RDMA WRITE);
 #   (b) memif (no kernel interface): uroce-rawbench and the two uroced pairs with the same
 #       vdev arguments (bsize=9216: doc/ethdev.md); the kernel UDP column is the veth one.
+#   On both links, with the uroced pair in the default poll loop only (VERBS_CFG, below):
+#       - perftest, unmodified, over the drop-in libibverbs (LD_LIBRARY_PATH=BUILD/lib/verbs,
+#         UROCE_SOCKET per side, -d uroce0 -x GID -F, no -R): ib_send_lat -s 8 (its
+#         t_typical, the median, which for ib_send_lat is half a round trip) and
+#         ib_write_bw -s 65536 (its BW average, MB/s of 2^20 bytes, as Gbit/s);
+#       - uroce-bench-verbs --spin: the uroce-xfer lat/bw loops through libibverbs, polling
+#         without a yield of their own, as perftest does (what its figures are made of);
+#       - the verbs layer's overhead: uroce-xfer lat/bw (lib/client) and uroce-bench-verbs
+#         lat/bw (the same loops through libibverbs, test/bench/verbs_bench.c), alternately,
+#         VB_RUNS pairs per link (5; 1 with --quick) spread over the repetitions.
 #
 # Every measurement is repeated (3 times, 1 with --quick) and the median is reported.
 # Latencies in the table are half round trips (RTT/2, as uroce-xfer lat prints them);
 # rawbench's and UDP's round trips are halved.
 #
 # usage: two_hosts.sh [--quick] [--reps N] [--build DIR] [--only PARTS] [--link LINKS]
-#   --only: comma-separated of raw, udp, uroced (default all); --link: veth, memif (both)
+#   --only: comma-separated of raw, udp, uroced, perftest, verbs (default all);
+#   --link: veth, memif (both)
 #   binaries: DIR/app/uroced/uroced, app/uroce-xfer/uroce-xfer, app/uroce/uroce,
-#   app/uroce-rawbench/uroce-rawbench, test/bench/uroce-bench-udp (default DIR: ./build
-#   beside this checkout; UROCED, UROCE_XFER, UROCE_CLI, UROCE_RAWBENCH, UROCE_BENCH_UDP
-#   override one each).
+#   app/uroce-rawbench/uroce-rawbench, test/bench/uroce-bench-udp,
+#   test/bench/uroce-bench-verbs, lib/verbs/libibverbs.so.1 (default DIR: ./build beside
+#   this checkout; UROCED, UROCE_XFER, UROCE_CLI, UROCE_RAWBENCH, UROCE_BENCH_UDP,
+#   UROCE_BENCH_VERBS, VERBS_LIB_DIR override one each). Without perftest
+#   (ib_send_lat, ib_write_bw) or the verbs binaries those rows are skipped with a note.
 # uroced's poll loop is measured in each of TWO_HOSTS_CONFIGS, "NAME:key=value,..." of
 # [lcore] keys, default:
 #   spin:idle_yield_us=0,idle_sleep_us=0   pure busy polling (uroced before a70f397)
-#   yield:idle_sleep_us=0                  sched_yield() once idle 2 us (the default)
+#   yield:idle_yield_us=2,idle_sleep_us=0  sched_yield() once idle 2 us (the default)
 #   nap20:idle_sleep_us=20                 yield, and nap up to 20 us once idle 10 us
+# VERBS_CFG (default yield, else the first configuration): the one perftest and the
+# verbs-overhead runs use (uroced's defaults, doc/daemon.md).
 # Needs root (namespaces, veth, af_packet): prints "skipped: needs root" and exits 77
 # otherwise (meson counts 77 as SKIP for benchmarks too).
 set -u
@@ -38,7 +53,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 QUICK=0
 REPS=
 BUILD=$ROOT/build
-ONLY=raw,udp,uroced
+ONLY=raw,udp,uroced,perftest,verbs
+VB_RUNS=
 LINKS=veth,memif
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -46,6 +62,7 @@ while [ $# -gt 0 ]; do
 	--reps) REPS=$2; shift ;;
 	--build) BUILD=$2; shift ;;
 	--only) ONLY=$2; shift ;;
+	--vb-runs) VB_RUNS=$2; shift ;;
 	--link) LINKS=$2; shift ;;
 	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "two_hosts: unknown argument $1" >&2; exit 2 ;;
@@ -57,7 +74,11 @@ done
 : "${UROCE_CLI:=$BUILD/app/uroce/uroce}"
 : "${UROCE_RAWBENCH:=$BUILD/app/uroce-rawbench/uroce-rawbench}"
 : "${UROCE_BENCH_UDP:=$BUILD/test/bench/uroce-bench-udp}"
-CONFIGS=${TWO_HOSTS_CONFIGS:-spin:idle_yield_us=0,idle_sleep_us=0 yield:idle_sleep_us=0 nap20:idle_sleep_us=20}
+: "${UROCE_BENCH_VERBS:=$BUILD/test/bench/uroce-bench-verbs}"
+: "${VERBS_LIB_DIR:=$BUILD/lib/verbs}"
+CONFIGS=${TWO_HOSTS_CONFIGS:-spin:idle_yield_us=0,idle_sleep_us=0 yield:idle_yield_us=2,idle_sleep_us=0 nap20:idle_sleep_us=20}
+VERBS_CFG=${VERBS_CFG:-yield}
+case " $CONFIGS " in *" $VERBS_CFG:"*) ;; *) VERBS_CFG=${CONFIGS%%:*} ;; esac
 cfg_name() { echo "${1%%:*}"; }
 cfg_sets() { # CONFIG -> --set lcore.K=V ...
 	local kv
@@ -76,17 +97,37 @@ done
 for b in "$UROCED" "$UROCE_XFER" "$UROCE_CLI" "$UROCE_RAWBENCH" "$UROCE_BENCH_UDP"; do
 	[ -x "$b" ] || { echo "two_hosts: skipped: $b not built"; exit 77; }
 done
+# The rows over libibverbs are optional: without their programs, a note and no row.
+NOTES=()
+if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
+	NOTES+=("no $VERBS_LIB_DIR/libibverbs.so.1: perftest and verbs rows skipped")
+	ONLY=$(echo ",$ONLY," | sed 's/,perftest,/,/; s/,verbs,/,/')
+fi
+if ! command -v ib_send_lat >/dev/null || ! command -v ib_write_bw >/dev/null; then
+	NOTES+=("perftest not installed (ib_send_lat, ib_write_bw): perftest rows skipped")
+	ONLY=$(echo ",$ONLY," | sed 's/,perftest,/,/')
+fi
+if [ ! -x "$UROCE_BENCH_VERBS" ]; then
+	NOTES+=("no $UROCE_BENCH_VERBS: verbs-overhead rows skipped")
+	ONLY=$(echo ",$ONLY," | sed 's/,verbs,/,/')
+fi
 
 # Sizes of the run. Full: 1.5 min on a quiet machine, 3 on a busy one; quick: 25-50 s.
 if [ $QUICK -eq 1 ]; then
 	: "${REPS:=1}"
 	PP_ROUNDS=3000 UDP_BLOCK_ROUNDS=1000 BLAST_SECS=0.5 LAT_ITERS=1000 BW_ITERS=300
 	LAT_ITERS_SPIN=200 BW_ITERS_MEMIF=1000
+	: "${VB_RUNS:=1}"
+	PT_LAT_ITERS=100 PT_BW_ITERS=300 PT_BW_ITERS_MEMIF=1000
 else
 	: "${REPS:=3}"
 	PP_ROUNDS=20000 UDP_BLOCK_ROUNDS=5000 BLAST_SECS=2 LAT_ITERS=5000 BW_ITERS=2000
 	LAT_ITERS_SPIN=1000 BW_ITERS_MEMIF=10000
+	: "${VB_RUNS:=5}"
+	PT_LAT_ITERS=300 PT_BW_ITERS=2000 PT_BW_ITERS_MEMIF=10000
 fi
+# Verbs-overhead pairs per link and repetition, so that REPS of them make VB_RUNS or more.
+VB_PER_REP=$(((VB_RUNS + REPS - 1) / REPS))
 # spin (idle_yield_us=0, idle_sleep_us=0): the daemons never give their CPU away and the
 # applications wait for the scheduler (milliseconds per message on 2 CPUs): fewer rounds.
 # memif moves 5-10x more data than veth: more WRITEs, so that its bw run lasts ~1 s.
@@ -365,6 +406,121 @@ xfer() {
 	XFER_OUT=$out.client.log
 }
 
+# vbench LINK MODE ARGS...: uroce-bench-verbs (libibverbs), server on A, client on B;
+# the same command line and output as uroce-xfer's (xfer above).
+vbench() {
+	local link=$1 mode=$2 out spid rc src
+	shift 2
+	out=$TMP/vbench-$link-$mode-$REP-$VB_I
+	TCP_PORT=$((TCP_PORT + 1))
+	timeout -k 2 $STEP_TIMEOUT "$UROCE_BENCH_VERBS" -S "$TMP/A.sock" "$mode" -p $TCP_PORT \
+		-t 20 "$@" >"$out.server.log" 2>&1 &
+	spid=$!
+	PIDS+=("$spid")
+	timeout -k 2 $STEP_TIMEOUT "$UROCE_BENCH_VERBS" -S "$TMP/B.sock" "$mode" -p $TCP_PORT \
+		-t 20 "$@" 127.0.0.1 >"$out.client.log" 2>&1
+	rc=$?
+	wait "$spid" 2>/dev/null
+	src=$?
+	forget "$spid"
+	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+		fail "uroce-bench-verbs $mode over $link: client exit $rc, server $src"
+		tail -n 3 "$out.client.log" "$out.server.log" | sed 's/^/    /'
+	fi
+	XFER_OUT=$out.client.log
+}
+
+# perftest LINK TOOL ARGS...: an unmodified perftest tool over the drop-in libibverbs,
+# server on daemon A, client on daemon B (TCP exchange over 127.0.0.1, no -R).
+perftest() {
+	local link=$1 tool=$2 out spid rc src
+	shift 2
+	out=$TMP/perftest-$link-$tool-$REP
+	TCP_PORT=$((TCP_PORT + 1))
+	LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$TMP/A.sock timeout -k 2 $STEP_TIMEOUT \
+		"$tool" -d uroce0 -x "$GIDX" -F "$@" -p $TCP_PORT >"$out.server.log" 2>&1 &
+	spid=$!
+	PIDS+=("$spid")
+	# The server says nothing before a client comes (its stdout is a file, buffered):
+	# wait for its TCP port instead.
+	local i
+	command -v ss >/dev/null || sleep 1
+	for i in $(seq 1 100); do
+		command -v ss >/dev/null || break
+		ss -Hltn "sport = :$TCP_PORT" 2>/dev/null | grep -q . && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+	done
+	LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$TMP/B.sock timeout -k 2 $STEP_TIMEOUT \
+		"$tool" -d uroce0 -x "$GIDX" -F "$@" -p $TCP_PORT 127.0.0.1 >"$out.client.log" 2>&1
+	rc=$?
+	wait "$spid" 2>/dev/null
+	src=$?
+	forget "$spid"
+	if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
+		fail "$tool over $link: client exit $rc, server $src"
+		tail -n 3 "$out.client.log" "$out.server.log" | sed 's/^/    /'
+	fi
+	PT_OUT=$out.client.log
+}
+
+# The perftest rows: ib_send_lat's columns are #bytes #iterations t_min t_max t_typical
+# t_avg t_stdev 99% 99.9% (usec, half round trip); ib_write_bw's #bytes #iterations
+# BW_peak BW_average (MB/sec, 2^20 bytes) MsgRate.
+perftest_pair() { # LINK
+	local link=$1 v
+	GIDX=$(LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$TMP/B.sock ibv_devinfo -v 2>/dev/null |
+		sed -n "s/.*GID\[ *\([0-9]*\)\]:.*::ffff:${IP_ROCE_B//./\\.}.*/\1/p" | head -1)
+	GIDX=${GIDX:-1}
+	perftest "$link" ib_send_lat -s 8 -n "$PT_LAT_ITERS"
+	v=$(awk '$1 == 8 && NF >= 9 && $2 ~ /^[0-9]+$/ { print $5, $8; exit }' "$PT_OUT")
+	record "$link.pt.lat" "${v% *}"
+	record "$link.pt.p99" "${v#* }"
+	log "  perftest $link ib_send_lat -s 8 (t_min t_max t_typical t_avg t_stdev p99 p99.9):" \
+		"$(awk '$1 == 8 && NF >= 9 && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print; exit }' "$PT_OUT")"
+	perftest "$link" ib_write_bw -s 65536 \
+		-n "$([ "$link" = memif ] && echo $PT_BW_ITERS_MEMIF || echo $PT_BW_ITERS)"
+	v=$(awk '$1 == 65536 && NF >= 5 && $2 ~ /^[0-9]+$/ { print $4; exit }' "$PT_OUT")
+	[ -n "$v" ] && record "$link.pt.bw" "$(awk -v x="$v" 'BEGIN { printf "%.3f\n", x * 1048576 * 8 / 1e9 }')"
+	log "  perftest $link ib_write_bw -s 65536: BW average $v MB/s" \
+		"($(awk '$1 == 65536 && NF >= 5 && $2 ~ /^[0-9]+$/ { print $2; exit }' "$PT_OUT") iterations)"
+	# The attribution: uroce-bench-verbs's loops (uroce-xfer's) polling as perftest does,
+	# with no yield of their own (--spin), same iterations as perftest.
+	[ -x "$UROCE_BENCH_VERBS" ] || return 0
+	VB_I=spin
+	vbench "$link" lat --spin -s 8 -n "$PT_LAT_ITERS" -m 1024
+	v=$(sed -n 's/^lat: .* median \([0-9.]*\) us, p99 \([0-9.]*\) us.*/\1 \2/p' "$XFER_OUT")
+	record "$link.vbs.lat" "${v% *}"
+	record "$link.vbs.p99" "${v#* }"
+	log "  uroce-bench-verbs --spin $link: $(grep -m1 '^lat:' "$XFER_OUT")"
+	vbench "$link" bw --spin -s 65536 -w 32 -m 1024 \
+		-n "$([ "$link" = memif ] && echo $PT_BW_ITERS_MEMIF || echo $PT_BW_ITERS)"
+	record "$link.vbs.bw" "$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")"
+	log "  uroce-bench-verbs --spin $link: $(grep -m1 '^bw:' "$XFER_OUT")"
+}
+
+# The verbs layer's overhead: the same 8 B SEND ping-pong and 64 KiB WRITE window through
+# lib/client (uroce-xfer) and through libibverbs (uroce-bench-verbs), alternately.
+verbs_pairs() { # LINK
+	local link=$1 v n_bw
+	n_bw=$([ "$link" = memif ] && echo $BW_ITERS_MEMIF || echo $BW_ITERS)
+	for VB_I in $(seq 1 "$VB_PER_REP"); do
+		xfer "$link" vb lat -s 8 -n "$LAT_ITERS" -m 1024
+		v=$(sed -n 's/^lat: .* median \([0-9.]*\) us, p99 \([0-9.]*\) us.*/\1 \2/p' "$XFER_OUT")
+		record "$link.vbc.lat" "${v% *}"
+		record "$link.vbc.p99" "${v#* }"
+		vbench "$link" lat -s 8 -n "$LAT_ITERS" -m 1024
+		v=$(sed -n 's/^lat: .* median \([0-9.]*\) us, p99 \([0-9.]*\) us.*/\1 \2/p' "$XFER_OUT")
+		record "$link.vbv.lat" "${v% *}"
+		record "$link.vbv.p99" "${v#* }"
+		xfer "$link" vb bw -s 65536 -w 32 -m 1024 -n "$n_bw"
+		record "$link.vbc.bw" "$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")"
+		vbench "$link" bw -s 65536 -w 32 -m 1024 -n "$n_bw"
+		record "$link.vbv.bw" "$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")"
+		log "  verbs overhead $link pair $VB_I: lat client $(tail -n1 "$TMP/res.$link.vbc.lat" 2>/dev/null) us, verbs $(tail -n1 "$TMP/res.$link.vbv.lat" 2>/dev/null) us; bw client $(tail -n1 "$TMP/res.$link.vbc.bw" 2>/dev/null), verbs $(tail -n1 "$TMP/res.$link.vbv.bw" 2>/dev/null) Gbit/s"
+	done
+}
+
 uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 	local link=$1 cfg=$2 idle v k n
 	idle=$(cfg_name "$cfg")
@@ -373,6 +529,11 @@ uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 	k=$link.uroce-$idle
 	n=$LAT_ITERS
 	case ",${cfg#*:}," in *",idle_yield_us=0,"*) n=$LAT_ITERS_SPIN ;; esac
+	if [ "$idle" = "$VERBS_CFG" ]; then
+		want perftest "$link" && perftest_pair "$link"
+		want verbs "$link" && verbs_pairs "$link"
+	fi
+	want uroced "$link" || { uroced_pair_stop; return 0; }
 	xfer "$link" "$idle" lat -s 8 -n "$n" -m 1024
 	v=$(sed -n 's/^lat: .* median \([0-9.]*\) us, p99 \([0-9.]*\) us.*/\1 \2/p' "$XFER_OUT")
 	record "$k.lat" "${v% *}"
@@ -390,6 +551,10 @@ uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 			"$TMP/stat-$link-$idle-$REP-$d.log")
 		[ -n "$v" ] && log "    daemon $d: $v"
 	done
+	uroced_pair_stop
+}
+
+uroced_pair_stop() {
 	# The memif client first: a memif side still polling when its peer goes can crash.
 	stop "$DPID_B"
 	stop "$DPID_A"
@@ -404,18 +569,23 @@ want() { # PART LINK: is it in --only and --link?
 	case ",$ONLY," in *",$1,"*) ;; *) return 1 ;; esac
 	case ",$LINKS," in *",$2,"*) return 0 ;; *) return 1 ;; esac
 }
+want_pair() { # CONFIG LINK: does this uroced pair have anything to run?
+	want uroced "$2" && return 0
+	[ "$(cfg_name "$1")" = "$VERBS_CFG" ] || return 1
+	want perftest "$2" || want verbs "$2"
+}
 for REP in $(seq 1 "$REPS"); do
 	log "repetition $REP (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 	want raw veth && raw_pair veth "$EXEC_A" "$VDEV_AFP_A" "$EXEC_B" "$VDEV_AFP_B"
 	want udp veth && udp_all
 	for cfg in $CONFIGS; do
-		want uroced veth || break
+		want_pair "$cfg" veth || continue
 		uroced_pair veth "$cfg" "$EXEC_A" "$VDEV_AFP_A" "$EXEC_B" "$VDEV_AFP_B" \
 			$IP_ROCE_A $IP_ROCE_B
 	done
 	want raw memif && raw_pair memif "" "$VDEV_MEMIF_S" "" "$VDEV_MEMIF_C"
 	for cfg in $CONFIGS; do
-		want uroced memif || break
+		want_pair "$cfg" memif || continue
 		uroced_pair memif "$cfg" "" "$VDEV_MEMIF_S" "" "$VDEV_MEMIF_C" \
 			$IP_ROCE_A $IP_ROCE_B
 	done
@@ -457,6 +627,8 @@ for link in veth memif; do
 		row $link "uroced 8 B RC SEND lat [$idle]" $link.uroce-$idle.lat us \
 			$link.raw.lat veth.udp.lat
 	done
+	row $link "perftest ib_send_lat -s 8 [$VERBS_CFG]" $link.pt.lat us $link.raw.lat veth.udp.lat
+	row $link "  same loop as uroced row, no yield" $link.vbs.lat us $link.raw.lat veth.udp.lat
 	row $link "raw DPDK blast ${RAW_BLAST_SIZE} B frames (x1024 B)" $link.raw.bw Gbit/s \
 		$link.raw.bw veth.udp.bw
 	[ $link = veth ] &&
@@ -466,6 +638,27 @@ for link in veth memif; do
 		row $link "uroced 64 KiB WRITE bw [$idle]" $link.uroce-$idle.bw Gbit/s \
 			$link.raw.bw veth.udp.bw
 	done
+	row $link "perftest ib_write_bw -s 65536 [$VERBS_CFG]" $link.pt.bw Gbit/s \
+		$link.raw.bw veth.udp.bw
+	row $link "  same loop as uroced row, no yield" $link.vbs.bw Gbit/s $link.raw.bw veth.udp.bw
+done
+nvals() { [ -s "$TMP/res.$1" ] && grep -c . "$TMP/res.$1" || echo 0; }
+vrow() { # LINK WHAT KEY UNIT
+	local c v
+	c=$(median "$1.vbc.$3")
+	v=$(median "$1.vbv.$3")
+	printf '%-6s %-30s %-7s %9s %9s %8s %7s %7s %3s\n' "$1" "$2" "$4" "$c" "$v" \
+		"$(ratio "$v" "$c")" "$(spread "$1.vbc.$3")" "$(spread "$1.vbv.$3")" "$(nvals "$1.vbv.$3")"
+}
+echo
+echo "verbs layer overhead, uroced pairs in [$VERBS_CFG], same daemons, runs alternated:"
+echo "client = uroce-xfer (lib/client), verbs = uroce-bench-verbs (the same loop through"
+echo "libibverbs: ibv_post_send/ibv_post_recv/ibv_poll_cq); medians of n runs each"
+printf '%-6s %-30s %-7s %9s %9s %8s %7s %7s %3s\n' link what unit client verbs "v/c" "spr c" "spr v" n
+for link in veth memif; do
+	vrow $link "8 B RC SEND lat (median)" lat us
+	vrow $link "8 B RC SEND lat (p99)" p99 us
+	vrow $link "64 KiB WRITE bw, window 32" bw Gbit/s
 done
 echo
 echo "CPU: 2 CPUs. raw DPDK and kernel UDP: 2 processes, pinned to CPU 0 and 1 (2 pollers)."
@@ -474,6 +667,14 @@ echo "spin on their CQ then yield (4 pollers on 2 CPUs). uroced poll loop, [lcor
 for cfg in $CONFIGS; do
 	echo "  [$(cfg_name "$cfg")] ${cfg#*:}"
 done
+echo "perftest rows: unmodified perftest 4.5 over the drop-in libibverbs (-d uroce0 -x GID -F);"
+echo "  ib_send_lat: t_typical (its median), half round trip, p99 its 99% percentile;"
+echo "  ib_write_bw: BW average [MB/sec] x 2^20 x 8 / 1e9; both on the [$VERBS_CFG] pairs."
+echo "  perftest polls its CQ with no yield of its own (lib/client's poll_cq yields every"
+echo "  64th empty poll since 0dd2c84; uroce-xfer also yields after 50 polls of its own);"
+echo "  'same loop as uroced row, no yield': uroce-bench-verbs --spin, uroce-xfer's loop through"
+echo "  libibverbs polling as perftest does, with perftest's iteration counts."
+for n in "${NOTES[@]}"; do echo "note: $n"; done
 echo "raw DPDK blast figure: the received frame rate x 1024 B of payload per frame (uroce's"
 echo "data frames at path MTU 1024 are $RAW_BLAST_SIZE B); its Mpps: veth $(median veth.raw.mpps), memif $(median memif.raw.mpps)."
 log "two_hosts: $((SECONDS - START)) s, $FAILS failure(s)"
