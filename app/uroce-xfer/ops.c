@@ -415,7 +415,7 @@ static int client_check_wc(struct ops_run *r, struct client_case *c, const struc
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		stat_fail(s, "%s %s size %lu: completion error %s (%d) for wr_id %lu", tn, on,
-			  (unsigned long)c->size, xfer_wc_status_str(wc->status), wc->status,
+			  (unsigned long)c->size, uroce_client_wc_status_str(wc->status), wc->status,
 			  (unsigned long)wc->wr_id);
 		return -1;
 	}
@@ -593,7 +593,7 @@ static int client_case(struct ops_run *r, enum ops_tp tp, enum ops_op op, uint64
 		if (n <= 0 || wc.status != IBV_WC_SUCCESS || wc.wr_id != OPS_FLAG_WRID) {
 			stat_fail(s, "%s write size %lu: flag SEND %s", tn, (unsigned long)c.size,
 				  err ? strerror(err) : n == 0 ? "timed out" :
-				  n < 0 ? "poll failed" : xfer_wc_status_str(wc.status));
+				  n < 0 ? "poll failed" : uroce_client_wc_status_str(wc.status));
 			errors++;
 		}
 	}
@@ -725,7 +725,7 @@ static void server_verify_recvs(struct ops_run *r, struct server_case *c, uint32
 
 		if (wc->status != IBV_WC_SUCCESS) {
 			res_fail(c, "receive #%u: completion error %s (%d)", k,
-				 xfer_wc_status_str(wc->status), wc->status);
+				 uroce_client_wc_status_str(wc->status), wc->status);
 			continue;
 		}
 		if (wc->wr_id != k) {
@@ -1025,7 +1025,7 @@ static int server_case(struct ops_run *r, const struct ops_case_msg *m)
 			    !(wc->wc_flags & IBV_WC_WITH_IMM) || wc->byte_len != 0 ||
 			    wc->imm_data != htonl(flag_imm(c.case_no)))
 				res_fail(&c, "flag: status %s opcode %s flags 0x%x byte_len %u "
-					 "imm 0x%08x", xfer_wc_status_str(wc->status),
+					 "imm 0x%08x", uroce_client_wc_status_str(wc->status),
 					 xfer_wc_opcode_str(wc->opcode), wc->wc_flags, wc->byte_len,
 					 ntohl(wc->imm_data));
 		} else if (!may_lose && !sent.errors) {

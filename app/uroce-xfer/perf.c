@@ -181,7 +181,7 @@ int xfer_bw(const struct xfer_opts *o)
 			for (k = 0; k < n; k++) {
 				if (wc[k].status != IBV_WC_SUCCESS) {
 					xfer_err("bw: completion error %s for wr_id %lu",
-						 xfer_wc_status_str(wc[k].status),
+						 uroce_client_wc_status_str(wc[k].status),
 						 (unsigned long)wc[k].wr_id);
 					goto out;
 				}
@@ -289,7 +289,7 @@ int xfer_lat(const struct xfer_opts *o)
 			for (k = 0; k < n; k++) {
 				if (wc[k].status != IBV_WC_SUCCESS) {
 					xfer_err("lat: completion error %s",
-						 xfer_wc_status_str(wc[k].status));
+						 uroce_client_wc_status_str(wc[k].status));
 					goto out;
 				}
 				if (wc[k].opcode == IBV_WC_SEND) {

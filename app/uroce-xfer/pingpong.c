@@ -309,7 +309,7 @@ static int pingpong(const struct xfer_opts *o, enum ibv_qp_type type)
 		for (i = 0; i < ne; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				xfer_err("Failed status %s (%d) for wr_id %d",
-					 xfer_wc_status_str(wc[i].status), wc[i].status,
+					 uroce_client_wc_status_str(wc[i].status), wc[i].status,
 					 (int)wc[i].wr_id);
 				goto out;
 			}

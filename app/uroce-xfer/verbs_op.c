@@ -218,7 +218,7 @@ int xfer_verbs_op(const struct xfer_opts *o)
 			}
 			if (wc.status != IBV_WC_SUCCESS) {
 				xfer_err("%s completion error status %d (%s)", vop_names[op],
-					 wc.status, xfer_wc_status_str(wc.status));
+					 wc.status, uroce_client_wc_status_str(wc.status));
 				goto out;
 			}
 			if (wc.opcode != wcop[op] || wc.wr_id != 100 + i) {
@@ -267,7 +267,7 @@ int xfer_verbs_op(const struct xfer_opts *o)
 			}
 			if (wc.status != IBV_WC_SUCCESS) {
 				xfer_err("recv completion error status %d (%s)", wc.status,
-					 xfer_wc_status_str(wc.status));
+					 uroce_client_wc_status_str(wc.status));
 				goto out;
 			}
 			printf("server: recv completion opcode %d byte_len %u imm 0x%x\n", wc.opcode,

@@ -102,7 +102,6 @@ struct uroce_client_ah *xfer_create_ah(struct xfer_dev *d, int gid_index,
 int xfer_poll_wait(struct uroce_client_cq *cq, struct ibv_wc *wc, int max, int timeout_ms);
 const char *xfer_wc_opcode_str(enum ibv_wc_opcode op);
 /* ibv_wc_status_str's text (nothing here links libibverbs). */
-const char *xfer_wc_status_str(enum ibv_wc_status s);
 void xfer_gid_str(const union ibv_gid *gid, char *buf, size_t len);
 uint32_t xfer_rand_psn(void);
 

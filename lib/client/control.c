@@ -93,6 +93,13 @@ out:
 	return rc;
 }
 
+int cl_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle)
+{
+	struct uroce_ctrl_handle req = {.handle = handle};
+
+	return cl_call(ctx, cmd, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+}
+
 int cl_obj_add(struct uroce_client_ctx *ctx, uint32_t handle, int type, void *obj)
 {
 	int rc = 0;

@@ -65,12 +65,12 @@ static bool share_intact(const struct cl_share *sh)
  * mapped from it keep their pages until deregistered). Called with ctx->share_lock held. */
 static void share_remove(struct uroce_client_ctx *ctx, size_t i)
 {
-	struct uroce_ctrl_handle req = {.handle = ctx->shares[i].region};
+	uint32_t region = ctx->shares[i].region;
 
 	memmove(&ctx->shares[i], &ctx->shares[i + 1],
 		(ctx->nshares - i - 1) * sizeof(ctx->shares[0]));
 	ctx->nshares--;
-	(void)cl_call(ctx, UROCE_CTRL_UNMAP_REGION, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+	(void)cl_release(ctx, UROCE_CTRL_UNMAP_REGION, region);
 }
 
 /* Shares [s, e) (page aligned, not shared now): new memfd, copy, map over. */

@@ -30,9 +30,7 @@ struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx)
 		return fail_null(rc);
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
-		struct uroce_ctrl_handle req = {.handle = rep.handle};
-
-		cl_call(ctx, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+		cl_release(ctx, UROCE_CTRL_DEALLOC_PD, rep.handle);
 		return fail_null(ENOMEM);
 	}
 	pd->ctx = ctx;
@@ -44,9 +42,7 @@ struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx)
 
 int uroce_client_dealloc_pd(struct uroce_client_pd *pd)
 {
-	struct uroce_ctrl_handle req = {.handle = pd->handle};
-	int rc = cl_call(pd->ctx, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req), NULL, 0, NULL, 0,
-			 NULL, 0);
+	int rc = cl_release(pd->ctx, UROCE_CTRL_DEALLOC_PD, pd->handle);
 
 	if (rc)
 		return -rc;
@@ -127,9 +123,7 @@ out:
 
 int uroce_client_dereg_mr(struct uroce_client_mr *mr)
 {
-	struct uroce_ctrl_handle req = {.handle = mr->handle};
-	int rc = cl_call(mr->ctx, UROCE_CTRL_DEREG_MR, &req, sizeof(req), NULL, 0, NULL, 0,
-			 NULL, 0);
+	int rc = cl_release(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle);
 
 	if (rc)
 		return -rc;
@@ -150,10 +144,8 @@ struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx
 		return fail_null(rc);
 	ch = calloc(1, sizeof(*ch));
 	if (!ch) {
-		struct uroce_ctrl_handle req = {.handle = rep.handle};
-
-		close(fd);
-		cl_call(ctx, UROCE_CTRL_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+			close(fd);
+		cl_release(ctx, UROCE_CTRL_DESTROY_CHANNEL, rep.handle);
 		return fail_null(ENOMEM);
 	}
 	ch->ctx = ctx;
@@ -165,9 +157,7 @@ struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx
 
 int uroce_client_destroy_channel(struct uroce_client_channel *ch)
 {
-	struct uroce_ctrl_handle req = {.handle = ch->handle};
-	int rc = cl_call(ch->ctx, UROCE_CTRL_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL, 0,
-			 NULL, 0);
+	int rc = cl_release(ch->ctx, UROCE_CTRL_DESTROY_CHANNEL, ch->handle);
 
 	if (rc)
 		return -rc; /* EBUSY while CQs use it, like verbs */
@@ -260,21 +250,16 @@ struct uroce_client_cq *uroce_client_create_cq(struct uroce_client_ctx *ctx, int
 	if (rc)
 		goto fail;
 	return cq;
-fail: {
-	struct uroce_ctrl_handle d = {.handle = rep.cq};
-
-	cl_call(ctx, UROCE_CTRL_DESTROY_CQ, &d, sizeof(d), NULL, 0, NULL, 0, NULL, 0);
+fail:
+	cl_release(ctx, UROCE_CTRL_DESTROY_CQ, rep.cq);
 	uroce_shm_close(&cq->region);
 	free(cq);
 	return fail_null(rc);
 }
-}
 
 int uroce_client_destroy_cq(struct uroce_client_cq *cq)
 {
-	struct uroce_ctrl_handle req = {.handle = cq->handle};
-	int rc = cl_call(cq->ctx, UROCE_CTRL_DESTROY_CQ, &req, sizeof(req), NULL, 0, NULL, 0,
-			 NULL, 0);
+	int rc = cl_release(cq->ctx, UROCE_CTRL_DESTROY_CQ, cq->handle);
 
 	if (rc)
 		return -rc; /* EBUSY while a QP uses it */
@@ -423,14 +408,11 @@ struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
 	if (rc)
 		goto fail;
 	return srq;
-fail: {
-	struct uroce_ctrl_handle d = {.handle = rep.srq};
-
-	cl_call(ctx, UROCE_CTRL_DESTROY_SRQ, &d, sizeof(d), NULL, 0, NULL, 0, NULL, 0);
+fail:
+	cl_release(ctx, UROCE_CTRL_DESTROY_SRQ, rep.srq);
 	uroce_shm_close(&srq->region);
 	free(srq);
 	return fail_null(rc);
-}
 }
 
 int uroce_client_modify_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr, int mask)
@@ -459,9 +441,7 @@ int uroce_client_query_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *at
 
 int uroce_client_destroy_srq(struct uroce_client_srq *srq)
 {
-	struct uroce_ctrl_handle req = {.handle = srq->handle};
-	int rc = cl_call(srq->ctx, UROCE_CTRL_DESTROY_SRQ, &req, sizeof(req), NULL, 0, NULL, 0,
-			 NULL, 0);
+	int rc = cl_release(srq->ctx, UROCE_CTRL_DESTROY_SRQ, srq->handle);
 
 	if (rc)
 		return -rc;
@@ -587,14 +567,11 @@ struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
 	if (rc)
 		goto fail;
 	return qp;
-fail: {
-	struct uroce_ctrl_handle d = {.handle = rep.qp};
-
-	cl_call(ctx, UROCE_CTRL_DESTROY_QP, &d, sizeof(d), NULL, 0, NULL, 0, NULL, 0);
+fail:
+	cl_release(ctx, UROCE_CTRL_DESTROY_QP, rep.qp);
 	uroce_shm_close(&qp->region);
 	free(qp);
 	return fail_null(rc);
-}
 }
 
 int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask)
@@ -646,9 +623,7 @@ int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, 
 
 int uroce_client_destroy_qp(struct uroce_client_qp *qp)
 {
-	struct uroce_ctrl_handle req = {.handle = qp->handle};
-	int rc = cl_call(qp->ctx, UROCE_CTRL_DESTROY_QP, &req, sizeof(req), NULL, 0, NULL, 0,
-			 NULL, 0);
+	int rc = cl_release(qp->ctx, UROCE_CTRL_DESTROY_QP, qp->handle);
 
 	if (rc)
 		return -rc;
@@ -847,9 +822,7 @@ struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
 		return fail_null(rc);
 	ah = calloc(1, sizeof(*ah));
 	if (!ah) {
-		struct uroce_ctrl_handle d = {.handle = rep.handle};
-
-		cl_call(pd->ctx, UROCE_CTRL_DESTROY_AH, &d, sizeof(d), NULL, 0, NULL, 0, NULL, 0);
+		cl_release(pd->ctx, UROCE_CTRL_DESTROY_AH, rep.handle);
 		return fail_null(ENOMEM);
 	}
 	ah->ctx = pd->ctx;
@@ -862,9 +835,7 @@ struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
 
 int uroce_client_destroy_ah(struct uroce_client_ah *ah)
 {
-	struct uroce_ctrl_handle req = {.handle = ah->handle};
-	int rc = cl_call(ah->ctx, UROCE_CTRL_DESTROY_AH, &req, sizeof(req), NULL, 0, NULL, 0,
-			 NULL, 0);
+	int rc = cl_release(ah->ctx, UROCE_CTRL_DESTROY_AH, ah->handle);
 
 	if (rc)
 		return -rc;

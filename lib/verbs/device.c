@@ -594,6 +594,15 @@ UV_EXPORT_1_1(ibv_get_async_event) int ibv_get_async_event(struct ibv_context *c
 	return 0;
 }
 
+/* One more event of an object acknowledged: its destroy may be waiting for the count. */
+static void event_acked(pthread_mutex_t *mutex, pthread_cond_t *cond, uint32_t *completed)
+{
+	pthread_mutex_lock(mutex);
+	(*completed)++;
+	pthread_cond_signal(cond);
+	pthread_mutex_unlock(mutex);
+}
+
 UV_EXPORT_1_1(ibv_ack_async_event) void ibv_ack_async_event(struct ibv_async_event *event)
 {
 	switch (event->event_type) {
@@ -602,10 +611,7 @@ UV_EXPORT_1_1(ibv_ack_async_event) void ibv_ack_async_event(struct ibv_async_eve
 
 		if (!cq)
 			break;
-		pthread_mutex_lock(&cq->mutex);
-		cq->async_events_completed++;
-		pthread_cond_signal(&cq->cond);
-		pthread_mutex_unlock(&cq->mutex);
+		event_acked(&cq->mutex, &cq->cond, &cq->async_events_completed);
 		break;
 	}
 	case IBV_EVENT_SRQ_ERR:
@@ -614,10 +620,7 @@ UV_EXPORT_1_1(ibv_ack_async_event) void ibv_ack_async_event(struct ibv_async_eve
 
 		if (!srq)
 			break;
-		pthread_mutex_lock(&srq->mutex);
-		srq->events_completed++;
-		pthread_cond_signal(&srq->cond);
-		pthread_mutex_unlock(&srq->mutex);
+		event_acked(&srq->mutex, &srq->cond, &srq->events_completed);
 		break;
 	}
 	case IBV_EVENT_QP_FATAL:
@@ -632,10 +635,7 @@ UV_EXPORT_1_1(ibv_ack_async_event) void ibv_ack_async_event(struct ibv_async_eve
 
 		if (!qp)
 			break;
-		pthread_mutex_lock(&qp->mutex);
-		qp->events_completed++;
-		pthread_cond_signal(&qp->cond);
-		pthread_mutex_unlock(&qp->mutex);
+		event_acked(&qp->mutex, &qp->cond, &qp->events_completed);
 		break;
 	}
 	default:
