@@ -93,6 +93,13 @@ out:
 	return rc;
 }
 
+int uroce_client_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req,
+		      size_t req_len, void *rep, size_t rep_len, int *rep_fds,
+		      unsigned int max_rep_fds)
+{
+	return cl_call(ctx, cmd, req, req_len, NULL, 0, rep, rep_len, rep_fds, max_rep_fds);
+}
+
 int cl_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle)
 {
 	struct uroce_ctrl_handle req = {.handle = handle};

@@ -84,6 +84,15 @@ void uroce_client_close(struct uroce_client_ctx *ctx);
 void uroce_client_set_ibv_context(struct uroce_client_ctx *ctx, struct ibv_context *ibv);
 /** Device name the daemon serves ("uroce0"). */
 const char *uroce_client_dev_name(const struct uroce_client_ctx *ctx);
+/**
+ * One control request and its reply (uroce_ctrl.h), for the commands this library has no
+ * wrapper for (librdmacm's CM_*). Serialized with every other call on @p ctx. A reply
+ * must carry exactly @p rep_len payload bytes.
+ * @return 0 or -errno (the daemon's status, or the socket's).
+ */
+int uroce_client_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req,
+		      size_t req_len, void *rep, size_t rep_len, int *rep_fds,
+		      unsigned int max_rep_fds);
 
 int uroce_client_query_device(struct uroce_client_ctx *ctx, struct ibv_device_attr *attr);
 int uroce_client_query_port(struct uroce_client_ctx *ctx, uint8_t port,

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/socket.h>
+
 #include <infiniband/verbs.h>
 
 #ifdef __cplusplus
@@ -36,7 +38,7 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 1u
+#define UROCE_CTRL_VERSION 2u /* 2: connection management (CM_*) */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -73,6 +75,27 @@ enum uroce_ctrl_cmd {
 	UROCE_CTRL_DESTROY_AH,
 	UROCE_CTRL_STATS,
 	UROCE_CTRL_ADMIN,
+	/* Connection management (librdmacm; see "connection management" below) */
+	UROCE_CTRL_CM_CREATE_CHANNEL,
+	UROCE_CTRL_CM_DESTROY_CHANNEL,
+	UROCE_CTRL_CM_GET_EVENT,
+	UROCE_CTRL_CM_CREATE_ID,
+	UROCE_CTRL_CM_DESTROY_ID,
+	UROCE_CTRL_CM_MIGRATE_ID,
+	UROCE_CTRL_CM_BIND,
+	UROCE_CTRL_CM_RESOLVE_ADDR,
+	UROCE_CTRL_CM_RESOLVE_ROUTE,
+	UROCE_CTRL_CM_QUERY_ROUTE,
+	UROCE_CTRL_CM_LISTEN,
+	UROCE_CTRL_CM_CONNECT,
+	UROCE_CTRL_CM_ACCEPT,
+	UROCE_CTRL_CM_REJECT,
+	UROCE_CTRL_CM_DISCONNECT,
+	UROCE_CTRL_CM_ESTABLISH,
+	UROCE_CTRL_CM_INIT_QP_ATTR,
+	UROCE_CTRL_CM_SET_OPTION,
+	UROCE_CTRL_CM_JOIN_MCAST,
+	UROCE_CTRL_CM_LEAVE_MCAST,
 	UROCE_CTRL_CMD_END
 };
 
@@ -297,6 +320,119 @@ struct uroce_ctrl_admin_req {
 	char path[256]; /**< NUL-terminated */
 };
 
+/* ---- connection management (librdmacm) ------------------------------------------------- *
+ *
+ * rdma_cm ids live in the daemon, which runs the CM protocol on QP1 (lib/cm); the library
+ * keeps the application's struct rdma_cm_id and asks. Ids belong to the connection that
+ * created them and report to one of its CM channels. When the connection closes, its ids
+ * go as rdma_destroy_id would take them (established ones send DREQ).
+ *
+ * A CM channel is an event queue and an eventfd (EFD_SEMAPHORE, passed with the reply to
+ * CM_CREATE_CHANNEL): the daemon adds 1 per queued event and takes 1 (its own read) when
+ * GET_EVENT hands one out, so the fd is readable exactly while events wait. GET_EVENT
+ * never blocks: -EAGAIN when the queue is empty (the library waits on the fd).
+ *
+ * Requests that start something on the wire or the neighbour table (RESOLVE_ADDR,
+ * RESOLVE_ROUTE, CONNECT, ACCEPT on the passive side, JOIN_MCAST) reply at once; what
+ * happens next arrives as events. Addresses are struct sockaddr_storage (AF_INET or
+ * AF_INET6; AF_UNSPEC: none given).
+ */
+
+/** Generic: one id (or channel) and one number. Used by DESTROY_CHANNEL (id: the channel),
+ *  GET_EVENT (id: the channel), DESTROY_ID, MIGRATE_ID (arg: the new channel),
+ *  RESOLVE_ROUTE (arg: timeout ms), QUERY_ROUTE, LISTEN (arg: backlog), DISCONNECT,
+ *  ESTABLISH, INIT_QP_ATTR (arg: enum ibv_qp_state). */
+struct uroce_ctrl_cm_id_req {
+	uint32_t id;
+	uint32_t arg;
+};
+
+struct uroce_ctrl_cm_create_id_req {
+	uint32_t channel;
+	uint32_t ps;      /**< enum rdma_port_space */
+	uint32_t qp_type; /**< enum ibv_qp_type */
+	uint32_t reserved;
+	uint64_t uid;     /**< the library's, returned in every event of the id */
+};
+
+/** BIND (src), RESOLVE_ADDR (src optional, dst, timeout_ms), JOIN_MCAST (dst: the group,
+ *  uid: the library's for the membership, flags: join flags), LEAVE_MCAST (dst). */
+struct uroce_ctrl_cm_addr_req {
+	uint32_t id;
+	uint32_t timeout_ms;
+	struct sockaddr_storage src;
+	struct sockaddr_storage dst;
+	uint64_t uid;
+	uint32_t flags;
+	uint32_t reserved;
+};
+
+/** What the library shows in rdma_cm_id.route (reply to BIND and QUERY_ROUTE, and in
+ *  every event). */
+struct uroce_ctrl_cm_route {
+	struct sockaddr_storage src;
+	struct sockaddr_storage dst;
+	union ibv_gid sgid;
+	union ibv_gid dgid;
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t num_paths; /**< 1 once the route is resolved */
+	uint32_t path_mtu; /**< enum ibv_mtu */
+	uint32_t pkey;
+};
+
+#define UROCE_CTRL_CM_PDATA_MAX 224 /* DREP and RTU: the most any CM message carries */
+struct uroce_ctrl_cm_param {
+	uint8_t private_data[UROCE_CTRL_CM_PDATA_MAX];
+	uint8_t private_data_len;
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	uint8_t flow_control;
+	uint8_t retry_count;
+	uint8_t rnr_retry_count;
+	uint8_t srq;
+	uint8_t reserved;
+	uint32_t qp_num;
+	uint32_t qkey;
+};
+
+/** CONNECT, ACCEPT, REJECT (private data only). */
+struct uroce_ctrl_cm_conn_req {
+	uint32_t id;
+	uint32_t reserved;
+	struct uroce_ctrl_cm_param param;
+};
+
+struct uroce_ctrl_cm_init_qp_attr_rep {
+	struct ibv_qp_attr attr;
+	int32_t mask;
+	uint32_t reserved;
+};
+
+struct uroce_ctrl_cm_option_req {
+	uint32_t id;
+	int32_t level;
+	int32_t optname;
+	uint32_t reserved;
+	uint64_t value;
+};
+
+/** One event (reply to GET_EVENT). */
+struct uroce_ctrl_cm_event {
+	uint32_t event;     /**< enum rdma_cm_event_type */
+	int32_t status;
+	uint32_t id;        /**< CONNECT_REQUEST: a new id, on the listener's channel */
+	uint32_t listen_id; /**< CONNECT_REQUEST: the listener; else 0 */
+	uint64_t uid;       /**< the id's uid (CONNECT_REQUEST: the listener's); multicast
+			     *   events: the membership's */
+	struct uroce_ctrl_cm_route route; /**< the id's, after the event */
+	struct uroce_ctrl_cm_param param; /**< the peer's (see struct uroce_cm_event) */
+	/** ESTABLISHED on UD ids, MULTICAST_JOIN: where to send (rdma_ud_param). */
+	struct ibv_ah_attr ah_attr;
+};
+
 /** The largest fixed payload of any request or reply (buffers are sized with it). */
 union uroce_ctrl_any_payload {
 	struct uroce_ctrl_hello_req hello_req;
@@ -306,6 +442,9 @@ union uroce_ctrl_any_payload {
 	struct uroce_ctrl_query_qp_rep query_qp_rep;
 	struct uroce_ctrl_modify_qp_req modify_qp_req;
 	struct uroce_ctrl_admin_req admin_req;
+	struct uroce_ctrl_cm_addr_req cm_addr_req;
+	struct uroce_ctrl_cm_conn_req cm_conn_req;
+	struct uroce_ctrl_cm_event cm_event;
 };
 
 /**
