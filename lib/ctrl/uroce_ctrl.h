@@ -338,6 +338,10 @@ struct uroce_ctrl_admin_req {
  * AF_INET6; AF_UNSPEC: none given).
  */
 
+/* CM_DESTROY_ID: the id's events still queued are dropped with it (and the channel's
+ * eventfd count taken down by as many), so none reaches the library afterwards; a handle
+ * can be reused at once by the next id. */
+
 /** Generic: one id (or channel) and one number. Used by DESTROY_CHANNEL (id: the channel),
  *  GET_EVENT (id: the channel), DESTROY_ID, MIGRATE_ID (arg: the new channel),
  *  RESOLVE_ROUTE (arg: timeout ms), QUERY_ROUTE, LISTEN (arg: backlog), DISCONNECT,
@@ -423,10 +427,13 @@ struct uroce_ctrl_cm_option_req {
 struct uroce_ctrl_cm_event {
 	uint32_t event;     /**< enum rdma_cm_event_type */
 	int32_t status;
-	uint32_t id;        /**< CONNECT_REQUEST: a new id, on the listener's channel */
+	/** The id the event is about, in every event (CONNECT_REQUEST: a new id, on the
+	 *  listener's channel). A passive id's events may carry its listener's uid (created
+	 *  by CONNECT_REQUEST, it has no other): the library tells them apart by this. */
+	uint32_t id;
 	uint32_t listen_id; /**< CONNECT_REQUEST: the listener; else 0 */
-	uint64_t uid;       /**< the id's uid (CONNECT_REQUEST: the listener's); multicast
-			     *   events: the membership's */
+	uint64_t uid;       /**< the id's uid (CONNECT_REQUEST and a passive id's events:
+			     *   the listener's); multicast events: the membership's */
 	struct uroce_ctrl_cm_route route; /**< the id's, after the event */
 	struct uroce_ctrl_cm_param param; /**< the peer's (see struct uroce_cm_event) */
 	/** ESTABLISHED on UD ids, MULTICAST_JOIN: where to send (rdma_ud_param). */
