@@ -94,6 +94,29 @@ int uroce_client_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *re
 		      size_t req_len, void *rep, size_t rep_len, int *rep_fds,
 		      unsigned int max_rep_fds);
 
+/** Where discovery looks for daemons when $UROCE_SOCKET is not set. */
+#define UROCE_CLIENT_SOCKET_DIR "/run/uroce"
+
+/** A running uroced as discovery found it. */
+struct uroce_client_daemon {
+	char sock[108]; /**< its control socket (sockaddr_un.sun_path) */
+	char name[64];  /**< the device name: the daemon's, numbered when several share it */
+	__be64 guid;    /**< node GUID */
+};
+
+/**
+ * Finds the running daemons: the sockets named in $UROCE_SOCKET (a colon-separated list),
+ * else every socket in UROCE_CLIENT_SOCKET_DIR, sorted; each is connected (HELLO) and
+ * queried. Daemons reporting the same name are told apart: the first keeps it, the next
+ * take the lowest free <base><N> ("uroce0", "uroce1"). A socket from $UROCE_SOCKET that
+ * fails gets one line on stderr. The same environment gives the same list, in the same
+ * order, to every caller (libibverbs' devices, librdmacm's sessions).
+ * @param out          the daemons found (malloc'd, the caller frees it)
+ * @param explicit_list set when the sockets came from $UROCE_SOCKET
+ * @return how many (0: none), or -ENOMEM
+ */
+int uroce_client_discover(struct uroce_client_daemon **out, bool *explicit_list);
+
 int uroce_client_query_device(struct uroce_client_ctx *ctx, struct ibv_device_attr *attr);
 int uroce_client_query_port(struct uroce_client_ctx *ctx, uint8_t port,
 			    struct ibv_port_attr *attr);

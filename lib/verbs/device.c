@@ -1,145 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Devices and contexts: discovery of the running uroced instances, ibv_open_device (the
  * verbs_context and its ops), the queries (device, port, GID, P_Key), async events. */
-#include <ctype.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "uverbs.h"
-
-#define UV_SOCKET_DIR "/run/uroce"
-#define UV_SOCKET_ENV "UROCE_SOCKET"
+#include "uverbs.h" /* first: it renames verbs before <infiniband/verbs.h> */
+#include "uroce_ctrl.h"
 
 static pthread_mutex_t uv_devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uv_device *uv_devices; /* every device ever found, newest last */
 
-/* ---- discovery ------------------------------------------------------------------------ */
+/* ---- discovery (lib/client's uroce_client_discover) ----------------------------------- */
 
-struct uv_found {
-	char sock[108];
-	char name[64];
-	__be64 guid;
-};
-
-/* Connects (HELLO) to learn the device's name and node GUID. @return 0 or errno. */
-static int uv_probe(const char *sock, struct uv_found *f)
-{
-	struct uroce_client_ctx *cl = uroce_client_open(sock);
-	struct ibv_device_attr attr;
-	int rc;
-
-	if (!cl)
-		return errno;
-	rc = uroce_client_query_device(cl, &attr);
-	if (rc == 0) {
-		snprintf(f->sock, sizeof(f->sock), "%s", sock);
-		snprintf(f->name, sizeof(f->name), "%s", uroce_client_dev_name(cl));
-		f->guid = attr.node_guid;
-	}
-	uroce_client_close(cl);
-	return rc;
-}
-
-static int uv_cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The sockets to try: $UROCE_SOCKET (a colon-separated list) or every socket in
- * /run/uroce, sorted. @return how many (each malloc'd), *explicit_list set when they
- * came from the environment (then a failure is worth a message). */
-static size_t uv_candidates(char ***out, bool *explicit_list)
-{
-	const char *env = getenv(UV_SOCKET_ENV);
-	char **v = NULL;
-	size_t n = 0, cap = 0;
-
-	*explicit_list = env && *env;
-	if (*explicit_list) {
-		char *dup = strdup(env), *save = NULL, *tok;
-
-		for (tok = dup ? strtok_r(dup, ":", &save) : NULL; tok;
-		     tok = strtok_r(NULL, ":", &save)) {
-			if (n == cap) {
-				char **nv = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
-
-				if (!nv)
-					break;
-				v = nv;
-			}
-			v[n] = strdup(tok);
-			if (v[n])
-				n++;
-		}
-		free(dup);
-	} else {
-		DIR *d = opendir(UV_SOCKET_DIR);
-		struct dirent *e;
-
-		while (d && (e = readdir(d))) {
-			char path[108];
-			struct stat st;
-
-			if (snprintf(path, sizeof(path), "%s/%s", UV_SOCKET_DIR, e->d_name) >=
-				    (int)sizeof(path) ||
-			    stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
-				continue;
-			if (n == cap) {
-				char **nv = realloc(v, (cap = cap ? 2 * cap : 8) * sizeof(*v));
-
-				if (!nv)
-					break;
-				v = nv;
-			}
-			v[n] = strdup(path);
-			if (v[n])
-				n++;
-		}
-		if (d)
-			closedir(d);
-		if (n > 1)
-			qsort(v, n, sizeof(*v), uv_cmp_str);
-	}
-	*out = v;
-	return n;
-}
-
-static bool uv_name_taken(const struct uv_found *f, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(f[i].name, name) == 0)
-			return true;
-	return false;
-}
-
-/* Daemons that report the same name (every uroced says "uroce0" today) are told apart
- * by number: the first keeps its name, the next ones take the lowest free <base><N>. */
-static void uv_unique_names(struct uv_found *f, size_t n)
-{
-	for (size_t i = 1; i < n; i++) {
-		char base[64], name[64];
-		size_t len;
-
-		if (!uv_name_taken(f, i, f[i].name))
-			continue;
-		snprintf(base, sizeof(base), "%s", f[i].name);
-		len = strlen(base);
-		while (len && isdigit((unsigned char)base[len - 1]))
-			base[--len] = 0;
-		for (unsigned int k = 0;; k++) {
-			snprintf(name, sizeof(name), "%.50s%u", base, k);
-			if (!uv_name_taken(f, n, name))
-				break;
-		}
-		snprintf(f[i].name, sizeof(f[i].name), "%s", name);
-	}
-}
-
-static struct uv_device *uv_device_get(const struct uv_found *f, unsigned int index)
+static struct uv_device *uv_device_get(const struct uroce_client_daemon *f,
+				       unsigned int index)
 {
 	struct uv_device *d, **tail = &uv_devices;
 
@@ -172,30 +48,14 @@ static struct uv_device *uv_device_get(const struct uv_found *f, unsigned int in
 UV_EXPORT_1_1(ibv_get_device_list) struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct ibv_device **list;
-	struct uv_found *found;
+	struct uroce_client_daemon *found = NULL;
 	struct uv_device *d;
 	bool explicit_list;
-	char **socks;
-	size_t n = uv_candidates(&socks, &explicit_list), nfound = 0, i;
+	int nfound = uroce_client_discover(&found, &explicit_list), i;
 
-	found = calloc(n ? n : 1, sizeof(*found));
-	for (i = 0; i < n; i++) {
-		int rc = found ? uv_probe(socks[i], &found[nfound]) : ENOMEM;
-
-		if (rc == 0)
-			nfound++;
-		else if (explicit_list)
-			fprintf(stderr, "uroce: %s: %s\n", socks[i], strerror(rc));
-		free(socks[i]);
-	}
-	free(socks);
-	if (found)
-		uv_unique_names(found, nfound);
-
-	list = calloc(nfound + 1, sizeof(*list));
-	if (!list || !found) {
+	list = nfound >= 0 ? calloc((size_t)nfound + 1, sizeof(*list)) : NULL;
+	if (!list) {
 		free(found);
-		free(list);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -213,10 +73,10 @@ UV_EXPORT_1_1(ibv_get_device_list) struct ibv_device **ibv_get_device_list(int *
 	if (i == 0)
 		fprintf(stderr, "uroce: no uroced running (looked for %s%s): start uroced or set %s"
 			" to its control socket\n",
-			explicit_list ? "$" UV_SOCKET_ENV "=" : UV_SOCKET_DIR "/*.sock",
-			explicit_list ? getenv(UV_SOCKET_ENV) : "", UV_SOCKET_ENV);
+			explicit_list ? "$" UROCE_CTRL_SOCKET_ENV "=" : UROCE_CLIENT_SOCKET_DIR "/*.sock",
+			explicit_list ? getenv(UROCE_CTRL_SOCKET_ENV) : "", UROCE_CTRL_SOCKET_ENV);
 	if (num_devices)
-		*num_devices = (int)i;
+		*num_devices = i;
 	return list;
 }
 
