@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Writes the linker version script of the drop-in libibverbs.so.1 from the reference
-export list (libibverbs.exports: one line per version node, `name@@NODE` for a default
-version, `name@NODE` for a compat version).
+"""Writes the linker version script of a drop-in library (libibverbs.so.1, librdmacm.so.1)
+from its reference export list (libibverbs.exports, librdmacm.exports: one line per
+version node, `name@@NODE` for a default version, `name@NODE` for a compat version).
 
 Every name goes into its node's `global:` list; compat versions are bound in C with
 __attribute__((symver("name@NODE"))) (ld keeps such a symbol only when its node lists
-the name, else `local: *` hides it). IBVERBS_1.x
-nodes chain (each inherits the previous), IBVERBS_PRIVATE_* stand alone, as rdma-core's.
+the name, else `local: *` hides it). Numbered nodes of one prefix (IBVERBS_1.x,
+RDMACM_1.x) chain (each inherits the previous); the others (IBVERBS_PRIVATE_*) stand
+alone, as rdma-core's.
 
 usage: gen_version_script.py EXPORTS OUTPUT
 """
+import os
 import re
 import sys
 
 
+NUMBERED = re.compile(r'([A-Z]+)_(\d+)\.(\d+)')
+
+
 def node_key(node):
-    m = re.fullmatch(r'IBVERBS_(\d+)\.(\d+)', node)
-    return (0, int(m.group(1)), int(m.group(2))) if m else (1, 0, node)
+    m = NUMBERED.fullmatch(node)
+    return (0, m.group(1), int(m.group(2)), int(m.group(3))) if m else (1, node, 0, 0)
 
 
 def main():
@@ -38,7 +43,8 @@ def main():
     for node in list(default):
         if node not in nodes:
             sys.exit(f'{src}: node {node} used but not declared')
-    lines = ['/* Generated from libibverbs.exports by gen_version_script.py: do not edit. */']
+    name = os.path.basename(src)
+    lines = [f'/* Generated from {name} by gen_version_script.py: do not edit. */']
     prev = None
     first = True
     for node in sorted(nodes, key=node_key):
@@ -50,7 +56,7 @@ def main():
         if first:
             lines.append('\tlocal: *;')
             first = False
-        chained = node.startswith('IBVERBS_1.')
+        chained = NUMBERED.fullmatch(node) is not None
         lines.append('}' + (f' {prev};' if chained and prev else ';'))
         if chained:
             prev = node

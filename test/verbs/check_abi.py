@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""The exported ABI of the drop-in libibverbs equals the reference (rdma-core 44's):
-the set of name@@NODE / name@NODE / NODE entries that `readelf --dyn-syms -W` shows as
-defined must be exactly lib/verbs/libibverbs.exports. Lists any difference.
+"""The exported ABI of a drop-in library equals its reference (rdma-core 44's): the set
+of name@@NODE / name@NODE / NODE entries that `readelf --dyn-syms -W` shows as defined
+must be exactly EXPORTS (lib/verbs/libibverbs.exports, lib/rdmacm/librdmacm.exports).
+Lists any difference.
 
 usage: check_abi.py READELF LIBRARY EXPORTS
 """

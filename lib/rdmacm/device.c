@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Devices: our libibverbs' devices paired with the daemon behind each (lib/client's
+ * discovery gives both the same names in the same order), opened once with a default PD
+ * and a CM session; which device owns an address; rdma_get_devices. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmacm.h"
+
+static pthread_mutex_t rc_devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rc_device rc_device_table[RC_MAX_DEVICES];
+static int rc_ndevices = -1; /* -1: not looked for yet */
+
+/* Pairs each ibv_device with its daemon's socket, by name and GUID. Called under the lock;
+ * done again while no device was found (a daemon may start later). */
+static void rc_devices_find(void)
+{
+	struct uroce_client_daemon *daemons = NULL;
+	struct ibv_device **list;
+	bool explicit_list;
+	int nd, nlist = 0, n = 0;
+
+	list = ibv_get_device_list(&nlist);
+	if (!list)
+		return;
+	nd = uroce_client_discover(&daemons, &explicit_list);
+	for (int i = 0; i < nlist && n < RC_MAX_DEVICES; i++)
+		for (int k = 0; k < nd; k++) {
+			if (strcmp(daemons[k].name, ibv_get_device_name(list[i])) != 0 ||
+			    daemons[k].guid != ibv_get_device_guid(list[i]))
+				continue;
+			rc_device_table[n].ibv_dev = list[i];
+			memcpy(rc_device_table[n].sock, daemons[k].sock,
+			       sizeof(rc_device_table[n].sock));
+			n++;
+			break;
+		}
+	free(daemons);
+	/* The ibv_devices stay valid after the list is freed (our libibverbs keeps them
+	 * for the process, as rdma-core keeps its own). */
+	ibv_free_device_list(list);
+	rc_ndevices = n;
+}
+
+int rc_devices(struct rc_device **devs)
+{
+	int n;
+
+	pthread_mutex_lock(&rc_devices_lock);
+	if (rc_ndevices <= 0)
+		rc_devices_find();
+	n = rc_ndevices < 0 ? 0 : rc_ndevices;
+	pthread_mutex_unlock(&rc_devices_lock);
+	*devs = rc_device_table;
+	return n;
+}
+
+int rc_device_index(const struct rc_device *dev)
+{
+	return (int)(dev - rc_device_table);
+}
+
+int rc_device_open(struct rc_device *dev)
+{
+	struct ibv_device_attr attr;
+	int rc = 0;
+
+	pthread_mutex_lock(&rc_devices_lock);
+	if (dev->session)
+		goto out;
+	if (!dev->verbs) {
+		dev->verbs = ibv_open_device(dev->ibv_dev);
+		if (!dev->verbs) {
+			rc = errno ? errno : ENODEV;
+			goto out;
+		}
+	}
+	rc = ibv_query_device(dev->verbs, &attr);
+	if (rc)
+		goto out;
+	dev->max_qp_wr = attr.max_qp_wr;
+	dev->max_initiator_depth = (uint8_t)attr.max_qp_init_rd_atom;
+	dev->max_responder_resources = (uint8_t)attr.max_qp_rd_atom;
+	if (!dev->pd) {
+		dev->pd = ibv_alloc_pd(dev->verbs);
+		if (!dev->pd) {
+			rc = errno ? errno : ENOMEM;
+			goto out;
+		}
+	}
+	dev->session = uroce_client_open(dev->sock);
+	if (!dev->session)
+		rc = errno ? errno : ENODEV;
+out:
+	pthread_mutex_unlock(&rc_devices_lock);
+	return rc ? rc_fail(rc) : 0;
+}
+
+int rc_call(struct rc_device *dev, uint32_t cmd, const void *req, size_t req_len, void *rep,
+	    size_t rep_len, int *rep_fds, unsigned int max_rep_fds)
+{
+	int rc = uroce_client_call(dev->session, cmd, req, req_len, rep, rep_len, rep_fds,
+				   max_rep_fds);
+
+	return rc ? rc_fail(-rc) : 0;
+}
+
+/* The GID an address has in a RoCEv2 GID table: the IPv6 address, or IPv4-mapped. */
+static bool rc_addr_gid(const struct sockaddr *addr, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (addr->sa_family == AF_INET) {
+		gid->raw[10] = gid->raw[11] = 0xff;
+		memcpy(&gid->raw[12], &((const struct sockaddr_in *)(const void *)addr)->sin_addr,
+		       4);
+		return true;
+	}
+	if (addr->sa_family == AF_INET6) {
+		memcpy(gid->raw, &((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr,
+		       16);
+		return true;
+	}
+	return false;
+}
+
+static bool rc_device_has_gid(struct rc_device *dev, const union ibv_gid *gid)
+{
+	struct ibv_port_attr port;
+
+	if (ibv_query_port(dev->verbs, 1, &port))
+		return false;
+	for (int i = 0; i < port.gid_tbl_len; i++) {
+		union ibv_gid g;
+
+		if (ibv_query_gid(dev->verbs, 1, i, &g) == 0 && memcmp(&g, gid, sizeof(g)) == 0)
+			return true;
+	}
+	return false;
+}
+
+struct rc_device *rc_device_by_addr(const struct sockaddr *addr)
+{
+	struct rc_device *devs;
+	union ibv_gid gid;
+	int n = rc_devices(&devs);
+
+	if (!rc_addr_gid(addr, &gid))
+		return NULL;
+	for (int i = 0; i < n; i++)
+		if (rc_device_open(&devs[i]) == 0 && rc_device_has_gid(&devs[i], &gid))
+			return &devs[i];
+	return NULL;
+}
+
+RC_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	struct ibv_context **list = NULL;
+	struct rc_device *devs;
+	int n = rc_devices(&devs), i;
+
+	if (n <= 0) {
+		errno = ENODEV;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		if (rc_device_open(&devs[i]))
+			goto out;
+	list = calloc((size_t)n + 1, sizeof(*list));
+	if (!list)
+		goto out;
+	for (i = 0; i < n; i++)
+		list[i] = devs[i].verbs;
+out:
+	if (num_devices)
+		*num_devices = list ? n : 0;
+	return list;
+}
+
+RC_EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+	free(list); /* the contexts stay open for the process, as rdma-core's */
+}

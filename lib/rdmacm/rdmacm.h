@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef UROCE_RDMACM_H
+#define UROCE_RDMACM_H
+
+/*
+ * The drop-in librdmacm.so.1 (lib/rdmacm): rdma-core 44's public ABI over uroced's
+ * connection manager (the CM_* commands of uroce_ctrl.h).
+ *
+ * Devices are our libibverbs' (the public API: ibv_get_device_list, ibv_open_device),
+ * each opened once, with a default PD, as rdma-core does. Beside the application's
+ * ibv_context, the library opens its own control connection per daemon, the CM session:
+ * every id and CM channel of the process lives there.
+ *
+ * An rdma_cm_id exists in the daemon only once the library knows its device (from the
+ * address it is bound or resolved to); a wildcard listener has one daemon id per device.
+ * An rdma_event_channel is an epoll fd over the CM channels (eventfds) it has on each
+ * daemon. Events are found by uid in a registry of live ids and multicast memberships,
+ * so an event for something destroyed is dropped instead of read from freed memory.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h> /* rdma_create_srq... are declared there */
+
+#include "uroce_client.h"
+#include "uroce_ctrl.h"
+
+#define RC_EXPORT __attribute__((visibility("default")))
+
+/** At most this many daemons are used (a CM channel has a slot per device). */
+#define RC_MAX_DEVICES 16
+
+/* What the public structs must look like for the code that reads them (rdma-core 44). */
+_Static_assert(sizeof(struct rdma_cm_id) == 416, "struct rdma_cm_id (rdma-core 44)");
+_Static_assert(offsetof(struct rdma_cm_id, route) == 32, "rdma_cm_id.route");
+_Static_assert(offsetof(struct rdma_cm_id, qp_type) == 408, "rdma_cm_id.qp_type");
+_Static_assert(sizeof(struct rdma_cm_event) == 80, "struct rdma_cm_event");
+_Static_assert(sizeof(struct rdma_addrinfo) == 96, "struct rdma_addrinfo");
+_Static_assert(sizeof(struct rdma_event_channel) == sizeof(int), "rdma_event_channel: fd");
+_Static_assert(sizeof(((struct uroce_ctrl_cm_param *)0)->private_data) == 224,
+	       "private data: the most a CM message carries");
+
+/** A daemon as librdmacm uses it. */
+struct rc_device {
+	struct ibv_device *ibv_dev;
+	char sock[108];
+	/* Opened on first use (rc_device_open), then kept for the process. */
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;                /* the default PD of ids on this device */
+	struct uroce_client_ctx *session; /* the CM session */
+	int max_qp_wr;
+	uint8_t max_initiator_depth;
+	uint8_t max_responder_resources;
+};
+
+/** rdma_event_channel: fd is an epoll fd over the CM channels this one has per device. */
+struct rc_channel {
+	struct rdma_event_channel ch;
+	pthread_mutex_t lock;
+	uint32_t handle[RC_MAX_DEVICES]; /* the CM channel on device i; 0: none yet */
+	int efd[RC_MAX_DEVICES];         /* its eventfd (in the epoll set) */
+	unsigned int next;               /* the device rdma_get_cm_event asks first */
+};
+
+/** What the registry holds: ids and multicast memberships, by uid. */
+struct rc_obj {
+	uint64_t uid;
+	struct rc_obj *next; /* hash chain */
+	bool is_mcast;
+};
+
+/** A daemon id of a wildcard listener (one per device). */
+struct rc_port {
+	struct rc_device *dev;
+	uint32_t handle;
+};
+
+struct rc_mcast;
+
+/** Options set before the id had a daemon id, replayed when it gets one. */
+#define RC_MAX_PENDING_OPTIONS 8
+struct rc_option {
+	int level, optname;
+	uint64_t value;
+};
+
+struct rc_id {
+	struct rdma_cm_id id; /* first: rdma_cm_id is what the application holds */
+	struct rc_obj obj;
+	struct rc_device *dev; /* NULL until the address names a device */
+	uint32_t handle;       /* the daemon id on dev */
+	struct rc_port *ports; /* wildcard listener: a daemon id per device */
+	unsigned int nports;
+	bool sync;           /* created without a channel: each call waits for its event */
+	bool bound_wildcard; /* bound to any address before it had a device */
+	struct sockaddr_storage bound;
+	struct rc_option options[RC_MAX_PENDING_OPTIONS];
+	unsigned int noptions;
+
+	pthread_mutex_t mut;
+	pthread_cond_t cond;
+	/* Events of this id being processed or held by the application (not yet acked):
+	 * rdma_destroy_id waits for none. */
+	unsigned int outstanding;
+	bool connect_error;
+	uint8_t initiator_depth;
+	uint8_t responder_resources;
+	void *connect; /* rdma_create_ep: ai_connect, sent in front of connect's data */
+	size_t connect_len;
+	struct ibv_qp_init_attr *qp_init_attr; /* rdma_create_ep on a passive id */
+	struct rc_mcast *mc_list;
+	struct ibv_ece local_ece;
+};
+
+struct rc_mcast {
+	struct rc_obj obj;
+	struct rc_mcast *next;
+	struct rc_id *id;
+	void *context;
+	unsigned int outstanding;
+	union ibv_gid mgid;
+	uint16_t mlid;
+	uint32_t join_flags;
+	struct sockaddr_storage addr;
+};
+
+/** An event handed to the application: private data lives until rdma_ack_cm_event. */
+struct rc_event {
+	struct rdma_cm_event event;
+	uint8_t private_data[UROCE_CTRL_CM_PDATA_MAX];
+	struct rc_id *id; /* the id whose count it holds */
+	struct rc_mcast *mc;
+};
+
+static inline struct rc_id *rc_id_of(struct rdma_cm_id *id)
+{
+	return (struct rc_id *)(void *)id;
+}
+
+static inline struct rc_channel *rc_channel_of(struct rdma_event_channel *ch)
+{
+	return (struct rc_channel *)(void *)ch;
+}
+
+/** -1 with errno, as rdma-core's calls fail. */
+static inline int rc_fail(int e)
+{
+	errno = e;
+	return -1;
+}
+
+/* device.c */
+int rc_devices(struct rc_device **devs);
+int rc_device_index(const struct rc_device *dev);
+int rc_device_open(struct rc_device *dev);
+struct rc_device *rc_device_by_addr(const struct sockaddr *addr);
+/** A CM command on @p dev's session. @return 0 or -1 with errno. */
+int rc_call(struct rc_device *dev, uint32_t cmd, const void *req, size_t req_len, void *rep,
+	    size_t rep_len, int *rep_fds, unsigned int max_rep_fds);
+
+/* channel.c */
+struct rc_channel *rc_channel_create(void);
+void rc_channel_destroy(struct rc_channel *ch);
+/** The channel's CM channel handle on @p dev (created and added to the epoll set on first
+ *  use). @return the handle, or 0 with errno. */
+uint32_t rc_channel_on(struct rc_channel *ch, struct rc_device *dev);
+void rc_registry_add(struct rc_obj *o);
+void rc_registry_del(struct rc_obj *o);
+/** The id (and membership) an event is for, held (its outstanding count + 1, released by
+ *  rc_event_done) so that it outlives the event; NULL when it is gone. */
+struct rc_id *rc_event_hold(const struct rc_device *dev, const struct uroce_ctrl_cm_event *ev,
+			    struct rc_mcast **mc);
+
+/* cma.c */
+void rc_event_done(struct rc_id *id, struct rc_mcast *mc);
+/** Turns the daemon's event into the application's (rdma-core's ucma event processing:
+ *  QP transitions, child ids...). @return false when the event is for no one (dropped). */
+bool rc_event_process(struct rc_device *dev, const struct uroce_ctrl_cm_event *ev,
+		      struct rc_event *out);
+void rc_id_apply_route(struct rc_id *id, const struct uroce_ctrl_cm_route *r);
+socklen_t rc_addrlen(const struct sockaddr *addr);
+
+/* qp.c */
+int rc_modify_qp_rtr(struct rc_id *id, uint8_t resp_res);
+int rc_modify_qp_rts(struct rc_id *id, uint8_t init_depth);
+int rc_modify_qp_err(struct rc_id *id);
+
+#endif

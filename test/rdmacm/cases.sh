@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The cases of tools.sh and one_host.sh (sourced by both, after test/integration/lib.sh):
+# the unmodified rdmacm-utils and perftest -R over the drop-in librdmacm.so.1 and
+# libibverbs.so.1 (nothing but LD_LIBRARY_PATH points at the build). Servers use daemon
+# A, clients daemon B (one_host.sh: the same daemon); the CM exchange and the data go
+# through the daemons (RDMA CM: no TCP side channel), to the server's address SADDR.
+# Needs: RDMACM_LIB_DIR, VERBS_LIB_DIR, SOCK_A, SOCK_B, SADDR, PORT; TOOLS_ONLY="regex"
+# runs only the cases whose label matches.
+
+rdmacm_check_installed() { # NAME: exit 77 unless the tools and the libraries are there
+	for t in rping ucmatose udaddy rdma_server rdma_client cmtime ib_send_lat ib_send_bw \
+		ib_write_lat ib_write_bw ib_read_lat ib_read_bw ib_atomic_lat ib_atomic_bw; do
+		if ! command -v "$t" >/dev/null; then
+			echo "$1: $t not installed (rdmacm-utils, perftest); skipped"
+			exit 77
+		fi
+	done
+	for l in "$RDMACM_LIB_DIR/librdmacm.so.1" "$VERBS_LIB_DIR/libibverbs.so.1"; do
+		if [ ! -e "$l" ]; then
+			echo "$1: $l not built; skipped"
+			exit 77
+		fi
+	done
+}
+
+on() { # on A|B CMD...: a tool of that side
+	local sock=$SOCK_A
+	[ "$1" = B ] && sock=$SOCK_B
+	shift
+	LD_LIBRARY_PATH=$RDMACM_LIB_DIR:$VERBS_LIB_DIR UROCE_SOCKET=$sock "$@"
+}
+
+want() { [ -z "$TOOLS_ONLY" ] || [[ $1 =~ $TOOLS_ONLY ]]; }
+
+# pair LABEL TIMEOUT SERVER ARGS... -- CLIENT ARGS...: the server on A, then the client
+# on B; both must exit 0. "@PORT" in the arguments is this case's port. The client's
+# output is printed (FILTER: a grep pattern of the lines kept, all if empty).
+FILTER=
+pair() {
+	local label=$1 tmo=$2
+	shift 2
+	want "$label" || return 0
+	PORT=$((PORT + 1))
+	local -a srv=() cli=()
+	while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+		srv+=("${1//@PORT/$PORT}")
+		shift
+	done
+	shift
+	for a in "$@"; do
+		cli+=("${a//@PORT/$PORT}")
+	done
+	local slog=$IT_DIR/server.out clog=$IT_DIR/client.out t0=$SECONDS rs rc
+	on A timeout -k 5 "$tmo" "${srv[@]}" >"$slog" 2>&1 &
+	local spid=$!
+	sleep 1
+	on B timeout -k 5 "$tmo" "${cli[@]}" >"$clog" 2>&1
+	rc=$?
+	wait "$spid"
+	rs=$?
+	if [ "$rc" -eq 0 ] && [ "$rs" -eq 0 ]; then
+		it_log "PASS $label ($((SECONDS - t0)) s): ${cli[*]}"
+		if [ -n "$FILTER" ]; then
+			grep -E "$FILTER" "$clog" | sed 's/^/    /'
+		else
+			sed 's/^/    /' "$clog"
+		fi
+		return 0
+	fi
+	it_log "FAIL $label: client exit $rc, server exit $rs ($((SECONDS - t0)) s)"
+	it_log "  server: ${srv[*]}"
+	it_log "  client: ${cli[*]}"
+	echo "---- client"
+	tail -n 30 "$clog"
+	echo "---- server"
+	tail -n 30 "$slog"
+	IT_FAILS=$((IT_FAILS + 1))
+	return 1
+}
+
+rdmacm_cases() {
+	# ---- rdmacm-utils ----
+	FILTER='^(ping data: rdma-ping-9|rping|client|server|cmatose|udaddy|rdma_client|rdma_server|test complete|return status|.*connect|.*time|[a-z ]+:? +[0-9.]+)'
+	pair "rping" 60 rping -s -a "$SADDR" -p @PORT -v -V -C 100 -S 64 -- \
+		rping -c -a "$SADDR" -p @PORT -v -V -C 100 -S 64
+	pair "ucmatose" 60 ucmatose -b "$SADDR" -p @PORT -c 4 -C 10 -- \
+		ucmatose -s "$SADDR" -p @PORT -c 4 -C 10
+	pair "udaddy" 60 udaddy -b "$SADDR" -p @PORT -- udaddy -s "$SADDR" -p @PORT
+	pair "rdma_server/rdma_client" 60 rdma_server -s "$SADDR" -p @PORT -- \
+		rdma_client -s "$SADDR" -p @PORT
+	FILTER=
+	pair "cmtime" 120 cmtime -b "$SADDR" -p @PORT -c 20 -- cmtime -s "$SADDR" -p @PORT -c 20
+
+	# ---- perftest over the RDMA CM (-R) ----
+	FILTER='^ *[0-9]+ +[0-9]+ '
+	local -a pt=(-d uroce0 -R -F -p @PORT)
+	local t
+	for t in "ib_send_lat -s 64" "ib_send_bw -s 4096" "ib_send_bw -c UD -s 1024" \
+		"ib_write_lat -s 64" "ib_write_bw -s 65536" "ib_read_lat -s 64" \
+		"ib_read_bw -s 65536" "ib_atomic_lat" "ib_atomic_bw"; do
+		# shellcheck disable=SC2086 # $t is a command line
+		pair "$t -R" 120 $t "${pt[@]}" -n 1000 -- $t "${pt[@]}" -n 1000 "$SADDR"
+	done
+}
