@@ -6,6 +6,7 @@
  *   uroce [-S socket] capture start FILE | capture stop
  *   uroce [-S socket] fault [rx_drop=R] [rx_dup=R] [rx_reorder=R] [rx_corrupt=R]
  *                           [tx_drop=R] [tx_dup=R] [tx_reorder=R] [tx_corrupt=R]
+ *   uroce [-S socket] cm-drop REQ|MRA|REJ|REP|RTU|DREQ|DREP|SIDR_REQ|SIDR_REP [COUNT]
  *   uroce [-S socket] log-level error|warning|info|debug
  *   uroce [-S socket] devinfo
  */
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -35,6 +37,8 @@ static void usage(FILE *f)
 "  fault [NAME=RATE ...]       fault injection rates in [0,1]: rx_drop rx_dup rx_reorder\n"
 "                              rx_corrupt tx_drop tx_dup tx_reorder tx_corrupt (unnamed: 0;\n"
 "                              no argument turns every fault off)\n"
+"  cm-drop ATTR [COUNT]        drop the next COUNT (1) CM MADs of ATTR this daemon sends:\n"
+"                              REQ MRA REJ REP RTU DREQ DREP SIDR_REQ SIDR_REP (tests)\n"
 "  log-level error|warning|info|debug\n"
 "  devinfo                     device, port and GID table\n"
 "The socket: -S, else $UROCE_SOCKET, else " UROCE_CTRL_DEFAULT_SOCKET ".\n");
@@ -207,6 +211,44 @@ static int cmd_fault(struct uroce_client_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
+static int cmd_cm_drop(struct uroce_client_ctx *ctx, int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		uint32_t attr;
+	} attrs[] = {{"REQ", 0x10}, {"MRA", 0x11}, {"REJ", 0x12}, {"REP", 0x13},
+		     {"RTU", 0x14}, {"DREQ", 0x15}, {"DREP", 0x16}, {"SIDR_REQ", 0x17},
+		     {"SIDR_REP", 0x18}};
+	struct uroce_ctrl_admin_req req;
+	unsigned long count = 1;
+	unsigned int k;
+	char *end;
+
+	if (argc < 1 || argc > 2)
+		goto usage;
+	for (k = 0; k < sizeof(attrs) / sizeof(attrs[0]); k++)
+		if (!strcasecmp(argv[0], attrs[k].name))
+			break;
+	if (k == sizeof(attrs) / sizeof(attrs[0]))
+		goto usage;
+	if (argc == 2) {
+		count = strtoul(argv[1], &end, 10);
+		if (*end || end == argv[1] || count > 0xffff)
+			goto usage;
+	}
+	memset(&req, 0, sizeof(req));
+	req.op = UROCE_CTRL_ADMIN_CM_DROP;
+	req.value = attrs[k].attr << 16 | (uint32_t)count;
+	if (admin(ctx, &req, "cm-drop"))
+		return 1;
+	printf("cm-drop: the next %lu %s MAD(s) this daemon sends are dropped\n", count,
+	       attrs[k].name);
+	return 0;
+usage:
+	fprintf(stderr, "uroce cm-drop: REQ|MRA|REJ|REP|RTU|DREQ|DREP|SIDR_REQ|SIDR_REP [COUNT]\n");
+	return 2;
+}
+
 static int cmd_log_level(struct uroce_client_ctx *ctx, int argc, char **argv)
 {
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
@@ -350,6 +392,7 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[optind++];
 	if (strcmp(cmd, "stat") && strcmp(cmd, "capture") && strcmp(cmd, "fault") &&
+	    strcmp(cmd, "cm-drop") &&
 	    strcmp(cmd, "log-level") && strcmp(cmd, "devinfo")) {
 		fprintf(stderr, "uroce: unknown command '%s'\n", cmd);
 		usage(stderr);
@@ -366,6 +409,8 @@ int main(int argc, char **argv)
 		r = cmd_capture(ctx, argc, argv);
 	else if (!strcmp(cmd, "fault"))
 		r = cmd_fault(ctx, argc, argv);
+	else if (!strcmp(cmd, "cm-drop"))
+		r = cmd_cm_drop(ctx, argc, argv);
 	else if (!strcmp(cmd, "log-level"))
 		r = cmd_log_level(ctx, argc, argv);
 	else

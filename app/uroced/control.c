@@ -133,6 +133,8 @@ void ud_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], const 
 
 	(void)ctx;
 	(void)gid;
+	if (ud_cm_neigh_resolved(cookie, mac, err))
+		return;
 	for (c = ud.clients; c; c = c->next)
 		if (c->id == cookie && c->pending.active) {
 			ud_handle_resolved(c, mac, err);

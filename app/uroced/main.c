@@ -177,6 +177,7 @@ static int setup(void)
 	tc.event = ud_tp_event;
 	tc.cq_ready = ud_cq_ready;
 	tc.rq_refill = ud_rq_refill;
+	tc.gsi_rx = ud_cm_gsi_rx;
 	tc.seed = ud.conf.transport.seed ? ud.conf.transport.seed
 					 : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
 	tc.ack_coalesce = ud.conf.transport.ack_coalesce;
@@ -188,6 +189,9 @@ static int setup(void)
 		UD_ERR("cannot create the device: %s", strerror(errno));
 		return -errno;
 	}
+	rc = ud_cm_init(tc.seed * 0x9e3779b97f4a7c15ull + 1);
+	if (rc)
+		return rc;
 	rc = ud_net_init();
 	if (rc)
 		return rc;
@@ -232,6 +236,7 @@ static void poll_loop(void)
 		work += ud_net_rx();
 		if (uroce_tp_next_deadline(ud.dev) <= ud.now_ns)
 			uroce_tp_process(ud.dev, ud.now_ns);
+		ud_cm_process();
 		work += ud_completions();
 		ud_net_tx_flush();
 
@@ -241,6 +246,8 @@ static void poll_loop(void)
 			/* Idle a while: sleep in the control socket's wait, so a command or a
 			 * timer ends the nap, at most idle_sleep_us. */
 			deadline = uroce_tp_next_deadline(ud.dev);
+			if (uroce_cm_next_deadline(ud.cm) < deadline)
+				deadline = uroce_cm_next_deadline(ud.cm);
 			if (deadline > ud.now_ns) {
 				uint64_t nap = deadline - ud.now_ns;
 
@@ -299,6 +306,7 @@ int main(int argc, char **argv)
 out:
 	ud_control_fini();
 	ud_net_fini();
+	ud_cm_fini();
 	if (ud.dev)
 		uroce_tp_dev_destroy(ud.dev);
 	if (ud.port.open)

@@ -19,7 +19,7 @@
 
 /* ---- handle table --------------------------------------------------------------------- */
 
-static uint32_t obj_add(struct ud_client *c, enum ud_obj_type type, void *p)
+uint32_t ud_obj_add(struct ud_client *c, enum ud_obj_type type, void *p)
 {
 	uint32_t i;
 
@@ -52,7 +52,7 @@ void *ud_obj_get(struct ud_client *c, uint32_t handle, enum ud_obj_type type)
 	return c->objs[handle - 1].p;
 }
 
-static void obj_del(struct ud_client *c, uint32_t handle)
+void ud_obj_del(struct ud_client *c, uint32_t handle)
 {
 	c->counts[c->objs[handle - 1].type]--;
 	c->objs[handle - 1].type = UD_OBJ_FREE;
@@ -149,7 +149,7 @@ static int destroy_qp(struct ud_client *c, uint32_t h, struct ud_qp *q)
 		return rc;
 	qp_unlist(q);
 	region_close(&q->region);
-	obj_del(c, h);
+	ud_obj_del(c, h);
 	free(q);
 	return 0;
 }
@@ -162,7 +162,7 @@ static int destroy_srq(struct ud_client *c, uint32_t h, struct ud_srq *s)
 		return rc;
 	srq_unlist(s);
 	region_close(&s->region);
-	obj_del(c, h);
+	ud_obj_del(c, h);
 	free(s);
 	return 0;
 }
@@ -177,7 +177,7 @@ static int destroy_cq(struct ud_client *c, uint32_t h, struct ud_cq *q)
 	if (q->channel)
 		q->channel->refs--;
 	region_close(&q->region);
-	obj_del(c, h);
+	ud_obj_del(c, h);
 	free(q);
 	return 0;
 }
@@ -190,7 +190,7 @@ static int destroy_mr(struct ud_client *c, uint32_t h, struct ud_mr *m)
 		return rc;
 	munmap(m->map, m->map_len);
 	ud.mappings--;
-	obj_del(c, h);
+	ud_obj_del(c, h);
 	free(m);
 	return 0;
 }
@@ -198,7 +198,7 @@ static int destroy_mr(struct ud_client *c, uint32_t h, struct ud_mr *m)
 static void destroy_region(struct ud_client *c, uint32_t h, struct ud_region *r)
 {
 	close(r->fd);
-	obj_del(c, h);
+	ud_obj_del(c, h);
 	free(r);
 }
 
@@ -207,7 +207,7 @@ static int destroy_channel(struct ud_client *c, uint32_t h, struct ud_channel *c
 	if (ch->refs)
 		return -EBUSY;
 	close(ch->efd);
-	obj_del(c, h);
+	ud_obj_del(c, h);
 	free(ch);
 	return 0;
 }
@@ -224,6 +224,7 @@ void ud_client_free_objects(struct ud_client *c)
 	size_t k;
 	uint32_t h;
 
+	ud_cm_free_client(c);
 	for (k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
 		for (h = 1; h <= c->nobjs; h++) {
 			struct ud_obj *o = &c->objs[h - 1];
@@ -233,7 +234,7 @@ void ud_client_free_objects(struct ud_client *c)
 			switch (o->type) {
 			case UD_OBJ_AH:
 				uroce_tp_destroy_ah(o->p);
-				obj_del(c, h);
+				ud_obj_del(c, h);
 				break;
 			case UD_OBJ_QP: {
 				struct ud_qp *q = o->p;
@@ -261,7 +262,7 @@ void ud_client_free_objects(struct ud_client *c)
 				break;
 			case UD_OBJ_PD:
 				uroce_tp_dealloc_pd(o->p);
-				obj_del(c, h);
+				ud_obj_del(c, h);
 				break;
 			default:
 				break;
@@ -406,7 +407,7 @@ static void cmd_alloc_pd(struct ud_client *c, const struct uroce_ctrl_hdr *h)
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	handle = obj_add(c, UD_OBJ_PD, pd);
+	handle = ud_obj_add(c, UD_OBJ_PD, pd);
 	if (!handle)
 		uroce_tp_dealloc_pd(pd);
 	reply_handle(c, h, handle);
@@ -435,7 +436,7 @@ static void cmd_map_region(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	}
 	r->fd = fd;
 	r->size = req->size;
-	handle = obj_add(c, UD_OBJ_REGION, r);
+	handle = ud_obj_add(c, UD_OBJ_REGION, r);
 	if (!handle) {
 		close(fd);
 		free(r);
@@ -502,7 +503,7 @@ static void cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		rc = -errno;
 		goto fail;
 	}
-	handle = obj_add(c, UD_OBJ_MR, m);
+	handle = ud_obj_add(c, UD_OBJ_MR, m);
 	if (!handle) {
 		uroce_tp_dereg_mr(m->tp);
 		rc = -ENOMEM;
@@ -537,7 +538,7 @@ static void cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr 
 		REPLY(c, h, -errno, NULL, 0);
 		return;
 	}
-	rep.handle = obj_add(c, UD_OBJ_CHANNEL, ch);
+	rep.handle = ud_obj_add(c, UD_OBJ_CHANNEL, ch);
 	if (!rep.handle) {
 		close(ch->efd);
 		free(ch);
@@ -596,7 +597,7 @@ static void cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	q->client = c;
 	q->channel = ch;
 	uroce_tp_cq_set_user(q->tp, q);
-	q->handle = rep.cq = obj_add(c, UD_OBJ_CQ, q);
+	q->handle = rep.cq = ud_obj_add(c, UD_OBJ_CQ, q);
 	if (!q->handle) {
 		uroce_tp_destroy_cq(q->tp);
 		region_close(&q->region);
@@ -659,7 +660,7 @@ static void cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	s->ctl = (void *)((uint8_t *)s->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
 	s->client = c;
 	uroce_tp_srq_set_user(s->tp, s);
-	s->handle = rep.srq = obj_add(c, UD_OBJ_SRQ, s);
+	s->handle = rep.srq = ud_obj_add(c, UD_OBJ_SRQ, s);
 	if (!s->handle) {
 		srq_unlist(s);
 		uroce_tp_destroy_srq(s->tp);
@@ -745,7 +746,7 @@ static void cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	q->send_cq = scq;
 	q->recv_cq = rcq;
 	uroce_tp_qp_set_user(q->tp, q);
-	q->handle = rep.qp = obj_add(c, UD_OBJ_QP, q);
+	q->handle = rep.qp = ud_obj_add(c, UD_OBJ_QP, q);
 	if (!q->handle) {
 		qp_unlist(q);
 		uroce_tp_destroy_qp(q->tp);
@@ -877,7 +878,7 @@ static bool cmd_create_ah(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		REPLY(c, h, -errno, NULL, 0);
 		return true;
 	}
-	handle = obj_add(c, UD_OBJ_AH, ah);
+	handle = ud_obj_add(c, UD_OBJ_AH, ah);
 	if (!handle)
 		uroce_tp_destroy_ah(ah);
 	reply_handle(c, h, handle);
@@ -917,6 +918,10 @@ static void cmd_admin(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	case UROCE_CTRL_ADMIN_FAULT:
 		rc = ud_fault_set(req->rates);
 		break;
+	case UROCE_CTRL_ADMIN_CM_DROP:
+		ud_cm_drop(req->value >> 16, req->value & 0xffff);
+		rc = 0;
+		break;
 	case UROCE_CTRL_ADMIN_LOG_LEVEL:
 		if (req->value <= UROCE_CONF_LOG_DEBUG) {
 			ud_log_level = (int)req->value;
@@ -944,7 +949,7 @@ static void cmd_destroy(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	case UD_OBJ_PD:
 		rc = uroce_tp_dealloc_pd(p);
 		if (!rc)
-			obj_del(c, req->handle);
+			ud_obj_del(c, req->handle);
 		break;
 	case UD_OBJ_REGION:
 		destroy_region(c, req->handle, p);
@@ -968,7 +973,7 @@ static void cmd_destroy(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	case UD_OBJ_AH:
 		rc = uroce_tp_destroy_ah(p);
 		if (!rc)
-			obj_del(c, req->handle);
+			ud_obj_del(c, req->handle);
 		break;
 	default:
 		rc = -EINVAL;
@@ -1079,6 +1084,9 @@ bool ud_handle(struct ud_client *c, const uint8_t *msg, uint32_t len, const int 
 		break;
 	case UROCE_CTRL_ADMIN:
 		cmd_admin(c, &h, p);
+		break;
+	case UROCE_CTRL_CM_CREATE_CHANNEL ... UROCE_CTRL_CM_LEAVE_MCAST:
+		ud_cm_handle(c, &h, p);
 		break;
 	default:
 		REPLY(c, &h, -EINVAL, NULL, 0);

@@ -36,7 +36,8 @@ int ud_stats(struct ud_client *self, uint32_t flags, struct uroce_ctrl_stat *out
 	static const char *const obj_names[UD_OBJ_TYPES] = {
 		[UD_OBJ_PD] = "pd", [UD_OBJ_REGION] = "region", [UD_OBJ_MR] = "mr",
 		[UD_OBJ_CHANNEL] = "channel", [UD_OBJ_CQ] = "cq", [UD_OBJ_SRQ] = "srq",
-		[UD_OBJ_QP] = "qp", [UD_OBJ_AH] = "ah"};
+		[UD_OBJ_QP] = "qp", [UD_OBJ_AH] = "ah", [UD_OBJ_CM_CHANNEL] = "cm_channel",
+		[UD_OBJ_CM_ID] = "cm_id"};
 	struct stat_out o = {.s = out, .max = max};
 	const struct uroce_tp_counters *tc = uroce_tp_counters(ud.dev);
 	const struct uroce_ip_counters *ic = uroce_ip_counters(ud.ip);
@@ -82,6 +83,31 @@ int ud_stats(struct ud_client *self, uint32_t flags, struct uroce_ctrl_stat *out
 	PUT_FAULT(rx, ud.rx_fault);
 	PUT_FAULT(tx, ud.tx_fault);
 #undef PUT_FAULT
+	if (ud.cm) {
+		static const char *const attr[16] = {"req", "mra", "rej", "rep", "rtu", "dreq",
+						     "drep", "sidr_req", "sidr_rep", "lap",
+						     "apr", NULL, NULL, NULL, NULL, "other"};
+		const struct uroce_cm_counters *cc = uroce_cm_counters(ud.cm);
+		char n[32];
+
+		put(&o, "cm.", "rx_mads", cc->rx_mads);
+		put(&o, "cm.", "tx_mads", cc->tx_mads);
+		put(&o, "cm.", "rx_malformed", cc->rx_malformed);
+		put(&o, "cm.", "rx_unknown_attr", cc->rx_unknown_attr);
+		put(&o, "cm.", "rx_stale", cc->rx_stale);
+		put(&o, "cm.", "rx_dup_req", cc->rx_dup_req);
+		put(&o, "cm.", "rx_no_listener", cc->rx_no_listener);
+		put(&o, "cm.", "retries", cc->retries);
+		put(&o, "cm.", "timeouts", cc->timeouts);
+		for (i = 0; i < 16; i++) {
+			if (!attr[i])
+				continue;
+			snprintf(n, sizeof(n), "rx_%s", attr[i]);
+			put(&o, "cm.", n, cc->rx_by_attr[i]);
+			snprintf(n, sizeof(n), "tx_%s", attr[i]);
+			put(&o, "cm.", n, cc->tx_by_attr[i]);
+		}
+	}
 #define PUT_UD(n) put(&o, "daemon.", #n, ud.cnt.n);
 	UD_COUNTERS(PUT_UD)
 #undef PUT_UD

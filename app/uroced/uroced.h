@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "uroce_capture.h"
+#include "uroce_cm.h"
 #include "uroce_conf.h"
 #include "uroce_ctrl.h"
 #include "uroce_ethdev.h"
@@ -55,6 +56,8 @@ enum ud_obj_type {
 	UD_OBJ_SRQ,
 	UD_OBJ_QP,
 	UD_OBJ_AH,
+	UD_OBJ_CM_CHANNEL,
+	UD_OBJ_CM_ID,
 	UD_OBJ_TYPES
 };
 
@@ -165,7 +168,11 @@ struct ud_loop_frame {
 	X(clients_closed)                                                            \
 	X(bad_requests)      /* malformed control messages (the client is dropped) */ \
 	X(capture_frames)                                                            \
-	X(capture_errors)
+	X(capture_errors)                                                            \
+	X(cm_events)         /* rdma_cm events queued for applications */           \
+	X(cm_events_lost)    /* no memory for an event, or its eventfd failed */     \
+	X(cm_not_ours)       /* MADs to an IP address that is not ours */            \
+	X(cm_dropped)        /* MADs dropped on purpose (uroce cm-drop) */
 
 struct ud_counters {
 #define UD_COUNTER_FIELD(n) uint64_t n;
@@ -178,6 +185,7 @@ struct ud_daemon {
 	struct uroce_eth_port port;
 	bool have_port;
 	struct uroce_tp_dev *dev;
+	struct uroce_cm *cm;
 	struct uroce_ip_stack *ip;
 	struct uroce_fault rx_fault, tx_fault;
 	struct uroce_pcap_writer cap;
@@ -244,6 +252,8 @@ bool ud_handle(struct ud_client *c, const uint8_t *msg, uint32_t len, const int 
 void ud_handle_resolved(struct ud_client *c, const uint8_t *mac, int err);
 void ud_client_free_objects(struct ud_client *c);
 void *ud_obj_get(struct ud_client *c, uint32_t handle, enum ud_obj_type type);
+uint32_t ud_obj_add(struct ud_client *c, enum ud_obj_type type, void *p); /* 0: no memory */
+void ud_obj_del(struct ud_client *c, uint32_t handle);
 
 /* datapath.c */
 unsigned int ud_doorbells(void);
@@ -253,6 +263,21 @@ void ud_rq_refill(void *io_ctx, struct uroce_tp_qp *qp);
 void ud_tp_event(void *io_ctx, enum ibv_event_type type, void *object);
 void ud_qp_publish_retired(struct ud_qp *q);
 int ud_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx);
+
+/* cm.c */
+int ud_cm_init(uint64_t seed);
+void ud_cm_fini(void);
+/* Timers and deferred work; every turn of the poll loop. */
+void ud_cm_process(void);
+void ud_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
+void ud_cm_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload);
+/* Destroys the connection's CM ids (REJ/DREQ on the wire) and channels. */
+void ud_cm_free_client(struct ud_client *c);
+/* A neighbour resolution for a CM id has settled; false if @p cookie is not a CM id's. */
+bool ud_cm_neigh_resolved(uint64_t cookie, const uint8_t *mac, int err);
+void ud_cm_orphan(struct uroce_cm_id *cid);
+/* Drops the next @count MADs with attribute @attr that we send (uroce cm-drop). */
+void ud_cm_drop(uint32_t attr, uint32_t count);
 
 /* stats.c */
 int ud_stats(struct ud_client *c, uint32_t flags, struct uroce_ctrl_stat *out, uint32_t max);

@@ -60,6 +60,14 @@ static const struct uroce_conf_key keys[] = {
 	UINT(transport, seed, 0, UINT64_MAX, "0",
 	     "seeds QPNs and key bytes; 0: from the time (set one to replay a run)"),
 
+	UINT(cm, response_timeout, 8, 31, "20",
+	     "CM response timeout, 4.096 us * 2^x, sent in REQ and used for our waits"
+	     " (rdma_cm: 20, 4.3 s)"),
+	UINT(cm, max_retries, 0, 15, "15",
+	     "times a CM REQ, REP, DREQ or SIDR_REQ is sent again before giving up (rdma_cm: 15)"),
+	UINT(cm, timewait_ms, 0, 600000, "1000",
+	     "milliseconds a disconnected id stays in timewait (stale packets are recognised)"),
+
 	UINT(lcore, poll_lcores, 1, 64, "1", "lcores that poll the port and run the transport"),
 	UINT(lcore, idle_sleep_us, 0, 100000, "0",
 	     "microseconds a poll lcore sleeps once idle idle_after_us; 0: never sleeps"),

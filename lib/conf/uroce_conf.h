@@ -149,6 +149,11 @@ struct uroce_conf {
 		uint64_t seed;                  /**< 0: from the time */
 	} transport;
 	struct {
+		uint32_t response_timeout;      /**< IBA: 4.096 us * 2^x */
+		uint32_t max_retries;
+		uint32_t timewait_ms;
+	} cm;
+	struct {
 		uint32_t poll_lcores;
 		uint32_t idle_sleep_us;         /**< 0: never sleep */
 		uint32_t idle_after_us;

@@ -312,6 +312,9 @@ enum uroce_ctrl_admin_op {
 	UROCE_CTRL_ADMIN_CAPTURE_STOP,
 	UROCE_CTRL_ADMIN_FAULT,             /**< rates: rx drop,dup,reorder,corrupt, tx same */
 	UROCE_CTRL_ADMIN_LOG_LEVEL,         /**< value: 0 error .. 3 debug */
+	/** value: CM attribute ID << 16 | count: the next count CM MADs of that attribute
+	 *  this daemon sends are dropped (tests of the CM's retries; 0: none). */
+	UROCE_CTRL_ADMIN_CM_DROP,
 };
 struct uroce_ctrl_admin_req {
 	uint32_t op;

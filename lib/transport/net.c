@@ -87,6 +87,56 @@ static bool pkey_ok(uint16_t pkey)
 	return (pkey & 0x7fff) == 0x7fff;
 }
 
+/* QP1 takes only UD SEND Only (MADs are one packet, IBA 13.4.1) with the GSI Q_Key
+ * (IBA 10.2.5: a wrong Q_Key is dropped silently). */
+static void gsi_rx(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt, uint64_t now_ns)
+{
+	if (!pkey_ok(pkt->hdr.bth.pkey)) {
+		dev->cnt.rcvd_bad_pkey++;
+		return;
+	}
+	if (pkt->hdr.bth.opcode != UROCE_OPCODE(UROCE_TRANSPORT_UD, UROCE_OP_SEND_ONLY)) {
+		dev->cnt.rcvd_wrong_opcode++;
+		return;
+	}
+	if (pkt->hdr.deth.qkey != UROCE_TP_GSI_QKEY) {
+		dev->cnt.rcvd_bad_qkey++;
+		return;
+	}
+	dev->cfg.gsi_rx(dev->cfg.io_ctx, pkt, now_ns);
+}
+
+static int gsi_fill(void *arg, uint8_t *dst, uint32_t len)
+{
+	memcpy(dst, arg, len);
+	return 0;
+}
+
+int uroce_tp_gsi_send(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah,
+		      const uint8_t dmac[6], uint32_t dqpn, uint32_t qkey, const void *payload,
+		      uint32_t len)
+{
+	struct uroce_wire_hdr h;
+	int rc;
+
+	if (!ah->is_global || len == 0 || len > 4096)
+		return -EINVAL;
+	rc = tp_path_tmpl(dev, ah, dmac, &h);
+	if (rc)
+		return rc;
+	h.bth.opcode = UROCE_OPCODE(UROCE_TRANSPORT_UD, UROCE_OP_SEND_ONLY);
+	h.bth.pkey = UROCE_PKEY_DEFAULT;
+	h.bth.dqpn = dqpn & UROCE_PSN_MASK;
+	h.bth.psn = dev->gsi_psn;
+	h.udp_sport = uroce_udp_sport_qpn(UROCE_TP_GSI_QPN);
+	h.deth.qkey = qkey;
+	h.deth.src_qpn = UROCE_TP_GSI_QPN;
+	rc = tp_send_pkt(dev, &h, len, gsi_fill, (void *)(uintptr_t)payload);
+	if (rc == 0)
+		dev->gsi_psn = (dev->gsi_psn + 1) & UROCE_PSN_MASK;
+	return rc;
+}
+
 void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, uint64_t now_ns)
 {
 	struct uroce_wire_pkt pkt;
@@ -106,6 +156,10 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, u
 	dev->cnt.rcvd_pkts++;
 	if (pkt.hdr.bth.opcode == UROCE_OPCODE_CNP)
 		return; /* congestion control (DCQCN) is not implemented: counted, ignored */
+	if (pkt.hdr.bth.dqpn == UROCE_TP_GSI_QPN && dev->cfg.gsi_rx) {
+		gsi_rx(dev, &pkt, now_ns);
+		return;
+	}
 	qp = uroce_tp_qp_lookup(dev, pkt.hdr.bth.dqpn);
 	if (qp == NULL) {
 		dev->cnt.rcvd_unknown_qp++;

@@ -212,6 +212,7 @@ struct uroce_tp_dev {
 	struct uroce_tp_qp *qps; /* list of every QP */
 	struct tp_node pds, cqs, srqs, ahs;
 	uint32_t next_qpn;
+	uint32_t gsi_psn; /* QP1's next PSN (UD: per sender, unchecked by receivers) */
 	uint64_t rng;
 	struct uroce_tp_mr **mrs; /* by key >> 8 */
 	uint32_t mr_cap;

@@ -114,6 +114,10 @@ struct uroce_tp_dev_cfg {
 	 *  receive posted just before the message arrived could be missed: RNR NAK for RC,
 	 *  a dropped message for UC and UD. */
 	void (*rq_refill)(void *io_ctx, struct uroce_tp_qp *qp);
+	/** QP1, the GSI (IBA 13.5.1): a UD SEND Only to QPN 1 with the GSI Q_Key, good P_Key
+	 *  and ICRC, is handed here whole (the CM's MADs); QP1 has no queues in the
+	 *  transport. NULL: such packets count as rcvd_unknown_qp. */
+	void (*gsi_rx)(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
 	void *io_ctx;
 	/** Seeds QPNs and the key bytes of lkeys/rkeys (stale keys are refused). */
 	uint64_t seed;
@@ -155,6 +159,19 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len,
  * uroce_tp_next_deadline() is reached.
  */
 void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns);
+
+#define UROCE_TP_GSI_QPN 1
+#define UROCE_TP_GSI_QKEY 0x80010000u /* IBA 13.5.1: the well-known Q_Key of QP1 */
+
+/**
+ * Sends one UD SEND Only from QP1 (the GSI) to QP @p dqpn at @p ah (is_global: sgid_index,
+ * dgid, traffic class, flow label) and @p dmac, with Q_Key @p qkey: how the CM's MADs go
+ * out. @return 0, -EINVAL (bad GID index or size), -EAGAIN (tx refused: the MAD is lost
+ * as on a wire; the CM's timers resend).
+ */
+int uroce_tp_gsi_send(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah,
+		      const uint8_t dmac[6], uint32_t dqpn, uint32_t qkey, const void *payload,
+		      uint32_t len);
 
 /** When uroce_tp_process() must run next: 0 when packets wait to be sent (posted and not
  *  yet processed, or refused by the link), else the earliest armed timer, or UINT64_MAX.

@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Connection management: lib/cm on QP1, and the CM_* commands librdmacm sends.
+ *
+ *   QP1 rx (transport's gsi_rx) -> path from the frame -> uroce_cm_input
+ *   lib/cm tx -> uroce_tp_gsi_send (UD SEND Only, Q_Key 0x80010000) -> ud_net_tx
+ *   lib/cm events -> the owning id's CM channel: queue + semaphore eventfd
+ *   RESOLVE_ADDR -> lib/ipstack (ARP/ND, cookie UD_CM_COOKIE | serial) -> ADDR_RESOLVED
+ *
+ * CM ids and channels are objects of the connection that made them (handles in its
+ * table), so a connection that goes takes its ids with it: uroce_cm_id_destroy() rejects
+ * or disconnects them on the wire (DREQ), as rdma_destroy_id does when a process exits.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "uroced.h"
+
+#define REPLY(c, h, st, p, l) ud_client_reply(c, h, st, p, l, NULL, 0)
+
+/* Neighbour-resolution cookies of CM ids; a client's cookie is its id (< 2^63). */
+#define UD_CM_COOKIE (1ull << 63)
+
+struct ud_cm_event_node {
+	struct ud_cm_event_node *next;
+	struct uroce_ctrl_cm_event ev;
+};
+
+struct ud_cm_channel {
+	int efd; /* EFD_SEMAPHORE: readable exactly while events wait (see uroce_ctrl.h) */
+	struct ud_cm_event_node *head, *tail;
+	uint32_t queued;
+	uint32_t ids; /* ids reporting here: the channel cannot go before them */
+};
+
+struct ud_cm_id {
+	struct uroce_cm_id *cm;
+	struct ud_client *client;
+	uint32_t handle;
+	uint32_t channel; /* handle of its ud_cm_channel */
+	uint64_t uid;
+	uint64_t cookie;
+	bool resolving;   /* RESOLVE_ADDR waits for the neighbour */
+	bool addr_resolved;
+	struct sockaddr_storage src, dst;
+	struct ud_cm_id *next; /* ud.cm_ids: every id, for neighbour callbacks */
+};
+
+static struct ud_cm_id *cm_ids;
+static uint64_t cm_serial;
+/* CM ids whose CONNECT_REQUEST found no owner: destroyed on the next turn. */
+static struct uroce_cm_id *orphans[64];
+static unsigned int norphans;
+
+/* ---- addresses ---------------------------------------------------------------------- */
+
+static bool addr_to_gid(const struct sockaddr_storage *ss, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+		gid->raw[10] = gid->raw[11] = 0xff;
+		memcpy(gid->raw + 12, &in->sin_addr, 4);
+		return true;
+	}
+	if (ss->ss_family == AF_INET6) {
+		memcpy(gid->raw, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+static bool addr_is_any(const struct sockaddr_storage *ss)
+{
+	static const struct in6_addr any6;
+
+	if (ss->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (ss->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)ss)->sin6_addr, &any6, 16) == 0;
+	return false;
+}
+
+static int gid_index(const union ibv_gid *gid)
+{
+	unsigned int i;
+
+	for (i = 0; i < ud.ngids; i++)
+		if (memcmp(ud.gids[i].raw, gid->raw, 16) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Our first address of @family as a GID index (an IPv6 one that is not link-local first,
+ * as the kernel prefers a global source), or -1. */
+static int source_gid_index(int family)
+{
+	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	int i, ll = -1;
+
+	for (i = 0; i < ud.ngids; i++) {
+		bool v4 = memcmp(ud.gids[i].raw, v4prefix, 12) == 0;
+
+		if (family == AF_INET && v4)
+			return i;
+		if (family == AF_INET6 && !v4) {
+			if (ud.gids[i].raw[0] == 0xfe && (ud.gids[i].raw[1] & 0xc0) == 0x80) {
+				if (ll < 0)
+					ll = i;
+				continue;
+			}
+			return i;
+		}
+	}
+	return ll;
+}
+
+static void gid_to_addr(const union ibv_gid *gid, int family, uint16_t port_be,
+			struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+		in->sin_family = AF_INET;
+		in->sin_port = port_be;
+		memcpy(&in->sin_addr, gid->raw + 12, 4);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = port_be;
+		memcpy(&in6->sin6_addr, gid->raw, 16);
+	}
+}
+
+static void fill_route(const struct ud_cm_id *id, struct uroce_ctrl_cm_route *r)
+{
+	const struct uroce_cm_path *p = uroce_cm_id_path(id->cm);
+
+	memset(r, 0, sizeof(*r));
+	uroce_cm_id_addrs(id->cm, &r->src, &r->dst);
+	r->pkey = UROCE_PKEY_DEFAULT;
+	r->path_mtu = ud.active_mtu;
+	if (p && (id->addr_resolved || r->dst.ss_family != AF_UNSPEC)) {
+		r->sgid = p->sgid;
+		r->dgid = p->dgid;
+		r->flow_label = p->flow_label;
+		r->sgid_index = p->sgid_index;
+		r->hop_limit = p->hop_limit;
+		r->traffic_class = p->traffic_class;
+		r->num_paths = id->addr_resolved ? 1 : 0;
+	}
+}
+
+/* ---- channels and events ----------------------------------------------------------- */
+
+static struct ud_cm_channel *channel_of(const struct ud_cm_id *id)
+{
+	return ud_obj_get(id->client, id->channel, UD_OBJ_CM_CHANNEL);
+}
+
+static void channel_push(struct ud_cm_channel *ch, const struct uroce_ctrl_cm_event *ev)
+{
+	struct ud_cm_event_node *n = malloc(sizeof(*n));
+	uint64_t one = 1;
+
+	if (!n) {
+		ud.cnt.cm_events_lost++;
+		return;
+	}
+	n->next = NULL;
+	n->ev = *ev;
+	if (ch->tail)
+		ch->tail->next = n;
+	else
+		ch->head = n;
+	ch->tail = n;
+	ch->queued++;
+	/* After the event is queued: a woken reader finds it. */
+	if (write(ch->efd, &one, sizeof(one)) != sizeof(one))
+		ud.cnt.cm_events_lost++;
+	ud.cnt.cm_events++;
+}
+
+static struct ud_cm_event_node *channel_pop(struct ud_cm_channel *ch)
+{
+	struct ud_cm_event_node *n = ch->head;
+	uint64_t v;
+
+	if (!n)
+		return NULL;
+	ch->head = n->next;
+	if (!ch->head)
+		ch->tail = NULL;
+	ch->queued--;
+	/* Semaphore read: takes exactly the 1 its push added. */
+	if (read(ch->efd, &v, sizeof(v)) != sizeof(v))
+		ud.cnt.cm_events_lost++;
+	return n;
+}
+
+/* Takes the events of id handle @id (or all with @id 0) out of @from; appends them to
+ * @to when given (MIGRATE_ID), frees them otherwise (DESTROY_ID). */
+static void channel_move_events(struct ud_cm_channel *from, uint32_t id,
+				struct ud_cm_channel *to)
+{
+	struct ud_cm_event_node *keep = NULL, **kt = &keep, *n;
+	uint32_t k, total = from->queued;
+
+	for (k = 0; k < total; k++) {
+		n = channel_pop(from);
+		if (id == 0 || n->ev.id == id) {
+			if (to)
+				channel_push(to, &n->ev);
+			free(n);
+		} else {
+			n->next = NULL;
+			*kt = n;
+			kt = &n->next;
+		}
+	}
+	while ((n = keep)) {
+		keep = n->next;
+		channel_push(from, &n->ev);
+		ud.cnt.cm_events--; /* re-queued, not new */
+		free(n);
+	}
+}
+
+static void report(struct ud_cm_id *id, enum rdma_cm_event_type type, int status)
+{
+	struct ud_cm_channel *ch = channel_of(id);
+	struct uroce_ctrl_cm_event ev;
+
+	if (!ch)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.event = type;
+	ev.status = status;
+	ev.id = id->handle;
+	ev.uid = id->uid;
+	fill_route(id, &ev.route);
+	channel_push(ch, &ev);
+}
+
+/* ---- lib/cm's callbacks ------------------------------------------------------------ */
+
+static struct ud_cm_id *id_new(struct ud_client *c, uint32_t channel, uint64_t uid)
+{
+	struct ud_cm_id *id = calloc(1, sizeof(*id));
+	struct ud_cm_channel *ch = ud_obj_get(c, channel, UD_OBJ_CM_CHANNEL);
+
+	if (!id || !ch) {
+		free(id);
+		return NULL;
+	}
+	id->handle = ud_obj_add(c, UD_OBJ_CM_ID, id);
+	if (!id->handle) {
+		free(id);
+		return NULL;
+	}
+	id->client = c;
+	id->channel = channel;
+	id->uid = uid;
+	id->cookie = UD_CM_COOKIE | ++cm_serial;
+	ch->ids++;
+	id->next = cm_ids;
+	cm_ids = id;
+	return id;
+}
+
+static void cm_event(void *io_ctx, const struct uroce_cm_event *e)
+{
+	struct ud_cm_id *id = uroce_cm_id_user(e->id), *lid = NULL;
+	struct ud_cm_channel *ch;
+	struct uroce_ctrl_cm_event ev;
+
+	(void)io_ctx;
+	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		lid = e->listen_id ? uroce_cm_id_user(e->listen_id) : NULL;
+		id = lid ? id_new(lid->client, lid->channel, lid->uid) : NULL;
+		if (!id) {
+			/* No owner (the listener is going, or no memory): the request is
+			 * refused, after lib/cm returns (it is not re-entered). */
+			uroce_cm_id_set_user(e->id, NULL);
+			ud_cm_orphan(e->id);
+			return;
+		}
+		id->cm = e->id;
+		id->addr_resolved = true;
+		uroce_cm_id_set_user(e->id, id);
+	}
+	if (!id || !(ch = channel_of(id)))
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.event = e->event;
+	ev.status = e->status;
+	ev.id = id->handle;
+	ev.listen_id = lid ? lid->handle : 0;
+	ev.uid = id->uid;
+	fill_route(id, &ev.route);
+	memcpy(ev.param.private_data, e->param.private_data, sizeof(ev.param.private_data));
+	ev.param.private_data_len = e->param.private_data_len;
+	ev.param.responder_resources = e->param.responder_resources;
+	ev.param.initiator_depth = e->param.initiator_depth;
+	ev.param.flow_control = e->param.flow_control;
+	ev.param.retry_count = e->param.retry_count;
+	ev.param.rnr_retry_count = e->param.rnr_retry_count;
+	ev.param.srq = e->param.srq;
+	ev.param.qp_num = e->param.qp_num;
+	ev.param.qkey = e->param.qkey;
+	if (uroce_cm_id_qp_type(e->id) == IBV_QPT_UD) {
+		const struct uroce_cm_path *p = uroce_cm_id_path(e->id);
+
+		/* rdma_ud_param.ah_attr: where the peer's QP is (RoCE: GRH always). */
+		ev.ah_attr.is_global = 1;
+		ev.ah_attr.port_num = 1;
+		if (p) {
+			ev.ah_attr.grh.dgid = p->dgid;
+			ev.ah_attr.grh.sgid_index = p->sgid_index;
+			ev.ah_attr.grh.hop_limit = p->hop_limit;
+			ev.ah_attr.grh.traffic_class = p->traffic_class;
+			ev.ah_attr.grh.flow_label = p->flow_label;
+		}
+	}
+	channel_push(ch, &ev);
+}
+
+
+void ud_cm_orphan(struct uroce_cm_id *cid)
+{
+	if (norphans < sizeof(orphans) / sizeof(orphans[0]))
+		orphans[norphans++] = cid;
+	else
+		ud.cnt.cm_events_lost++;
+}
+
+static uint32_t drop_attr, drop_left;
+
+void ud_cm_drop(uint32_t attr, uint32_t count)
+{
+	drop_attr = attr;
+	drop_left = count;
+	UD_INFO("cm: dropping the next %u MADs of attribute 0x%04x we send", count, attr);
+}
+
+static int cm_tx(void *io_ctx, const uint8_t *mad, const struct uroce_cm_path *to)
+{
+	struct ibv_ah_attr ah = {.is_global = 1, .port_num = 1};
+
+	(void)io_ctx;
+	/* The attribute ID is at offset 16 of the MAD header (IBA 13.4.2). */
+	if (drop_left && ((uint32_t)mad[16] << 8 | mad[17]) == drop_attr) {
+		drop_left--;
+		ud.cnt.cm_dropped++;
+		return 0; /* lost on the wire, as far as anyone can tell */
+	}
+	ah.grh.dgid = to->dgid;
+	ah.grh.sgid_index = to->sgid_index;
+	ah.grh.hop_limit = to->hop_limit;
+	ah.grh.traffic_class = to->traffic_class;
+	ah.grh.flow_label = to->flow_label;
+	return uroce_tp_gsi_send(ud.dev, &ah, to->dmac, UROCE_TP_GSI_QPN, UROCE_TP_GSI_QKEY, mad,
+				 UROCE_CM_MAD_LEN);
+}
+
+void ud_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns)
+{
+	const struct uroce_wire_hdr *h = &pkt->hdr;
+	struct uroce_cm_path from;
+	union ibv_gid dst;
+	int idx;
+
+	(void)io_ctx;
+	memset(&from, 0, sizeof(from));
+	memset(&dst, 0, sizeof(dst));
+	if (h->ip_version == 4) {
+		from.dgid.raw[10] = from.dgid.raw[11] = 0xff;
+		memcpy(from.dgid.raw + 12, h->ip_src + 12, 4);
+		dst.raw[10] = dst.raw[11] = 0xff;
+		memcpy(dst.raw + 12, h->ip_dst + 12, 4);
+	} else {
+		memcpy(from.dgid.raw, h->ip_src, 16);
+		memcpy(dst.raw, h->ip_dst, 16);
+	}
+	idx = gid_index(&dst);
+	if (idx < 0) {
+		ud.cnt.cm_not_ours++; /* a MAD to an address we do not have */
+		return;
+	}
+	from.sgid = dst;
+	from.sgid_index = (uint8_t)idx;
+	memcpy(from.dmac, h->eth_src, 6);
+	from.traffic_class = h->ip_tos;
+	from.hop_limit = UROCE_IPV4_TTL_DEFAULT;
+	from.flow_label = h->ip_flow_label;
+	from.pkey = h->bth.pkey;
+	uroce_cm_input(ud.cm, pkt->payload, pkt->payload_len, &from, now_ns);
+}
+
+/* ---- neighbour resolution of RESOLVE_ADDR ------------------------------------------- */
+
+static void addr_resolved(struct ud_cm_id *id, const uint8_t mac[6])
+{
+	struct uroce_cm_path path;
+	union ibv_gid sgid, dgid;
+	int idx, rc;
+
+	id->resolving = false;
+	memset(&path, 0, sizeof(path));
+	addr_to_gid(&id->src, &sgid);
+	addr_to_gid(&id->dst, &dgid);
+	idx = gid_index(&sgid);
+	if (idx < 0) {
+		report(id, RDMA_CM_EVENT_ADDR_ERROR, -EADDRNOTAVAIL);
+		return;
+	}
+	path.sgid = sgid;
+	path.dgid = dgid;
+	path.sgid_index = (uint8_t)idx;
+	memcpy(path.dmac, mac, 6);
+	path.hop_limit = UROCE_IPV4_TTL_DEFAULT;
+	path.pkey = UROCE_PKEY_DEFAULT;
+	rc = uroce_cm_set_route(id->cm, (const struct sockaddr *)&id->src,
+				(const struct sockaddr *)&id->dst, &path);
+	if (rc) {
+		report(id, RDMA_CM_EVENT_ADDR_ERROR, rc);
+		return;
+	}
+	id->addr_resolved = true;
+	report(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+}
+
+bool ud_cm_neigh_resolved(uint64_t cookie, const uint8_t *mac, int err)
+{
+	struct ud_cm_id *id;
+
+	if (!(cookie & UD_CM_COOKIE))
+		return false;
+	for (id = cm_ids; id; id = id->next)
+		if (id->cookie == cookie && id->resolving) {
+			if (mac)
+				addr_resolved(id, mac);
+			else {
+				id->resolving = false;
+				report(id, RDMA_CM_EVENT_ADDR_ERROR, err ? err : -EHOSTUNREACH);
+			}
+			break;
+		}
+	return true;
+}
+
+static int resolve_addr(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req *r)
+{
+	union ibv_gid dgid;
+	uint8_t mac[6];
+	int idx, rc;
+
+	if (id->resolving || id->addr_resolved)
+		return -EINVAL;
+	if (!addr_to_gid(&r->dst, &dgid) || addr_is_any(&r->dst))
+		return -EINVAL;
+	id->dst = r->dst;
+	if (r->src.ss_family != AF_UNSPEC && !addr_is_any(&r->src)) {
+		if (r->src.ss_family != r->dst.ss_family)
+			return -EINVAL;
+		id->src = r->src;
+	} else {
+		struct sockaddr_storage bound, unused;
+		uint16_t port = 0;
+
+		/* The source: our first address of the destination's family, keeping a port
+		 * the id was bound to (rdma_bind_addr to a wildcard, then resolve). */
+		idx = source_gid_index(r->dst.ss_family);
+		if (idx < 0)
+			return -EADDRNOTAVAIL;
+		uroce_cm_id_addrs(id->cm, &bound, &unused);
+		if (bound.ss_family == AF_INET)
+			port = ((struct sockaddr_in *)&bound)->sin_port;
+		else if (bound.ss_family == AF_INET6)
+			port = ((struct sockaddr_in6 *)&bound)->sin6_port;
+		if (r->src.ss_family == AF_INET)
+			port = ((const struct sockaddr_in *)&r->src)->sin_port;
+		else if (r->src.ss_family == AF_INET6)
+			port = ((const struct sockaddr_in6 *)&r->src)->sin6_port;
+		gid_to_addr(&ud.gids[idx], r->dst.ss_family, port, &id->src);
+	}
+	rc = uroce_ip_resolve(ud.ip, dgid.raw, ud.now_ns, mac, id->cookie);
+	if (rc == 0) {
+		addr_resolved(id, mac);
+		return 0;
+	}
+	if (rc == -EAGAIN) {
+		id->resolving = true;
+		return 0;
+	}
+	return rc;
+}
+
+/* ---- commands ------------------------------------------------------------------------ */
+
+static void id_free(struct ud_cm_id *id)
+{
+	struct ud_cm_channel *ch = channel_of(id);
+	struct ud_cm_id **pp;
+
+	if (id->resolving)
+		uroce_ip_cancel(ud.ip, id->cookie);
+	if (id->cm) {
+		uroce_cm_id_set_user(id->cm, NULL);
+		uroce_cm_id_destroy(id->cm, ud.now_ns);
+	}
+	if (ch) {
+		channel_move_events(ch, id->handle, NULL);
+		ch->ids--;
+	}
+	for (pp = &cm_ids; *pp; pp = &(*pp)->next)
+		if (*pp == id) {
+			*pp = id->next;
+			break;
+		}
+	ud_obj_del(id->client, id->handle);
+	free(id);
+}
+
+static void channel_free(struct ud_client *c, uint32_t handle, struct ud_cm_channel *ch)
+{
+	channel_move_events(ch, 0, NULL);
+	close(ch->efd);
+	ud_obj_del(c, handle);
+	free(ch);
+}
+
+void ud_cm_free_client(struct ud_client *c)
+{
+	uint32_t h;
+
+	/* Ids first (their REJ/DREQ go out now), then the channels they reported to. */
+	for (h = 1; h <= c->nobjs; h++)
+		if (c->objs[h - 1].type == UD_OBJ_CM_ID)
+			id_free(c->objs[h - 1].p);
+	for (h = 1; h <= c->nobjs; h++)
+		if (c->objs[h - 1].type == UD_OBJ_CM_CHANNEL)
+			channel_free(c, h, c->objs[h - 1].p);
+}
+
+static void cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h)
+{
+	struct ud_cm_channel *ch = calloc(1, sizeof(*ch));
+	struct uroce_ctrl_handle rep = {0};
+
+	if (!ch) {
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	ch->efd = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ch->efd < 0) {
+		REPLY(c, h, -errno, NULL, 0);
+		free(ch);
+		return;
+	}
+	rep.handle = ud_obj_add(c, UD_OBJ_CM_CHANNEL, ch);
+	if (!rep.handle) {
+		close(ch->efd);
+		free(ch);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	ud_client_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
+}
+
+static void cmd_get_event(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const struct uroce_ctrl_cm_id_req *r)
+{
+	struct ud_cm_channel *ch = ud_obj_get(c, r->id, UD_OBJ_CM_CHANNEL);
+	struct ud_cm_event_node *n;
+
+	if (!ch) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	n = channel_pop(ch);
+	if (!n) {
+		REPLY(c, h, -EAGAIN, NULL, 0);
+		return;
+	}
+	REPLY(c, h, 0, &n->ev, sizeof(n->ev));
+	free(n);
+}
+
+static void cmd_create_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const struct uroce_ctrl_cm_create_id_req *r)
+{
+	struct uroce_ctrl_handle rep = {0};
+	struct ud_cm_id *id;
+
+	if ((r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UC && r->qp_type != IBV_QPT_UD) ||
+	    (r->ps != RDMA_PS_TCP && r->ps != RDMA_PS_UDP && r->ps != RDMA_PS_IB &&
+	     r->ps != RDMA_PS_IPOIB)) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	id = id_new(c, r->channel, r->uid);
+	if (!id) {
+		REPLY(c, h, ud_obj_get(c, r->channel, UD_OBJ_CM_CHANNEL) ? -ENOMEM : -EINVAL,
+		      NULL, 0);
+		return;
+	}
+	id->cm = uroce_cm_id_create(ud.cm, (enum rdma_port_space)r->ps,
+				    (enum ibv_qp_type)r->qp_type, id);
+	if (!id->cm) {
+		id_free(id);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	rep.handle = id->handle;
+	REPLY(c, h, 0, &rep, sizeof(rep));
+}
+
+static int cmd_migrate(struct ud_client *c, struct ud_cm_id *id, uint32_t channel)
+{
+	struct ud_cm_channel *from = channel_of(id);
+	struct ud_cm_channel *to = ud_obj_get(c, channel, UD_OBJ_CM_CHANNEL);
+
+	if (!to)
+		return -EINVAL;
+	if (from == to)
+		return 0;
+	if (from) {
+		channel_move_events(from, id->handle, to);
+		from->ids--;
+	}
+	to->ids++;
+	id->channel = channel;
+	return 0;
+}
+
+static int cmd_bind(struct ud_cm_id *id, const struct sockaddr_storage *a)
+{
+	union ibv_gid gid;
+
+	if (!addr_to_gid(a, &gid))
+		return -EAFNOSUPPORT;
+	if (!addr_is_any(a) && gid_index(&gid) < 0)
+		return -EADDRNOTAVAIL;
+	return uroce_cm_bind(id->cm, (const struct sockaddr *)a);
+}
+
+static void conn_param(const struct uroce_ctrl_cm_param *in, struct uroce_cm_conn_param *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->private_data, in->private_data, sizeof(out->private_data));
+	out->private_data_len = in->private_data_len > UROCE_CM_PRIVATE_DATA_MAX
+					? UROCE_CM_PRIVATE_DATA_MAX
+					: in->private_data_len;
+	out->responder_resources = in->responder_resources;
+	out->initiator_depth = in->initiator_depth;
+	out->flow_control = in->flow_control;
+	out->retry_count = in->retry_count;
+	out->rnr_retry_count = in->rnr_retry_count;
+	out->srq = in->srq;
+	out->qp_num = in->qp_num;
+	out->qkey = in->qkey;
+}
+
+void ud_cm_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *p)
+{
+	const struct uroce_ctrl_cm_id_req *ir = p;
+	struct ud_cm_id *id = NULL;
+	int rc = 0;
+
+	switch (h->cmd) {
+	case UROCE_CTRL_CM_CREATE_CHANNEL:
+		cmd_create_channel(c, h);
+		return;
+	case UROCE_CTRL_CM_DESTROY_CHANNEL: {
+		struct ud_cm_channel *ch = ud_obj_get(c, ir->id, UD_OBJ_CM_CHANNEL);
+
+		if (!ch)
+			rc = -EINVAL;
+		else if (ch->ids)
+			rc = -EBUSY;
+		else
+			channel_free(c, ir->id, ch);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	case UROCE_CTRL_CM_GET_EVENT:
+		cmd_get_event(c, h, p);
+		return;
+	case UROCE_CTRL_CM_CREATE_ID:
+		cmd_create_id(c, h, p);
+		return;
+	default:
+		break;
+	}
+
+	/* Everything else names an id first. */
+	id = ud_obj_get(c, ir->id, UD_OBJ_CM_ID);
+	if (!id) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	switch (h->cmd) {
+	case UROCE_CTRL_CM_DESTROY_ID:
+		id_free(id);
+		break;
+	case UROCE_CTRL_CM_MIGRATE_ID:
+		rc = cmd_migrate(c, id, ir->arg);
+		break;
+	case UROCE_CTRL_CM_BIND: {
+		struct uroce_ctrl_cm_route route;
+
+		rc = cmd_bind(id, &((const struct uroce_ctrl_cm_addr_req *)p)->src);
+		if (rc == 0) {
+			fill_route(id, &route);
+			REPLY(c, h, 0, &route, sizeof(route));
+			return;
+		}
+		break;
+	}
+	case UROCE_CTRL_CM_RESOLVE_ADDR:
+		rc = resolve_addr(id, p);
+		break;
+	case UROCE_CTRL_CM_RESOLVE_ROUTE:
+		/* RoCE has no SA: the route is the resolved address and the port's MTU. */
+		if (!id->addr_resolved)
+			rc = -EINVAL;
+		else
+			report(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+		break;
+	case UROCE_CTRL_CM_QUERY_ROUTE: {
+		struct uroce_ctrl_cm_route route;
+
+		fill_route(id, &route);
+		REPLY(c, h, 0, &route, sizeof(route));
+		return;
+	}
+	case UROCE_CTRL_CM_LISTEN:
+		rc = uroce_cm_listen(id->cm, (int)ir->arg);
+		break;
+	case UROCE_CTRL_CM_CONNECT:
+	case UROCE_CTRL_CM_ACCEPT: {
+		struct uroce_cm_conn_param cp;
+
+		conn_param(&((const struct uroce_ctrl_cm_conn_req *)p)->param, &cp);
+		rc = h->cmd == UROCE_CTRL_CM_CONNECT ? uroce_cm_connect(id->cm, &cp, ud.now_ns)
+						     : uroce_cm_accept(id->cm, &cp, ud.now_ns);
+		break;
+	}
+	case UROCE_CTRL_CM_REJECT: {
+		const struct uroce_ctrl_cm_param *pp = &((const struct uroce_ctrl_cm_conn_req *)p)->param;
+
+		rc = uroce_cm_reject(id->cm, pp->private_data,
+				     pp->private_data_len > UROCE_CM_PRIVATE_DATA_MAX
+					     ? UROCE_CM_PRIVATE_DATA_MAX
+					     : pp->private_data_len,
+				     ud.now_ns);
+		break;
+	}
+	case UROCE_CTRL_CM_DISCONNECT:
+		rc = uroce_cm_disconnect(id->cm, ud.now_ns);
+		break;
+	case UROCE_CTRL_CM_ESTABLISH:
+		rc = uroce_cm_establish(id->cm, ud.now_ns);
+		break;
+	case UROCE_CTRL_CM_INIT_QP_ATTR: {
+		struct uroce_ctrl_cm_init_qp_attr_rep rep;
+
+		memset(&rep, 0, sizeof(rep));
+		rep.attr.qp_state = (enum ibv_qp_state)ir->arg;
+		rc = uroce_cm_init_qp_attr(id->cm, &rep.attr, &rep.mask);
+		if (rc == 0) {
+			REPLY(c, h, 0, &rep, sizeof(rep));
+			return;
+		}
+		break;
+	}
+	case UROCE_CTRL_CM_SET_OPTION: {
+		const struct uroce_ctrl_cm_option_req *o = p;
+
+		rc = uroce_cm_set_option(id->cm, o->level, o->optname, o->value);
+		break;
+	}
+	case UROCE_CTRL_CM_JOIN_MCAST:
+	case UROCE_CTRL_CM_LEAVE_MCAST:
+		rc = -ENOSYS; /* UD multicast: not built yet (doc/rdmacm.md) */
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	REPLY(c, h, rc, NULL, 0);
+}
+
+/* ---- life cycle ---------------------------------------------------------------------- */
+
+int ud_cm_init(uint64_t seed)
+{
+	struct uroce_cm_cfg cfg;
+
+	uroce_cm_cfg_init(&cfg);
+	memcpy(&cfg.node_guid, ud.gids[0].raw + 8, 8); /* as QUERY_DEVICE reports it */
+	cfg.seed = seed;
+	cfg.port_mtu = ud.active_mtu;
+	cfg.response_timeout = (uint8_t)ud.conf.cm.response_timeout;
+	cfg.max_retries = (uint8_t)ud.conf.cm.max_retries;
+	cfg.timewait_ns = (uint64_t)ud.conf.cm.timewait_ms * 1000000u;
+	cfg.tx = cm_tx;
+	cfg.event = cm_event;
+	ud.cm = uroce_cm_create(&cfg);
+	return ud.cm ? 0 : -ENOMEM;
+}
+
+void ud_cm_process(void)
+{
+	while (norphans)
+		uroce_cm_id_destroy(orphans[--norphans], ud.now_ns);
+	if (uroce_cm_next_deadline(ud.cm) <= ud.now_ns)
+		uroce_cm_process(ud.cm, ud.now_ns);
+}
+
+void ud_cm_fini(void)
+{
+	if (ud.cm)
+		uroce_cm_destroy(ud.cm);
+	ud.cm = NULL;
+}
