@@ -228,7 +228,7 @@ Test(conf, syntax_errors)
 	expect_error("[port\nmtu = 1\n", "t.conf:1: section header without ']'");
 	expect_error("[port] x\n", "t.conf:1: text after the section header");
 	expect_error("\n[ports]\n",
-		     "t.conf:2: unknown section [ports]; sections: port host control transport "
+		     "t.conf:2: unknown section [ports]; sections: port host control transport cm "
 		     "lcore fault capture log");
 	expect_error("[port]\nmtu 1500\n", "t.conf:2: expected key = value or [section]: 'mtu 1500'");
 	expect_error("[port]\n= 1500\n", "t.conf:2: no key before '='");
