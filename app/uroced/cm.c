@@ -795,6 +795,9 @@ void ud_cm_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, const voi
 	default:
 		rc = -EINVAL;
 	}
+	if (rc)
+		UD_DBG("cm: %s on id %u of %s[%d]: %s", uroce_ctrl_cmd_name(h->cmd), ir->id,
+		       c->name, c->pid, strerror(-rc));
 	REPLY(c, h, rc, NULL, 0);
 }
 

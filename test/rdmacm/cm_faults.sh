@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The CM under faults, between two uroced (namespaces A and B joined by veth), through
+# the drop-in librdmacm: each case ends with the event an application expects, within
+# the CM timeout, and nothing is left in either daemon afterwards.
+#   no listener            -> REJECTED, reason 8 (invalid service ID)
+#   listener rejects       -> REJECTED, reason 28 (consumer), with its private data
+#   peer never answers     -> UNREACHABLE (-ETIMEDOUT) after (max_retries + 1) timeouts
+#                             (a kernel address on B's veth: ARP answers, no CM does)
+#   lost REQ / REP / RTU   -> ESTABLISHED after one resend (uroce cm-drop)
+#   lost DREQ              -> DISCONNECTED after one resend
+#   application killed     -> the peer gets DISCONNECTED (the daemon sends DREQ)
+# The daemons run with cm.response_timeout=16 (268 ms) and cm.max_retries=3 so a run is
+# quick; the same code paths run with rdma_cm's 20 (4.3 s) and 15.
+#   test/rdmacm/cm_faults.sh   (root)   Env: RDMACM_LIB_DIR, VERBS_LIB_DIR, CM_PROBE.
+set -uo pipefail
+. "$(dirname "$0")/../integration/lib.sh"
+: "${VERBS_LIB_DIR:=$IT_ROOT/build/lib/verbs}"
+: "${RDMACM_LIB_DIR:=$IT_ROOT/build/lib/rdmacm}"
+: "${CM_PROBE:=$IT_ROOT/build/test/rdmacm/cm_probe}"
+it_init cm_faults
+command -v rping >/dev/null || { echo "cm_faults: rping missing (rdmacm-utils); skipped"; exit 77; }
+for f in "$RDMACM_LIB_DIR/librdmacm.so.1" "$CM_PROBE"; do
+	[ -e "$f" ] || { echo "cm_faults: $f not built; skipped"; exit 77; }
+done
+
+it_veth_pair 1500 || exit 1
+CMSET=(--set cm.response_timeout=16 --set cm.max_retries=3)
+it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A")" 10.79.0.1 1500 "${CMSET[@]}" || exit 1
+it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B")" 10.79.0.2 1500 "${CMSET[@]}" || exit 1
+# A kernel address on B's link: it answers ARP, and nothing there speaks the CM.
+ip -n "$IT_NS_B" addr add 10.79.0.3/24 dev "$IT_IF_B" || exit 1
+SOCK_A=$(it_sock A)
+SOCK_B=$(it_sock B)
+declare -A BASE # what each daemon has with no application (uroce's own connection counts)
+for s in A B; do
+	for k in objects.cm_id objects.cm_channel objects.qp clients; do
+		BASE[$s.$k]=$(it_stat "$(it_sock $s)" "$k")
+	done
+done
+PORT=$((21000 + (IT_ID % 2000) * 8))
+on() { # on A|B CMD...
+	local sock=$SOCK_A
+	[ "$1" = B ] && sock=$SOCK_B
+	shift
+	LD_LIBRARY_PATH=$RDMACM_LIB_DIR:$VERBS_LIB_DIR UROCE_SOCKET=$sock "$@"
+}
+T_ONE=0.268 # 4.096 us * 2^16
+
+fail() {
+	it_log "FAIL $*"
+	IT_FAILS=$((IT_FAILS + 1))
+}
+
+# expect LABEL FILE REGEX [MIN_S MAX_S]: FILE has a line matching REGEX, and its "after"
+# time lies in [MIN_S, MAX_S].
+expect() {
+	local label=$1 file=$2 re=$3 lo=${4:-0} hi=${5:-1000} line t
+	line=$(grep -E -m1 "$re" "$file")
+	if [ -z "$line" ]; then
+		fail "$label: no line like /$re/ in:"
+		sed 's/^/    /' "$file"
+		return 1
+	fi
+	t=$(sed -n 's/.* after \([0-9.]*\) s$/\1/p' <<<"$line")
+	if [ -n "$t" ] && ! awk -v t="$t" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(t >= lo && t <= hi) }'; then
+		fail "$label: $line: not within [$lo, $hi] s"
+		return 1
+	fi
+	it_log "PASS $label: $line"
+}
+
+# serve MODE: a cm_probe server on B; sets SPID, SOUT.
+serve() {
+	PORT=$((PORT + 1))
+	SOUT=$IT_DIR/server-$PORT.out
+	on B timeout 30 "$CM_PROBE" server "$PORT" "$1" >"$SOUT" 2>&1 &
+	SPID=$!
+	for _ in $(seq 50); do grep -q listening "$SOUT" && break; sleep 0.1; done
+}
+client() { # client OUT ADDR [disconnect]
+	on A timeout 30 "$CM_PROBE" client "$2" "$PORT" ${3:+"$3"} >"$1" 2>&1
+}
+
+C=$IT_DIR/client.out
+
+PORT=$((PORT + 1))
+client "$C" 10.79.0.2
+expect "no listener" "$C" 'event RDMA_CM_EVENT_REJECTED status 8 ' 0 1
+
+serve reject
+client "$C" 10.79.0.2
+wait "$SPID"
+expect "listener rejects" "$C" 'event RDMA_CM_EVENT_REJECTED status 28 pdata "uroce-reject"' 0 1
+expect "listener rejects (its side)" "$SOUT" 'CONNECT_REQUEST status 0 pdata "uroce-hello"'
+
+client "$C" 10.79.0.3
+expect "peer never answers" "$C" 'event RDMA_CM_EVENT_UNREACHABLE status -110' \
+	"$(awk -v t=$T_ONE 'BEGIN { print 4 * t * 0.9 }')" 4
+
+# lost_case LABEL SIDE ATTR EVENT_RE MIN: drop the next ATTR that SIDE sends, connect, then
+# disconnect; the client's EVENT_RE must come after at least MIN s (one resend).
+lost_case() {
+	local label=$1 side=$2 attr=$3 re=$4 min=$5 sock=$SOCK_A before after
+	[ "$side" = B ] && sock=$SOCK_B
+	before=$(it_stat "$sock" cm.retries)
+	"$UROCE_CLI" -S "$sock" cm-drop "$attr" 1 >/dev/null || { fail "$label: cm-drop"; return; }
+	serve accept
+	client "$C" 10.79.0.2 disconnect
+	wait "$SPID"
+	expect "$label" "$C" "$re" "$min" 3
+	expect "$label (server disconnected)" "$SOUT" 'event RDMA_CM_EVENT_DISCONNECTED'
+	after=$(it_stat "$sock" cm.retries)
+	[ "$((after - before))" -ge 1 ] || fail "$label: $side's cm.retries did not move ($before -> $after)"
+	[ "$(it_stat "$sock" daemon.cm_dropped)" -ge 1 ] || fail "$label: nothing dropped"
+}
+lost_case "lost REQ" A REQ 'event RDMA_CM_EVENT_ESTABLISHED status 0' 0.2
+lost_case "lost REP" B REP 'event RDMA_CM_EVENT_ESTABLISHED status 0' 0.2
+# A lost RTU: the client is established at once; the server, after its REP is resent and
+# answered with the RTU again.
+lost_case "lost RTU" A RTU 'event RDMA_CM_EVENT_ESTABLISHED status 0' 0
+expect "lost RTU (server established)" "$SOUT" 'event RDMA_CM_EVENT_ESTABLISHED status 0' 0.2 3
+lost_case "lost DREQ" A DREQ 'event RDMA_CM_EVENT_DISCONNECTED status 0' 0.2
+
+# An application killed while connected: its daemon disconnects for it.
+PORT=$((PORT + 1))
+on B timeout 30 rping -s -C 100000 -S 64 -p "$PORT" >"$IT_DIR/rping-s.out" 2>&1 &
+RS=$!
+sleep 1
+on A rping -c -C 100000 -S 64 -a 10.79.0.2 -p "$PORT" >"$IT_DIR/rping-c.out" 2>&1 &
+RC=$!
+sleep 2
+kill -9 "$RC"
+wait "$RC" 2>/dev/null
+T1=$SECONDS
+if wait "$RS"; then
+	it_log "PASS killed client: the server's rping ended cleanly in $((SECONDS - T1)) s"
+else
+	fail "killed client: the server's rping exited $? (output: $(tail -n 3 "$IT_DIR/rping-s.out" | tr '\n' ' '))"
+fi
+
+# Nothing left behind.
+sleep 0.5
+for s in A B; do
+	sock=$SOCK_A
+	[ $s = B ] && sock=$SOCK_B
+	for k in objects.cm_id objects.cm_channel objects.qp clients; do
+		v=$(it_stat "$sock" "$k")
+		[ "$v" = "${BASE[$s.$k]}" ] || fail "leak: $s $k = $v (${BASE[$s.$k]} before)"
+	done
+done
+it_log "counters A: $("$UROCE_CLI" -S "$SOCK_A" stat | awk '$1 ~ /^cm\./ && $2 != 0 { printf "%s=%s ", substr($1, 4), $2 }')"
+it_log "counters B: $("$UROCE_CLI" -S "$SOCK_B" stat | awk '$1 ~ /^cm\./ && $2 != 0 { printf "%s=%s ", substr($1, 4), $2 }')"
+if [ "$IT_FAILS" -ne 0 ]; then
+	it_log "cm_faults: $IT_FAILS failure(s)"
+	exit 1
+fi
+it_log "cm_faults: all cases passed"
+exit 0
