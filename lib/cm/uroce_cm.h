@@ -39,7 +39,7 @@ extern "C" {
 
 #define UROCE_CM_MAD_LEN 256
 #define UROCE_CM_GSI_QPN 1
-#define UROCE_CM_GSI_QKEY 0x80010000u /* IBA 15.4.2? well-known Q_Key of QP1 (GSI) */
+#define UROCE_CM_GSI_QKEY 0x80010000u /* IBA 9.6.1.1.3? the GSI's well-known Q_Key (QP1) */
 
 /** The most private data any CM message carries (DREP and RTU: 224 bytes). */
 #define UROCE_CM_PRIVATE_DATA_MAX 224
@@ -129,6 +129,8 @@ struct uroce_cm_cfg {
 	 *  and used for our own waits; and how many times a request is sent again (15). */
 	uint8_t response_timeout;
 	uint8_t max_retries;
+	/** The CA's local ACK delay, IBA's 4.096 us * 2^x: REP's target ACK delay (rxe: 15). */
+	uint8_t ca_ack_delay;
 	/** Ids leave timewait (and their QPN and comm ID can be reused) after this. */
 	uint64_t timewait_ns;
 	/** Send one MAD (UROCE_CM_MAD_LEN bytes) to QP1 at @p to. Returns 0 or -errno
@@ -166,8 +168,10 @@ struct uroce_cm_id *uroce_cm_id_create(struct uroce_cm *cm, enum rdma_port_space
 				       enum ibv_qp_type qpt, void *user);
 /**
  * Destroys an id as rdma_destroy_id does: a connection being set up is rejected (REJ),
- * an established one disconnected (DREQ, retried by the CM on its own), a listener
- * stops. No event is reported for it afterwards.
+ * an established one disconnected (DREQ sent once, then TimeWait, as Linux's
+ * cm_destroy_id), a DREQ received answered (DREP), a listener stops (its requests not
+ * yet reported are rejected). No event is reported for it afterwards; the comm ID lingers
+ * in TimeWait (cfg.timewait_ns) so that duplicates are still answered.
  */
 void uroce_cm_id_destroy(struct uroce_cm_id *id, uint64_t now_ns);
 void uroce_cm_id_set_user(struct uroce_cm_id *id, void *user);
@@ -200,7 +204,8 @@ int uroce_cm_accept(struct uroce_cm_id *id, const struct uroce_cm_conn_param *pa
 /** REJ (RC/UC, reason consumer reject) or SIDR_REP with status reject (UD). */
 int uroce_cm_reject(struct uroce_cm_id *id, const void *private_data, uint8_t len,
 		    uint64_t now_ns);
-/** DREQ, or DREP when a DREQ came: DISCONNECTED follows (at once for the DREP side). */
+/** DREQ (DISCONNECTED follows on DREP, or with -ETIMEDOUT after max_retries), or DREP
+ *  when a DREQ came (DISCONNECTED was already reported when it arrived, as Linux does). */
 int uroce_cm_disconnect(struct uroce_cm_id *id, uint64_t now_ns);
 /** rdma_establish / rdma_notify: a message arrived on the QP before RTU (IBA 12.6.6). */
 int uroce_cm_establish(struct uroce_cm_id *id, uint64_t now_ns);
