@@ -682,12 +682,19 @@ void ud_cm_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, const voi
 	case UROCE_CTRL_CM_DESTROY_CHANNEL: {
 		struct ud_cm_channel *ch = ud_obj_get(c, ir->id, UD_OBJ_CM_CHANNEL);
 
-		if (!ch)
+		uint32_t k;
+
+		if (!ch) {
 			rc = -EINVAL;
-		else if (ch->ids)
-			rc = -EBUSY;
-		else
+		} else {
+			/* Its ids go with it, as when the kernel's rdma_cm file is closed
+			 * (ucma_close): rejected or disconnected on the wire. */
+			for (k = 1; k <= c->nobjs; k++)
+				if (c->objs[k - 1].type == UD_OBJ_CM_ID &&
+				    ((struct ud_cm_id *)c->objs[k - 1].p)->channel == ir->id)
+					id_free(c->objs[k - 1].p);
 			channel_free(c, ir->id, ch);
+		}
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}

@@ -203,14 +203,14 @@ int cm_conn_accept(struct uroce_cm_id *id, const struct uroce_cm_conn_param *p)
 {
 	struct uroce_cm *cm = id->cm;
 	if (id->state == CM_REP_RCVD || id->state == CM_MRA_REP_SENT) {
-		/* the active side after CONNECT_RESPONSE: RTU (IBA 12.9.6?; librdmacm does
-		 * this inside rdma_get_cm_event and shows the app ESTABLISHED) */
+		/* the active side after CONNECT_RESPONSE: RTU. No event: librdmacm does this
+		 * inside rdma_get_cm_event and turns CONNECT_RESPONSE into the ESTABLISHED the
+		 * application sees (as the kernel, which reports nothing more here). */
 		if (p && p->private_data_len > UROCE_CM_PRIVATE_DATA_MAX)
 			return -EMSGSIZE;
 		send_rtu(id, p ? p->private_data : NULL, p ? p->private_data_len : 0);
 		cm_cancel_timer(id);
 		id->state = CM_ESTABLISHED;
-		cm_report(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL);
 		return 0;
 	}
 	if (id->state != CM_REQ_RCVD && id->state != CM_MRA_REQ_SENT)
@@ -475,6 +475,8 @@ static void req_input(struct uroce_cm *cm, const struct cm_msg *m,
 	id->path.hop_limit = req->primary.hop_limit ? req->primary.hop_limit : 64;
 	id->path.pkey = 0xffff;
 	id->conn_valid = true;
+	/* The REQ gave all RTR/RTS needs: rdma_accept() moves the QP before sending REP. */
+	id->rtr_valid = true;
 	/* Linux sends a "delayed" MRA at once: state only, the MRA goes out on a dup REQ */
 	id->state = CM_MRA_REQ_SENT;
 

@@ -198,7 +198,8 @@ int uroce_cm_listen(struct uroce_cm_id *id, int backlog);
 int uroce_cm_connect(struct uroce_cm_id *id, const struct uroce_cm_conn_param *param,
 		     uint64_t now_ns);
 /** The passive side: REP (RC/UC; RTU then gives ESTABLISHED) or SIDR_REP (UD: done).
- *  The active side after CONNECT_RESPONSE (rdma_accept on a client id): RTU. */
+ *  The active side after CONNECT_RESPONSE (rdma_accept on a client id): RTU, and no
+ *  event (librdmacm shows the application ESTABLISHED itself, as with the kernel). */
 int uroce_cm_accept(struct uroce_cm_id *id, const struct uroce_cm_conn_param *param,
 		    uint64_t now_ns);
 /** REJ (RC/UC, reason consumer reject) or SIDR_REP with status reject (UD). */

@@ -341,6 +341,8 @@ struct uroce_ctrl_admin_req {
  * AF_INET6; AF_UNSPEC: none given).
  */
 
+/* CM_DESTROY_CHANNEL: the ids still reporting to the channel are destroyed with it (as
+ * when the kernel's rdma_cm file is closed). */
 /* CM_DESTROY_ID: the id's events still queued are dropped with it (and the channel's
  * eventfd count taken down by as many), so none reaches the library afterwards; a handle
  * can be reused at once by the next id. */
