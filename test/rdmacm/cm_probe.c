@@ -7,9 +7,11 @@
  *   cm_probe server PORT accept|reject   listen on any address; accept (then wait for
  *                                         the peer's disconnect) or reject with private
  *                                         data "uroce-reject"
- *   cm_probe client ADDR PORT [disconnect] connect with private data; print the event
+ *   cm_probe client ADDR PORT [disconnect [LINGER_S]]
+ *                                         connect with private data; print the event
  *                                         the attempt ends with, and with "disconnect"
- *                                         disconnect once ESTABLISHED
+ *                                         disconnect once ESTABLISHED (LINGER_S seconds
+ *                                         later)
  *
  * Prints one line per event the test looks at:
  *   event RDMA_CM_EVENT_REJECTED status 28 pdata "uroce-reject" after 0.004 s
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/rdma_cma.h>
 
@@ -134,7 +137,7 @@ static int server(const char *port, int reject)
 	return 0;
 }
 
-static int client(const char *addr, const char *port, int disconnect)
+static int client(const char *addr, const char *port, int disconnect, double linger)
 {
 	static const char hello[] = "uroce-hello";
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -178,6 +181,8 @@ static int client(const char *addr, const char *port, int disconnect)
 	ev = next_event(ch);
 	if (ev && ev->event == RDMA_CM_EVENT_ESTABLISHED && disconnect) {
 		rdma_ack_cm_event(ev);
+		if (linger > 0)
+			usleep((useconds_t)(linger * 1e6));
 		t0 = now_s();
 		rdma_disconnect(id);
 		ev = next_event(ch); /* DISCONNECTED, after DREP or the DREQ's timeout */
@@ -195,9 +200,10 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return server(argv[2], !strcmp(argv[3], "reject"));
-	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "client"))
-		return client(argv[2], argv[3], argc == 5 && !strcmp(argv[4], "disconnect"));
+	if (argc >= 4 && argc <= 6 && !strcmp(argv[1], "client"))
+		return client(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "disconnect"),
+			      argc == 6 ? atof(argv[5]) : 0);
 	fprintf(stderr, "usage: cm_probe server PORT accept|reject | "
-			"cm_probe client ADDR PORT [disconnect]\n");
+			"cm_probe client ADDR PORT [disconnect [LINGER_S]]\n");
 	return 2;
 }
