@@ -503,6 +503,50 @@ static int resolve_addr(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req
 	return rc;
 }
 
+/* ---- multicast ------------------------------------------------------------------------ */
+
+/*
+ * rdma_join_multicast on RoCE (as Linux's cma_iboe_join_multicast): no SA to ask, the
+ * group's GID is its IP address (IPv4-mapped), its Q_Key rdma_cm's UDP one, and the join
+ * completes at once with MULTICAST_JOIN carrying where to send (QPN 0xffffff). The
+ * library then attaches its QP (ibv_attach_mcast), which is what makes this host
+ * receive the group. No IGMP/MLD report is sent (doc/rdmacm.md).
+ */
+#define UD_CM_UDP_QKEY 0x01234567u /* rdma_cm's RDMA_UDP_QKEY */
+
+static int join_mcast(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req *r)
+{
+	struct ud_cm_channel *ch = channel_of(id);
+	struct uroce_ctrl_cm_event ev;
+	union ibv_gid mgid, sgid;
+	int idx = -1;
+
+	if (!addr_to_gid(&r->dst, &mgid) || !uroce_tp_gid_is_mcast(&mgid))
+		return -EINVAL;
+	if (id->src.ss_family == r->dst.ss_family && addr_to_gid(&id->src, &sgid))
+		idx = gid_index(&sgid);
+	if (idx < 0)
+		idx = source_gid_index(r->dst.ss_family);
+	if (idx < 0)
+		return -EADDRNOTAVAIL;
+	if (!ch)
+		return -EINVAL;
+	memset(&ev, 0, sizeof(ev));
+	ev.event = RDMA_CM_EVENT_MULTICAST_JOIN;
+	ev.id = id->handle;
+	ev.uid = r->uid;
+	fill_route(id, &ev.route);
+	ev.param.qp_num = UROCE_TP_MCAST_QPN;
+	ev.param.qkey = UD_CM_UDP_QKEY;
+	ev.ah_attr.is_global = 1;
+	ev.ah_attr.port_num = 1;
+	ev.ah_attr.grh.dgid = mgid;
+	ev.ah_attr.grh.sgid_index = (uint8_t)idx;
+	ev.ah_attr.grh.hop_limit = UROCE_IPV4_TTL_DEFAULT;
+	channel_push(ch, &ev);
+	return 0;
+}
+
 /* ---- commands ------------------------------------------------------------------------ */
 
 static void id_free(struct ud_cm_id *id)
@@ -796,9 +840,18 @@ void ud_cm_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, const voi
 		break;
 	}
 	case UROCE_CTRL_CM_JOIN_MCAST:
-	case UROCE_CTRL_CM_LEAVE_MCAST:
-		rc = -ENOSYS; /* UD multicast: not built yet (doc/rdmacm.md) */
+		rc = join_mcast(id, p);
 		break;
+	case UROCE_CTRL_CM_LEAVE_MCAST: {
+		union ibv_gid mgid;
+
+		/* The library detaches its QP (ibv_detach_mcast): nothing is kept here. */
+		rc = addr_to_gid(&((const struct uroce_ctrl_cm_addr_req *)p)->dst, &mgid) &&
+				     uroce_tp_gid_is_mcast(&mgid)
+			     ? 0
+			     : -EINVAL;
+		break;
+	}
 	default:
 		rc = -EINVAL;
 	}

@@ -64,6 +64,23 @@ static int tx_wire(void *ctx, const uint8_t *frame, uint32_t len)
 	return port_tx(ctx, frame, len);
 }
 
+/* A RoCE frame to a multicast group this host joined. */
+static bool mcast_local(const uint8_t *frame, uint32_t len)
+{
+	struct uroce_wire_pkt pkt;
+	uint8_t gid[16] = {0};
+
+	if (uroce_wire_parse(frame, len, &pkt) != UROCE_WIRE_OK)
+		return false;
+	if (pkt.hdr.ip_version == 4) {
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, pkt.hdr.ip_dst + 12, 4);
+	} else {
+		memcpy(gid, pkt.hdr.ip_dst, 16);
+	}
+	return uroce_ip_group_joined(ud.ip, gid);
+}
+
 int ud_net_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 {
 	(void)io_ctx;
@@ -81,6 +98,16 @@ int ud_net_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 		return 0;
 	}
 	capture(frame, len);
+	/* A multicast frame also goes to our own members (IBA 10.5.2.5?: a port's attached QPs
+	 * receive the port's own multicast sends, as rxe does through the kernel's multicast
+	 * loopback), through the loopback queue. */
+	if ((frame[0] & 1) && len <= UD_FRAME_MAX && mcast_local(frame, len) &&
+	    ud.loop_tail - ud.loop_head < UD_LOOP_SLOTS) {
+		struct ud_loop_frame *f = &ud.loop[ud.loop_tail++ % UD_LOOP_SLOTS];
+
+		memcpy(f->data, frame, len);
+		f->len = len;
+	}
 	return uroce_fault_frame(&ud.tx_fault, ud.now_ns, frame, len);
 }
 

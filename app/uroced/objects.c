@@ -141,10 +141,56 @@ static void cq_unready(struct ud_cq *q)
 
 /* ---- destruction (commands and connection teardown share these) ----------------------- */
 
+/* ---- multicast ---------------------------------------------------------------------- */
+
+int ud_mcast_attach(struct ud_qp *q, const union ibv_gid *gid)
+{
+	uint8_t mac[6];
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < q->nmcast; i++)
+		if (memcmp(q->mcast[i].raw, gid->raw, 16) == 0)
+			return 0; /* attached already: nothing changes (as the transport) */
+	rc = uroce_tp_attach_mcast(q->tp, gid);
+	if (rc)
+		return rc;
+	/* The host stack accepts RoCE to the group, the port its MAC (first member). */
+	rc = uroce_ip_group_join(ud.ip, gid->raw, mac);
+	if (rc < 0) {
+		uroce_tp_detach_mcast(q->tp, gid);
+		return rc;
+	}
+	if (rc == 1 && ud.have_port)
+		uroce_eth_add_mcast(&ud.port, mac);
+	q->mcast[q->nmcast++] = *gid;
+	return 0;
+}
+
+int ud_mcast_detach(struct ud_qp *q, const union ibv_gid *gid)
+{
+	uint8_t mac[6];
+	uint32_t i;
+
+	for (i = 0; i < q->nmcast; i++)
+		if (memcmp(q->mcast[i].raw, gid->raw, 16) == 0)
+			break;
+	if (i == q->nmcast)
+		return -EINVAL;
+	uroce_tp_detach_mcast(q->tp, gid);
+	if (uroce_ip_group_leave(ud.ip, gid->raw, mac) == 1 && ud.have_port)
+		uroce_eth_del_mcast(&ud.port, mac);
+	q->mcast[i] = q->mcast[--q->nmcast];
+	return 0;
+}
+
 static int destroy_qp(struct ud_client *c, uint32_t h, struct ud_qp *q)
 {
-	int rc = uroce_tp_destroy_qp(q->tp);
+	int rc;
 
+	while (q->nmcast)
+		ud_mcast_detach(q, &q->mcast[0]);
+	rc = uroce_tp_destroy_qp(q->tp);
 	if (rc)
 		return rc;
 	qp_unlist(q);
@@ -1088,6 +1134,16 @@ bool ud_handle(struct ud_client *c, const uint8_t *msg, uint32_t len, const int 
 	case UROCE_CTRL_CM_CREATE_CHANNEL ... UROCE_CTRL_CM_LEAVE_MCAST:
 		ud_cm_handle(c, &h, p);
 		break;
+	case UROCE_CTRL_ATTACH_MCAST:
+	case UROCE_CTRL_DETACH_MCAST: {
+		const struct uroce_ctrl_mcast_req *r = p;
+		struct ud_qp *q = ud_obj_get(c, r->qp, UD_OBJ_QP);
+
+		REPLY(c, &h, !q ? -EINVAL : h.cmd == UROCE_CTRL_ATTACH_MCAST ? ud_mcast_attach(q, &r->gid)
+								     : ud_mcast_detach(q, &r->gid),
+		      NULL, 0);
+		break;
+	}
 	default:
 		REPLY(c, &h, -EINVAL, NULL, 0);
 	}

@@ -114,6 +114,9 @@ struct ud_qp {
 	uint32_t sq_taken, rq_taken;       /* WQEs handed to the transport */
 	uint32_t sq_retired, rq_retired;   /* last published */
 	uint32_t idx;                      /* in the daemon's QP list */
+	/* multicast groups attached (the host stack's membership is counted per attach) */
+	union ibv_gid mcast[UROCE_TP_MAX_MCAST_QP_ATTACH];
+	uint32_t nmcast;
 };
 
 struct ud_obj {
@@ -278,6 +281,10 @@ bool ud_cm_neigh_resolved(uint64_t cookie, const uint8_t *mac, int err);
 void ud_cm_orphan(struct uroce_cm_id *cid);
 /* Drops the next @count MADs with attribute @attr that we send (uroce cm-drop). */
 void ud_cm_drop(uint32_t attr, uint32_t count);
+
+/* multicast (objects.c): ATTACH_MCAST / DETACH_MCAST, and leaving on QP destroy */
+int ud_mcast_attach(struct ud_qp *q, const union ibv_gid *gid);
+int ud_mcast_detach(struct ud_qp *q, const union ibv_gid *gid);
 
 /* stats.c */
 int ud_stats(struct ud_client *c, uint32_t flags, struct uroce_ctrl_stat *out, uint32_t max);

@@ -193,6 +193,9 @@ struct uroce_client_qp *uroce_client_qp_from_ibv(struct ibv_qp *qp);
 struct ibv_qp_ex *uroce_client_qp_ibv_ex(struct uroce_client_qp *qp);
 void **uroce_client_qp_priv(struct uroce_client_qp *qp);
 /** ibv_post_send / ibv_post_recv: wr->wr.ud.ah points at a uroce_client_ah's ibv. */
+/** ibv_attach_mcast (@p attach) / ibv_detach_mcast. @return 0 or a positive errno. */
+int uroce_client_mcast(struct uroce_client_qp *qp, const union ibv_gid *gid, uint16_t lid,
+		       bool attach);
 int uroce_client_post_send(struct uroce_client_qp *qp, struct ibv_send_wr *wr,
 			   struct ibv_send_wr **bad_wr);
 int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,

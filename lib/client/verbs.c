@@ -621,6 +621,15 @@ int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, 
 	return 0;
 }
 
+int uroce_client_mcast(struct uroce_client_qp *qp, const union ibv_gid *gid, uint16_t lid,
+		       bool attach)
+{
+	struct uroce_ctrl_mcast_req req = {.qp = qp->handle, .lid = lid, .gid = *gid};
+
+	return -cl_call(qp->ctx, attach ? UROCE_CTRL_ATTACH_MCAST : UROCE_CTRL_DETACH_MCAST, &req,
+			sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+}
+
 int uroce_client_destroy_qp(struct uroce_client_qp *qp)
 {
 	int rc = cl_release(qp->ctx, UROCE_CTRL_DESTROY_QP, qp->handle);

@@ -63,6 +63,8 @@ static const struct ctrl_cmd_desc ctrl_cmds[UROCE_CTRL_CMD_END] = {
 	[UROCE_CTRL_CM_SET_OPTION] = {"CM_SET_OPTION", sizeof(struct uroce_ctrl_cm_option_req), 0},
 	[UROCE_CTRL_CM_JOIN_MCAST] = {"CM_JOIN_MCAST", sizeof(struct uroce_ctrl_cm_addr_req), 0},
 	[UROCE_CTRL_CM_LEAVE_MCAST] = {"CM_LEAVE_MCAST", sizeof(struct uroce_ctrl_cm_addr_req), 0},
+	[UROCE_CTRL_ATTACH_MCAST] = {"ATTACH_MCAST", sizeof(struct uroce_ctrl_mcast_req), 0},
+	[UROCE_CTRL_DETACH_MCAST] = {"DETACH_MCAST", sizeof(struct uroce_ctrl_mcast_req), 0},
 };
 
 static const struct ctrl_cmd_desc *ctrl_desc(uint32_t cmd)

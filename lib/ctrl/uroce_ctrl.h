@@ -96,6 +96,8 @@ enum uroce_ctrl_cmd {
 	UROCE_CTRL_CM_SET_OPTION,
 	UROCE_CTRL_CM_JOIN_MCAST,
 	UROCE_CTRL_CM_LEAVE_MCAST,
+	UROCE_CTRL_ATTACH_MCAST,
+	UROCE_CTRL_DETACH_MCAST,
 	UROCE_CTRL_CMD_END
 };
 
@@ -280,6 +282,14 @@ struct uroce_ctrl_query_qp_rep {
 	struct ibv_qp_cap cap;
 	uint32_t qp_type;
 	uint32_t sq_sig_all;
+};
+
+/* ATTACH_MCAST / DETACH_MCAST (ibv_attach_mcast): a UD QP and a multicast GID. */
+struct uroce_ctrl_mcast_req {
+	uint32_t qp;
+	uint16_t lid;
+	uint16_t reserved;
+	union ibv_gid gid;
 };
 
 struct uroce_ctrl_create_ah_req {

@@ -10,7 +10,21 @@ enum l2_dst {
 	L2_UNICAST,   /* our MAC */
 	L2_BROADCAST,
 	L2_MCAST6,    /* 33:33:xx:xx:xx:xx, one of the groups we joined */
+	L2_MCAST4,    /* 01:00:5e:xx:xx:xx, a RoCE group we joined (uroce_ip_group_join) */
 };
+
+/* An IPv4 destination that is a RoCE group we joined, through its own MAC. */
+static bool v4_group_ok(const struct uroce_ip_stack *s, const struct ip_rx *rx,
+			const uint8_t *dst)
+{
+	uint8_t gid[16] = {0};
+
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, dst, 4);
+	return (dst[0] & 0xf0) == 0xe0 && rx->eth_dst[3] == (dst[1] & 0x7f) &&
+	       rx->eth_dst[4] == dst[2] && rx->eth_dst[5] == dst[3] &&
+	       uroce_ip_group_joined(s, gid);
+}
 
 /* IPv4 (RFC 791, RFC 1122 3.2.1). */
 static enum uroce_ip_verdict ipv4_input(struct uroce_ip_stack *s, struct ip_rx *rx,
@@ -34,8 +48,10 @@ static enum uroce_ip_verdict ipv4_input(struct uroce_ip_stack *s, struct ip_rx *
 		return IP_DROP(s, ip_options);
 	if (wire_be16(p + 6) & 0x3fff) /* MF or a fragment offset */
 		return IP_DROP(s, ip_fragment);
-	/* Ours only: no broadcast, no multicast, and through our own MAC. */
-	if (l2 != L2_UNICAST || own_v4(s, p + 16) < 0)
+	/* Ours only, through our own MAC; or a RoCE group we joined, through its MAC
+	 * (UDP to 4791 only, checked below). No broadcast. */
+	if (l2 == L2_MCAST4 ? !v4_group_ok(s, rx, p + 16)
+			    : (l2 != L2_UNICAST || own_v4(s, p + 16) < 0))
 		return IP_DROP(s, not_for_us);
 	if (!ip4_is_unicast(p + 12) || own_v4(s, p + 12) >= 0)
 		return IP_DROP(s, bad_src);
@@ -44,6 +60,8 @@ static enum uroce_ip_verdict ipv4_input(struct uroce_ip_stack *s, struct ip_rx *
 	rx->l3_len = total;
 	rx->l4 = p + UROCE_IPV4_HLEN;
 	rx->l4_len = total - UROCE_IPV4_HLEN;
+	if (l2 == L2_MCAST4 && p[9] != IP_PROTO_UDP)
+		return IP_DROP(s, not_for_us);
 	switch (p[9]) {
 	case IP_PROTO_UDP:
 		if (rx->l4_len < UROCE_UDP_HLEN)
@@ -82,7 +100,8 @@ static enum uroce_ip_verdict ipv6_input(struct uroce_ip_stack *s, struct ip_rx *
 		static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 0x01};
 
 		if (l2 != L2_MCAST6 || memcmp(rx->eth_dst + 2, dst + 12, 4) != 0 ||
-		    (memcmp(dst, all_nodes, 16) != 0 && !own_solicited_node(s, dst)))
+		    (memcmp(dst, all_nodes, 16) != 0 && !own_solicited_node(s, dst) &&
+		     !uroce_ip_group_joined(s, dst)))
 			return IP_DROP(s, not_for_us);
 	} else if (l2 != L2_UNICAST || own_v6(s, dst) < 0) {
 		return IP_DROP(s, not_for_us);
@@ -117,7 +136,7 @@ static enum uroce_ip_verdict ipv6_input(struct uroce_ip_stack *s, struct ip_rx *
 	rx->l4 = p + UROCE_IPV6_HLEN;
 	rx->l4_len = plen;
 	if (p[6] == IP_PROTO_UDP) {
-		if (mcast)
+		if (mcast && !uroce_ip_group_joined(s, dst))
 			return IP_DROP(s, not_for_us);
 		if (plen < UROCE_UDP_HLEN)
 			return IP_DROP(s, truncated);
@@ -181,6 +200,9 @@ static enum uroce_ip_verdict classify(struct uroce_ip_stack *s, const uint8_t *f
 	} else if (rx.eth_dst[0] == 0x33 && rx.eth_dst[1] == 0x33) {
 		/* Which groups are ours is decided by the IPv6 destination (ipv6_input). */
 		l2 = L2_MCAST6;
+	} else if (rx.eth_dst[0] == 0x01 && rx.eth_dst[1] == 0x00 && rx.eth_dst[2] == 0x5e &&
+		   !(rx.eth_dst[3] & 0x80)) {
+		l2 = L2_MCAST4; /* the IPv4 destination decides (ipv4_input) */
 	} else {
 		return IP_DROP(s, not_for_us);
 	}
@@ -190,7 +212,7 @@ static enum uroce_ip_verdict classify(struct uroce_ip_stack *s, const uint8_t *f
 
 	switch (type) {
 	case ETHERTYPE_ARP:
-		if (l2 == L2_MCAST6)
+		if (l2 == L2_MCAST6 || l2 == L2_MCAST4)
 			return IP_DROP(s, not_for_us);
 		rx.l3 = f + off;
 		rx.l3_len = len - off;

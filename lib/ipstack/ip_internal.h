@@ -82,6 +82,11 @@ struct uroce_ip_stack {
 	struct ip_waiter *done_head, *done_tail; /* settled, callback not yet made */
 	bool delivering;
 
+	struct {
+		uint8_t gid[16];
+		uint32_t refs; /* 0: free */
+	} group[UROCE_IP_GROUPS_MAX]; /* RoCE multicast groups joined */
+
 	uint8_t buf[UROCE_IP_FRAME_MAX]; /* the frame being sent */
 };
 

@@ -328,3 +328,67 @@ void ip_tx(struct uroce_ip_stack *s, uint32_t len)
 	if (s->cfg.tx(s->cfg.ctx, s->buf, len) != 0)
 		s->cnt.tx_errors++;
 }
+
+/* ---- RoCE multicast groups -------------------------------------------------------------- */
+
+static int group_mac(const uint8_t gid[16], uint8_t mac[6])
+{
+	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	if (memcmp(gid, v4prefix, 12) == 0) {
+		if ((gid[12] & 0xf0) != 0xe0)
+			return -EINVAL;
+		/* RFC 1112 6.4: 01:00:5e and the low 23 bits of the group */
+		mac[0] = 0x01, mac[1] = 0x00, mac[2] = 0x5e;
+		mac[3] = gid[13] & 0x7f, mac[4] = gid[14], mac[5] = gid[15];
+		return 0;
+	}
+	if (gid[0] != 0xff)
+		return -EINVAL;
+	mac[0] = mac[1] = 0x33; /* RFC 2464 7 */
+	memcpy(mac + 2, gid + 12, 4);
+	return 0;
+}
+
+int uroce_ip_group_join(struct uroce_ip_stack *s, const uint8_t gid[16], uint8_t mac[6])
+{
+	int i, free_slot = -1;
+
+	if (group_mac(gid, mac))
+		return -EINVAL;
+	for (i = 0; i < UROCE_IP_GROUPS_MAX; i++) {
+		if (s->group[i].refs && memcmp(s->group[i].gid, gid, 16) == 0) {
+			s->group[i].refs++;
+			return 0;
+		}
+		if (!s->group[i].refs && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0)
+		return -ENOBUFS;
+	memcpy(s->group[free_slot].gid, gid, 16);
+	s->group[free_slot].refs = 1;
+	return 1;
+}
+
+int uroce_ip_group_leave(struct uroce_ip_stack *s, const uint8_t gid[16], uint8_t mac[6])
+{
+	int i;
+
+	if (group_mac(gid, mac))
+		return -EINVAL;
+	for (i = 0; i < UROCE_IP_GROUPS_MAX; i++)
+		if (s->group[i].refs && memcmp(s->group[i].gid, gid, 16) == 0)
+			return --s->group[i].refs == 0 ? 1 : 0;
+	return -EINVAL;
+}
+
+bool uroce_ip_group_joined(const struct uroce_ip_stack *s, const uint8_t gid[16])
+{
+	int i;
+
+	for (i = 0; i < UROCE_IP_GROUPS_MAX; i++)
+		if (s->group[i].refs && memcmp(s->group[i].gid, gid, 16) == 0)
+			return true;
+	return false;
+}

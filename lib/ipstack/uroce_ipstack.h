@@ -190,6 +190,22 @@ unsigned uroce_ip_addrs(const struct uroce_ip_stack *stack, uint8_t (*gids)[16],
 unsigned uroce_ip_mcast_macs(const struct uroce_ip_stack *stack, uint8_t (*macs)[6],
 			     unsigned max);
 
+/**
+ * RoCE multicast groups joined (UD QPs attached to them): RoCEv2 frames to a joined
+ * group's IP address, through its MAC (RFC 1112 6.4, RFC 2464 7), are classified
+ * UROCE_IP_ROCE. Counted: the group stays while joins outnumber leaves. No IGMP/MLD
+ * reports are sent (doc/ipstack.md). @p mac is set to the group's MAC.
+ * @return 0, or for join 1 when the group is new (the port must accept @p mac),
+ *         for leave 1 when it went (the port may drop @p mac); -EINVAL (not an IPv4
+ *         multicast GID ::ffff:224.0.0.0/4 or an IPv6 one ff00::/8, or not joined),
+ *         -ENOBUFS (UROCE_IP_GROUPS_MAX groups).
+ */
+#define UROCE_IP_GROUPS_MAX 64
+int uroce_ip_group_join(struct uroce_ip_stack *stack, const uint8_t gid[16], uint8_t mac[6]);
+int uroce_ip_group_leave(struct uroce_ip_stack *stack, const uint8_t gid[16], uint8_t mac[6]);
+/** True when RoCE traffic to @p gid is accepted here (a joined group). */
+bool uroce_ip_group_joined(const struct uroce_ip_stack *stack, const uint8_t gid[16]);
+
 /* ------------------------------------------------------------------------------------- */
 /* Counters                                                                               */
 

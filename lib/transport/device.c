@@ -100,6 +100,9 @@ void uroce_tp_query_device(const struct uroce_tp_dev *dev, struct ibv_device_att
 	attr->max_srq_wr = UROCE_TP_MAX_QP_WR;
 	attr->max_srq_sge = UROCE_TP_MAX_SGE;
 	attr->max_pkeys = 1;
+	attr->max_mcast_grp = UROCE_TP_MAX_MCAST_GRP;
+	attr->max_mcast_qp_attach = UROCE_TP_MAX_MCAST_QP_ATTACH;
+	attr->max_total_mcast_qp_attach = UROCE_TP_MAX_MCAST_GRP * UROCE_TP_MAX_MCAST_QP_ATTACH;
 	attr->phys_port_cnt = 1;
 }
 

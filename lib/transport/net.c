@@ -106,6 +106,37 @@ static void gsi_rx(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt, u
 	dev->cfg.gsi_rx(dev->cfg.io_ctx, pkt, now_ns);
 }
 
+/* A UD SEND to a group: a copy to every QP attached to the destination GID (IBA 10.5.2.4?);
+ * each QP checks its Q_Key and takes its own receive WQE. */
+static void mcast_rx(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt)
+{
+	struct tp_mcast_group *g;
+	uint8_t gid[16] = {0};
+	uint32_t i;
+
+	if (pkt->hdr.ip_version == 4) {
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, pkt->hdr.ip_dst + 12, 4);
+	} else {
+		memcpy(gid, pkt->hdr.ip_dst, 16);
+	}
+	g = tp_mcast_find(dev, gid);
+	if (!g) {
+		dev->cnt.rcvd_unknown_qp++;
+		return;
+	}
+	if (!pkey_ok(pkt->hdr.bth.pkey)) {
+		dev->cnt.rcvd_bad_pkey++;
+		return;
+	}
+	if (!uroce_opcode_valid_for_qp(pkt->hdr.bth.opcode, UROCE_QPT_UD)) {
+		dev->cnt.rcvd_wrong_opcode++;
+		return;
+	}
+	for (i = 0; i < g->nqps; i++)
+		tp_resp_rx(g->qp[i], pkt);
+}
+
 static int gsi_fill(void *arg, uint8_t *dst, uint32_t len)
 {
 	memcpy(dst, arg, len);
@@ -158,6 +189,10 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, u
 		return; /* congestion control (DCQCN) is not implemented: counted, ignored */
 	if (pkt.hdr.bth.dqpn == UROCE_TP_GSI_QPN && dev->cfg.gsi_rx) {
 		gsi_rx(dev, &pkt, now_ns);
+		return;
+	}
+	if (pkt.hdr.bth.dqpn == UROCE_TP_MCAST_QPN) {
+		mcast_rx(dev, &pkt);
 		return;
 	}
 	qp = uroce_tp_qp_lookup(dev, pkt.hdr.bth.dqpn);

@@ -131,6 +131,7 @@ int uroce_tp_destroy_qp(struct uroce_tp_qp *qp)
 	struct uroce_tp_qp **pp = &dev->qp_hash[qp_hash(qp->qpn)];
 
 	tp_qp_unschedule(qp);
+	tp_mcast_detach_all(qp);
 	dev->nqps--;
 	while (*pp != qp)
 		pp = &(*pp)->hash_next;

@@ -183,6 +183,7 @@ struct uroce_tp_qp {
 	struct ibv_qp_attr attr; /* as last modified, for query */
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
+	uint32_t nmcast;            /* multicast groups it is attached to */
 	uint32_t mtu;               /* path MTU in bytes */
 	struct uroce_wire_hdr tmpl; /* RC/UC: Ethernet, IP, UDP and BTH of the path */
 
@@ -205,6 +206,12 @@ struct uroce_tp_qp {
 	uint32_t heap_idx; /* UINT32_MAX: not in the heap */
 };
 
+struct tp_mcast_group {
+	union ibv_gid gid;
+	uint32_t nqps; /* 0: the slot is free */
+	struct uroce_tp_qp *qp[UROCE_TP_MAX_MCAST_QP_ATTACH];
+};
+
 struct uroce_tp_dev {
 	struct uroce_tp_dev_cfg cfg;
 	struct uroce_tp_counters cnt;
@@ -213,6 +220,7 @@ struct uroce_tp_dev {
 	struct tp_node pds, cqs, srqs, ahs;
 	uint32_t next_qpn;
 	uint32_t gsi_psn; /* QP1's next PSN (UD: per sender, unchecked by receivers) */
+	struct tp_mcast_group mcast[UROCE_TP_MAX_MCAST_GRP];
 	uint64_t rng;
 	struct uroce_tp_mr **mrs; /* by key >> 8 */
 	uint32_t mr_cap;
@@ -223,6 +231,10 @@ struct uroce_tp_dev {
 	uint32_t heap_n, heap_cap;
 	uint8_t frame[UROCE_HDR_MAX + 4096 + 4 + UROCE_ICRC_LEN]; /* one outgoing frame */
 };
+
+/* ---- multicast.c ---- */
+struct tp_mcast_group *tp_mcast_find(struct uroce_tp_dev *dev, const uint8_t gid[16]);
+void tp_mcast_detach_all(struct uroce_tp_qp *qp);
 
 /* ---- device.c ---- */
 uint64_t tp_rand(struct uroce_tp_dev *dev);

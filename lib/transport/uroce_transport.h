@@ -327,6 +327,23 @@ void *uroce_tp_srq_user(const struct uroce_tp_srq *srq);
 /** The QP the device knows by @p qpn, or NULL. */
 struct uroce_tp_qp *uroce_tp_qp_lookup(struct uroce_tp_dev *dev, uint32_t qpn);
 
+/* ------------------------------------------------------------------------------------- */
+/* Multicast (IBA 10.5, 11.2.7): UD QPs attached to a group get a copy of every UD SEND   */
+/* to the group's GID and QPN 0xffffff. RoCEv2: the GID is the group's IP address         */
+/* (::ffff:224.0.0.0/100 or ff00::/8).                                                    */
+
+#define UROCE_TP_MCAST_QPN 0xffffffu
+#define UROCE_TP_MAX_MCAST_GRP 64
+#define UROCE_TP_MAX_MCAST_QP_ATTACH 16
+
+/** @return 0 (also when already attached), -EINVAL (not a UD QP, not a multicast GID),
+ *  -ENOMEM (UROCE_TP_MAX_MCAST_GRP groups, or UROCE_TP_MAX_MCAST_QP_ATTACH QPs in it). */
+int uroce_tp_attach_mcast(struct uroce_tp_qp *qp, const union ibv_gid *gid);
+/** @return 0, -EINVAL (not attached). A destroyed QP leaves its groups by itself. */
+int uroce_tp_detach_mcast(struct uroce_tp_qp *qp, const union ibv_gid *gid);
+/** True when @p gid is a RoCEv2 multicast GID. */
+bool uroce_tp_gid_is_mcast(const union ibv_gid *gid);
+
 #ifdef __cplusplus
 }
 #endif

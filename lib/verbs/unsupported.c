@@ -11,19 +11,6 @@
 
 /* ---- public verbs uroce does not offer ------------------------------------------------ */
 
-/* Multicast: uroced has no multicast groups (UD QPs send and receive unicast only). */
-UV_EXPORT_1_1(ibv_attach_mcast) int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp, (void)gid, (void)lid;
-	return uv_err(EOPNOTSUPP);
-}
-
-UV_EXPORT_1_1(ibv_detach_mcast) int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp, (void)gid, (void)lid;
-	return uv_err(EOPNOTSUPP);
-}
-
 /* Re-registration: the old MR stays valid ("invalid input" in rdma-core's codes). */
 UV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			   size_t length, int access)

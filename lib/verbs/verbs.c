@@ -257,6 +257,20 @@ UV_EXPORT_1_1(ibv_query_qp) int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_at
 		uroce_client_query_qp(uroce_client_qp_from_ibv(qp), attr, attr_mask, init_attr));
 }
 
+/* Multicast (UD QPs; RoCE ignores the LID): the daemon's transport copies a group's
+ * packets to each attached QP. */
+UV_EXPORT_1_1(ibv_attach_mcast) int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+						    uint16_t lid)
+{
+	return uv_err(uroce_client_mcast(uroce_client_qp_from_ibv(qp), gid, lid, true));
+}
+
+UV_EXPORT_1_1(ibv_detach_mcast) int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+						    uint16_t lid)
+{
+	return uv_err(uroce_client_mcast(uroce_client_qp_from_ibv(qp), gid, lid, false));
+}
+
 UV_EXPORT_1_1(ibv_destroy_qp) int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct uv_qp *u = uv_qp_of(qp);

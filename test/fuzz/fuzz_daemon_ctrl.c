@@ -73,6 +73,20 @@ int ud_fault_set(const double rates[8])
 	return 0;
 }
 
+int uroce_eth_add_mcast(struct uroce_eth_port *p, const uint8_t mac[6])
+{
+	(void)p;
+	(void)mac;
+	return 0;
+}
+
+int uroce_eth_del_mcast(struct uroce_eth_port *p, const uint8_t mac[6])
+{
+	(void)p;
+	(void)mac;
+	return 0;
+}
+
 bool uroce_eth_link_up(const struct uroce_eth_port *p)
 {
 	(void)p;
@@ -161,7 +175,8 @@ static const uint16_t cmds[] = {
 	UROCE_CTRL_CM_QUERY_ROUTE, UROCE_CTRL_CM_LISTEN, UROCE_CTRL_CM_CONNECT,
 	UROCE_CTRL_CM_ACCEPT, UROCE_CTRL_CM_REJECT, UROCE_CTRL_CM_DISCONNECT,
 	UROCE_CTRL_CM_ESTABLISH, UROCE_CTRL_CM_INIT_QP_ATTR, UROCE_CTRL_CM_SET_OPTION,
-	UROCE_CTRL_CM_JOIN_MCAST, UROCE_CTRL_CM_LEAVE_MCAST,
+	UROCE_CTRL_CM_JOIN_MCAST, UROCE_CTRL_CM_LEAVE_MCAST, UROCE_CTRL_ATTACH_MCAST,
+	UROCE_CTRL_DETACH_MCAST,
 };
 
 /* A sealed memfd of @p size (bounded), as the client library makes for MRs. */

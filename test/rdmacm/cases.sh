@@ -9,7 +9,7 @@
 # runs only the cases whose label matches.
 
 rdmacm_check_installed() { # NAME: exit 77 unless the tools and the libraries are there
-	for t in rping ucmatose udaddy rdma_server rdma_client cmtime ib_send_lat ib_send_bw \
+	for t in rping ucmatose udaddy mckey rdma_server rdma_client cmtime ib_send_lat ib_send_bw \
 		ib_write_lat ib_write_bw ib_read_lat ib_read_bw ib_atomic_lat ib_atomic_bw; do
 		if ! command -v "$t" >/dev/null; then
 			echo "$1: $t not installed (rdmacm-utils, perftest); skipped"
@@ -104,6 +104,9 @@ rdmacm_cases() {
 	pair "udaddy" 60 udaddy -b "$SADDR" -c 4 -C 10 -- udaddy -s "$SADDR" -c 4 -C 10
 	pair "rdma_server/rdma_client" 60 rdma_server -s "$SADDR" -p @PORT -- \
 		rdma_client -s "$SADDR" -p @PORT
+	# mckey: the receiver joins a group and waits for 10 messages, the sender joins
+	# send-only and sends them to the group (QPN 0xffffff) as UD.
+	pair "mckey" 60 mckey -m 239.1.2.3 -b "$SADDR" -C 10 -- mckey -m 239.1.2.3 -s -C 10
 	FILTER=
 	SERVER_STAYS=1 # cmtime's server serves until it is stopped
 	pair "cmtime" 120 cmtime -b "$SADDR" -p @PORT -c 20 -- cmtime -s "$SADDR" -p @PORT -c 20
