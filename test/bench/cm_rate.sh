@@ -43,7 +43,9 @@ for r in $(seq 1 "$RUNS"); do
 		kill "$spid" 2>/dev/null
 		exit 1
 	fi
-	wait "$spid"
+	# cmtime's server serves until stopped.
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
 	it_log "run $r (client side):"
 	sed 's/^/    /' "$IT_DIR/client.out"
 done
