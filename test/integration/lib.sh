@@ -226,3 +226,40 @@ it_stat() {
 it_stats_prefix() {
 	"$UROCE_CLI" -S "$1" stat 2>/dev/null | awk -v p="$2" 'index($1, p) == 1 { print $1, $2 }'
 }
+
+# it_show FILE: FILE's lines matching $FILTER (all when FILTER is empty), indented: what a
+# passing case prints of a tool's output.
+it_show() {
+	if [ -n "${FILTER:-}" ]; then
+		grep -E "$FILTER" "$1" | sed 's/^/    /'
+	else
+		sed 's/^/    /' "$1"
+	fi
+}
+
+# ---- the rxe VM (../shared/tools/rxe-vm) as a peer --------------------------------------
+# it_rxe_vm_up: the private netns $NS with bridge rxebr0 ($BR_IP), tap rxetap0 and veth
+# rxeveth0 (net.sh), then VM $VM booted on the tap as $VM_IP (TCG, $VM_BOOT_TIMEOUT s).
+# Needs RXE_VM_DIR, RXE_WORK, NS (exported as RXE_NS), VM, VM_IP, BR_IP. Sets the
+# EXIT trap that stops daemon R, the VM and the netns, then it_cleanup.
+it_rxe_vm_down() {
+	"$RXE_VM_DIR/stop-vm.sh" "$VM" >/dev/null 2>&1
+	RXE_NS=$NS "$RXE_VM_DIR/net.sh" down >/dev/null 2>&1
+}
+it_rxe_vm_up() {
+	trap 'rc=$?; it_stop_daemon R; it_rxe_vm_down; (exit $rc); it_cleanup' EXIT
+	it_log "network: netns $NS, bridge rxebr0 ($BR_IP), tap rxetap0, veth rxeveth0"
+	RXE_NS=$NS "$RXE_VM_DIR/net.sh" up 1 >/dev/null || return 1
+	RXE_NS=$NS "$RXE_VM_DIR/net.sh" veth >/dev/null || return 1
+	ip -n "$NS" addr add "$BR_IP/24" dev rxebr0 || return 1
+	it_log "booting VM $VM (TCG; RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT)"
+	local t0=$SECONDS
+	if ! RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT timeout $((VM_BOOT_TIMEOUT + 30)) \
+		"$RXE_VM_DIR/run-vm.sh" "$VM" --tap rxetap0 --ip "$VM_IP/24" >"$IT_DIR/vm.log" 2>&1; then
+		it_log "VM did not come up:"
+		tail -n 20 "$IT_DIR/vm.log"
+		tail -n 20 "$RXE_WORK/run/$VM/console.log" 2>/dev/null
+		return 1
+	fi
+	it_log "VM up in $((SECONDS - t0)) s"
+}

@@ -65,27 +65,8 @@ OUR_IP=198.18.0.100
 BR_IP=198.18.0.254
 : "${VM_BOOT_TIMEOUT:=240}"
 
-vm_cleanup() {
-	"$RXE_VM_DIR/stop-vm.sh" "$VM" >/dev/null 2>&1
-	RXE_NS=$NS "$RXE_VM_DIR/net.sh" down >/dev/null 2>&1
-}
-trap 'rc=$?; it_stop_daemon R; vm_cleanup; (exit $rc); it_cleanup' EXIT
-
 T0=$SECONDS
-it_log "network: netns $NS, bridge rxebr0 ($BR_IP), tap rxetap0, veth rxeveth0"
-"$RXE_VM_DIR/net.sh" up 1 >/dev/null || exit 1
-"$RXE_VM_DIR/net.sh" veth >/dev/null || exit 1
-ip -n "$NS" addr add "$BR_IP/24" dev rxebr0 || exit 1
-
-it_log "booting VM $VM (TCG)"
-if ! RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT timeout $((VM_BOOT_TIMEOUT + 30)) \
-	"$RXE_VM_DIR/run-vm.sh" "$VM" --tap rxetap0 --ip "$VM_IP/24" >"$IT_DIR/vm.log" 2>&1; then
-	it_log "VM did not come up:"
-	tail -n 20 "$IT_DIR/vm.log"
-	tail -n 20 "$RXE_WORK/run/$VM/console.log" 2>/dev/null
-	exit 1
-fi
-it_log "VM up in $((SECONDS - T0)) s"
+it_rxe_vm_up || exit 1
 vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
 VGID=$(vmx exec -- rxe-gid 2>/dev/null | tr -dc 0-9)
 VGID=${VGID:-1}

@@ -87,11 +87,7 @@ pair() {
 	rs=$?
 	if [ "$rc" -eq 0 ] && [ "$rs" -eq 0 ]; then
 		it_log "PASS $label ($((SECONDS - t0)) s): $*"
-		if [ -n "$FILTER" ]; then
-			grep -E "$FILTER" "$clog" | sed 's/^/    /'
-		else
-			sed 's/^/    /' "$clog"
-		fi
+		it_show "$clog"
 		return 0
 	fi
 	it_log "FAIL $label: client exit $rc, server exit $rs ($((SECONDS - t0)) s): $*"
