@@ -463,3 +463,57 @@ Test(input, bad_configurations_are_refused)
 		cr_assert_eq(errno, EINVAL);
 	}
 }
+
+/* RoCE multicast (uroce_ip_group_join): RoCE to a joined group through the group's MAC is
+ * the transport's; before the join, after the last leave, through another MAC, or not UDP
+ * 4791, it is not ours. Joins are counted. */
+Test(input, roce_to_joined_groups)
+{
+	static const uint8_t grp4[4] = {239, 129, 2, 3}, other4[4] = {239, 1, 2, 4};
+	static const uint8_t grp6[16] = {0xff, 0x0e, [15] = 0x42};
+	uint8_t f[256], g4[16], g6[16], mac[6];
+	uint32_t len4, len6;
+
+	gid4(g4, grp4);
+	memcpy(g6, grp6, 16);
+	len4 = fb_udp4(f, 0, grp4, 4791, 16);
+	/* RFC 1112 6.4: the low 23 bits (239.129.2.3 -> 01:00:5e:01:02:03) */
+	f[0] = 0x01, f[1] = 0x00, f[2] = 0x5e, f[3] = 0x01, f[4] = 0x02, f[5] = 0x03;
+	cr_assert_eq(ipt_input(f, len4, 0), UROCE_IP_DROP, "not joined yet");
+	cr_assert_eq(uroce_ip_group_join(T.s, g4, mac), 1, "a new group");
+	cr_assert_arr_eq(mac, f, 6);
+	cr_assert_eq(uroce_ip_group_join(T.s, g4, mac), 0, "counted, not new");
+	cr_assert_eq(ipt_input(f, len4, 0), UROCE_IP_ROCE);
+	f[5] ^= 1; /* another group's MAC */
+	cr_assert_eq(ipt_input(f, len4, 0), UROCE_IP_DROP);
+	f[5] ^= 1;
+	len4 = fb_udp4(f, 0, other4, 4791, 16); /* a group we did not join */
+	f[0] = 0x01, f[1] = 0x00, f[2] = 0x5e, f[3] = 0x01, f[4] = 0x02, f[5] = 0x04;
+	cr_assert_eq(ipt_input(f, len4, 0), UROCE_IP_DROP);
+	len4 = fb_udp4(f, 0, grp4, 4792, 16); /* not RoCE */
+	f[0] = 0x01, f[1] = 0x00, f[2] = 0x5e, f[3] = 0x01, f[4] = 0x02, f[5] = 0x03;
+	cr_assert_eq(ipt_input(f, len4, 0), UROCE_IP_DROP);
+	cr_assert_eq(uroce_ip_group_leave(T.s, g4, mac), 0);
+	len4 = fb_udp4(f, 0, grp4, 4791, 16);
+	f[0] = 0x01, f[1] = 0x00, f[2] = 0x5e, f[3] = 0x01, f[4] = 0x02, f[5] = 0x03;
+	cr_assert_eq(ipt_input(f, len4, 0), UROCE_IP_ROCE, "one join left");
+	cr_assert_eq(uroce_ip_group_leave(T.s, g4, mac), 1, "the last leave");
+	cr_assert_eq(ipt_input(f, len4, 0), UROCE_IP_DROP);
+	cr_assert_eq(uroce_ip_group_leave(T.s, g4, mac), -EINVAL);
+
+	/* IPv6 (RFC 2464 7: 33:33 and the group's last 32 bits) */
+	len6 = fb_udp6(f, 0, g6, 4791, 16);
+	f[0] = f[1] = 0x33;
+	memcpy(f + 2, g6 + 12, 4);
+	cr_assert_eq(ipt_input(f, len6, 0), UROCE_IP_DROP);
+	cr_assert_eq(uroce_ip_group_join(T.s, g6, mac), 1);
+	cr_assert_arr_eq(mac, f, 6);
+	cr_assert_eq(ipt_input(f, len6, 0), UROCE_IP_ROCE);
+
+	/* Not groups: a unicast address, an IPv4 one outside 224/4. */
+	cr_assert_eq(uroce_ip_group_join(T.s, OUR_V6, mac), -EINVAL);
+	gid4(g4, OUR_V4);
+	cr_assert_eq(uroce_ip_group_join(T.s, g4, mac), -EINVAL);
+	cr_assert_eq(T.nframes, 0);
+	check_counters();
+}

@@ -2794,3 +2794,96 @@ Test(device, create_errors)
 	cr_assert_eq(uroce_tp_dealloc_pd(e.pd[0]), 0);
 	env_fini(&e);
 }
+
+/* Multicast (IBA 10.5): a UD SEND to a group reaches every attached QP, each with its own
+ * receive WQE and Q_Key check; nothing reaches a QP once detached or destroyed. Attach
+ * refuses RC QPs and unicast GIDs, and stops at the group's QP limit. */
+static uint32_t mcast_frame(struct env *e, uint8_t *f, uint32_t cap, uint32_t qkey)
+{
+	static const uint8_t payload[64] = "to the group";
+	struct uroce_wire_hdr h;
+
+	uroce_wire_hdr_init(&h, 4, UROCE_OPCODE(UROCE_TRANSPORT_UD, UROCE_OP_SEND_ONLY));
+	memcpy(h.eth_src, e->s.host[0].mac, 6);
+	memcpy(h.eth_dst, (const uint8_t[6]){0x01, 0x00, 0x5e, 0x01, 0x02, 0x03}, 6);
+	memcpy(h.ip_src + 12, e->s.host[0].gid.raw + 12, 4);
+	memcpy(h.ip_dst + 12, (const uint8_t[4]){239, 1, 2, 3}, 4);
+	h.udp_sport = 0xc001;
+	h.bth.pkey = UROCE_PKEY_DEFAULT;
+	h.bth.dqpn = UROCE_TP_MCAST_QPN;
+	h.deth.qkey = qkey;
+	h.deth.src_qpn = 0x42;
+	return uroce_wire_build(f, cap, &h, payload, sizeof(payload));
+}
+
+Test(behaviour, multicast_groups)
+{
+	struct env e;
+	struct uroce_tp_qp *a, *b, *rc, *many[UROCE_TP_MAX_MCAST_QP_ATTACH];
+	union ibv_gid grp = {.raw = {[10] = 0xff, [11] = 0xff, 239, 1, 2, 3}};
+	union ibv_gid uni = {.raw = {[10] = 0xff, [11] = 0xff, 10, 0, 0, 1}};
+	uint8_t f[256];
+	uint32_t len, i;
+
+	env_init(&e);
+	a = mkqp(&e, 1, IBV_QPT_UD, NULL, false, 8);
+	b = mkqp(&e, 1, IBV_QPT_UD, NULL, false, 8);
+	rc = mkqp(&e, 1, IBV_QPT_RC, NULL, false, 8);
+	sim_ud_ready(&e.s, a, 0x01234567, 0);
+	sim_ud_ready(&e.s, b, 0x01234567, 0);
+	cr_assert(uroce_tp_gid_is_mcast(&grp));
+	cr_assert(!uroce_tp_gid_is_mcast(&uni));
+	cr_assert_eq(uroce_tp_attach_mcast(rc, &grp), -EINVAL);
+	cr_assert_eq(uroce_tp_attach_mcast(a, &uni), -EINVAL);
+	cr_assert_eq(uroce_tp_attach_mcast(a, &grp), 0);
+	cr_assert_eq(uroce_tp_attach_mcast(a, &grp), 0, "attached twice: no change");
+	cr_assert_eq(uroce_tp_attach_mcast(b, &grp), 0);
+	for (i = 0; i < 2; i++) {
+		struct uroce_tp_recv_wqe r = rwr(10 + i, va(&e, 1, i * 1024), 1024, e.key[1]);
+
+		cr_assert_eq(uroce_tp_post_recv(i ? b : a, &r), 0);
+	}
+	len = mcast_frame(&e, f, sizeof(f), 0x01234567);
+	cr_assert_gt(len, 0);
+	uroce_tp_rx(e.s.host[1].dev, f, len, e.s.now);
+	collect(&e);
+	cr_assert_eq(e.rc[1].n, 2, "one copy per attached QP");
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(e.rc[1].wc[i].status, IBV_WC_SUCCESS);
+		cr_assert_eq(e.rc[1].wc[i].byte_len, 40 + 64); /* GRH + payload (UD) */
+		cr_assert_eq(e.rc[1].wc[i].src_qp, 0x42);
+	}
+	cr_assert_neq(e.rc[1].wc[0].qp_num, e.rc[1].wc[1].qp_num);
+
+	/* A wrong Q_Key: dropped by each QP (IBA 10.2.5), no WQE taken. */
+	for (i = 0; i < 2; i++) {
+		struct uroce_tp_recv_wqe r = rwr(20 + i, va(&e, 1, i * 1024), 1024, e.key[1]);
+
+		cr_assert_eq(uroce_tp_post_recv(i ? b : a, &r), 0);
+	}
+	len = mcast_frame(&e, f, sizeof(f), 0x1111);
+	uroce_tp_rx(e.s.host[1].dev, f, len, e.s.now);
+	collect(&e);
+	cr_assert_eq(e.rc[1].n, 2);
+
+	/* Detached: only b gets the next one; then b is destroyed and nobody does. */
+	cr_assert_eq(uroce_tp_detach_mcast(a, &grp), 0);
+	cr_assert_eq(uroce_tp_detach_mcast(a, &grp), -EINVAL);
+	len = mcast_frame(&e, f, sizeof(f), 0x01234567);
+	uroce_tp_rx(e.s.host[1].dev, f, len, e.s.now);
+	collect(&e);
+	cr_assert_eq(e.rc[1].n, 3);
+	cr_assert_eq(e.rc[1].wc[2].qp_num, uroce_tp_qp_num(b));
+	uroce_tp_destroy_qp(b);
+	uroce_tp_rx(e.s.host[1].dev, f, len, e.s.now);
+	collect(&e);
+	cr_assert_eq(e.rc[1].n, 3);
+
+	/* The group's QP limit. */
+	for (i = 0; i < UROCE_TP_MAX_MCAST_QP_ATTACH; i++) {
+		many[i] = mkqp(&e, 1, IBV_QPT_UD, NULL, false, 1);
+		cr_assert_eq(uroce_tp_attach_mcast(many[i], &grp), 0);
+	}
+	cr_assert_eq(uroce_tp_attach_mcast(a, &grp), -ENOMEM);
+	env_fini(&e);
+}
