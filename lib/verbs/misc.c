@@ -19,6 +19,14 @@ UV_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
 	return uroce_client_wc_status_str(status);
 }
 
+/* Entry @i of a table of strings indexed by an enum, or rdma-core's "unknown" for a value
+ * outside it or a hole in it. */
+static const char *table_str(const char *const *t, size_t n, long i)
+{
+	return i >= 0 && (size_t)i < n && t[i] ? t[i] : "unknown";
+}
+#define TABLE_STR(t, i) table_str((t), sizeof(t) / sizeof((t)[0]), (long)(i))
+
 UV_EXPORT const char *ibv_node_type_str(enum ibv_node_type node_type)
 {
 	static const char *const s[] = {
@@ -31,9 +39,7 @@ UV_EXPORT const char *ibv_node_type_str(enum ibv_node_type node_type)
 		[IBV_NODE_UNSPECIFIED] = "unspecified",
 	};
 
-	if (node_type < IBV_NODE_CA || (size_t)node_type >= sizeof(s) / sizeof(s[0]))
-		return "unknown";
-	return s[node_type];
+	return TABLE_STR(s, node_type);
 }
 
 UV_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state)
@@ -47,9 +53,7 @@ UV_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state)
 		[IBV_PORT_ACTIVE_DEFER] = "active defer",
 	};
 
-	if ((size_t)port_state >= sizeof(s) / sizeof(s[0]))
-		return "unknown";
-	return s[port_state];
+	return TABLE_STR(s, port_state);
 }
 
 UV_EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
@@ -77,9 +81,7 @@ UV_EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
 		[IBV_EVENT_WQ_FATAL] = "WQ fatal",
 	};
 
-	if ((size_t)event >= sizeof(s) / sizeof(s[0]) || !s[event])
-		return "unknown";
-	return s[event];
+	return TABLE_STR(s, event);
 }
 
 /* ---- rates (IB static rate codes, IBA 9.7.4.1.9 / the IBV_RATE_* enum) ----------------- */

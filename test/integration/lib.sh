@@ -28,19 +28,25 @@ IT_FAILS=0
 
 it_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
+# it_reap PID: waits up to 5 s for PID (already told to stop) to end, then SIGKILL.
+it_reap() {
+	local i
+	for i in $(seq 1 50); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
 it_cleanup() {
-	local rc=$? pid ns p i
+	local rc=$? pid ns p
 	trap - EXIT INT TERM
 	for pid in "${IT_PIDS[@]}"; do
 		kill -TERM "$pid" 2>/dev/null
 	done
 	for pid in "${IT_PIDS[@]}"; do
-		for i in $(seq 1 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
+		it_reap "$pid"
 	done
 	for ns in "${IT_NETNS[@]}"; do
 		ip netns del "$ns" 2>/dev/null
@@ -168,16 +174,11 @@ it_daemon() {
 
 # it_stop_daemon NAME: SIGTERM, then SIGKILL after 5 s.
 it_stop_daemon() {
-	local v="IT_PID_$1" i
+	local v="IT_PID_$1"
 	local pid=${!v:-}
 	[ -n "$pid" ] || return 0
 	kill -TERM "$pid" 2>/dev/null
-	for i in $(seq 1 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	it_reap "$pid"
 	printf -v "IT_PID_$1" '%s' ""
 }
 
@@ -235,6 +236,40 @@ it_show() {
 	else
 		sed 's/^/    /' "$1"
 	fi
+}
+
+# it_tool_pair "SERVER PREFIX" "CLIENT PREFIX" LABEL TIMEOUT CMD ARGS...: CMD ARGS -p $PORT
+# as a server (run through SERVER PREFIX, e.g. "on A"), then as a client to 127.0.0.1
+# (through CLIENT PREFIX); both must exit 0. Skipped unless LABEL matches $TOOLS_ONLY.
+# The client's output is printed (it_show). A failure counts in IT_FAILS.
+it_tool_pair() {
+	local -a sp cp
+	read -r -a sp <<<"$1"
+	read -r -a cp <<<"$2"
+	local label=$3 tmo=$4
+	shift 4
+	[ -z "${TOOLS_ONLY:-}" ] || [[ $label =~ $TOOLS_ONLY ]] || return 0
+	PORT=$((PORT + 1))
+	local slog=$IT_DIR/server.out clog=$IT_DIR/client.out t0=$SECONDS rs rc spid
+	"${sp[@]}" timeout -k 5 "$tmo" "$@" -p "$PORT" >"$slog" 2>&1 &
+	spid=$!
+	sleep 0.5
+	"${cp[@]}" timeout -k 5 "$tmo" "$@" -p "$PORT" 127.0.0.1 >"$clog" 2>&1
+	rc=$?
+	wait "$spid"
+	rs=$?
+	if [ "$rc" -eq 0 ] && [ "$rs" -eq 0 ]; then
+		it_log "PASS $label ($((SECONDS - t0)) s): $*"
+		it_show "$clog"
+		return 0
+	fi
+	it_log "FAIL $label: client exit $rc, server exit $rs ($((SECONDS - t0)) s): $*"
+	echo "---- client"
+	tail -n 30 "$clog"
+	echo "---- server"
+	tail -n 30 "$slog"
+	IT_FAILS=$((IT_FAILS + 1))
+	return 1
 }
 
 # ---- the rxe VM (../shared/tools/rxe-vm) as a peer --------------------------------------

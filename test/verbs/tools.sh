@@ -72,32 +72,7 @@ one() {
 # 127.0.0.1 (client); both must exit 0. The client's output is printed (FILTER: a grep
 # pattern of the lines kept, all if empty).
 FILTER=
-pair() {
-	local label=$1 tmo=$2
-	shift 2
-	want "$label" || return 0
-	PORT=$((PORT + 1))
-	local slog=$IT_DIR/server.out clog=$IT_DIR/client.out t0=$SECONDS rs rc
-	on A timeout -k 5 "$tmo" "$@" -p "$PORT" >"$slog" 2>&1 &
-	local spid=$!
-	sleep 0.5
-	on B timeout -k 5 "$tmo" "$@" -p "$PORT" 127.0.0.1 >"$clog" 2>&1
-	rc=$?
-	wait "$spid"
-	rs=$?
-	if [ "$rc" -eq 0 ] && [ "$rs" -eq 0 ]; then
-		it_log "PASS $label ($((SECONDS - t0)) s): $*"
-		it_show "$clog"
-		return 0
-	fi
-	it_log "FAIL $label: client exit $rc, server exit $rs ($((SECONDS - t0)) s): $*"
-	echo "---- client"
-	tail -n 30 "$clog"
-	echo "---- server"
-	tail -n 30 "$slog"
-	IT_FAILS=$((IT_FAILS + 1))
-	return 1
-}
+pair() { it_tool_pair "on A" "on B" "$@"; }
 
 # ---- discovery and queries ----
 one ibv_devices 20 env LD_LIBRARY_PATH="$VERBS_LIB_DIR" UROCE_SOCKET="$SOCK_A" ibv_devices
