@@ -74,8 +74,8 @@ static void share_remove(struct uroce_client_ctx *ctx, size_t i)
 }
 
 /* Shares [s, e) (page aligned, not shared now): new memfd, copy, map over. */
-static int share_new(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
-		     struct cl_share *out)
+static int share_new_at(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
+			struct cl_share *out)
 {
 	size_t len = e - s;
 	struct uroce_ctrl_map_region_req req = {.size = len};
@@ -123,6 +123,23 @@ static int share_new(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
 				 .ino = st.st_ino, .dev = st.st_dev};
 out_fd:
 	close(fd);
+	return rc;
+}
+
+/* Shares at least [s, e). Inside a hugetlb mapping the kernel maps over whole huge
+ * pages only (EINVAL otherwise), so the share then covers the huge pages around the
+ * range: its pages become ordinary shared pages, the registration covers what was asked
+ * (a segment may start inside a share), and a later registration in the same huge page
+ * finds the share. */
+static int share_new(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
+		     struct cl_share *out)
+{
+	static const uintptr_t huge[] = {(uintptr_t)2 << 20, (uintptr_t)1 << 30};
+	int rc = share_new_at(ctx, s, e, out);
+
+	for (size_t i = 0; rc == -EINVAL && i < sizeof(huge) / sizeof(huge[0]); i++)
+		rc = share_new_at(ctx, s & ~(huge[i] - 1), (e + huge[i] - 1) & ~(huge[i] - 1),
+				  out);
 	return rc;
 }
 
