@@ -51,6 +51,9 @@ struct uroce_client_ctx {
 	size_t nshares, cap_shares;
 	struct cl_obj *objs;
 	size_t nobjs, cap_objs;
+	/* Inherited through fork(): the parent's, never used here (fork.c). */
+	bool forked;
+	struct uroce_client_ctx *fork_next; /* fork.c's list of open contexts */
 };
 
 struct uroce_client_cq {
@@ -128,5 +131,13 @@ void *cl_obj_find(struct uroce_client_ctx *ctx, uint32_t handle, int type);
 int cl_share_range(struct uroce_client_ctx *ctx, void *addr, size_t length,
 		   struct uroce_ctrl_mr_seg **segs);
 void cl_share_forget_all(struct uroce_client_ctx *ctx);
+
+/* fork.c: contexts are tracked while open, so that a forked child can be given private
+ * copies of their shared memory and never use them. */
+void cl_fork_track(struct uroce_client_ctx *ctx);
+void cl_fork_untrack(struct uroce_client_ctx *ctx);
+/* uroce_shm_attach, and the mapping left out of fork() children (MADV_DONTFORK).
+ * @return 0 or -errno; on success the region owns @p fd. */
+int cl_attach_region(struct uroce_shm_region *r, int fd, uint32_t kind);
 
 #endif

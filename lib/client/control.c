@@ -28,6 +28,8 @@ int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t 
 	long n;
 	int rc;
 
+	if (ctx->forked)
+		return -EIO; /* the parent's connection (fork.c) */
 	if (sizeof(h) + req_len > UROCE_CTRL_MSG_MAX || sizeof(h) + rep_len > UROCE_CTRL_MSG_MAX)
 		return -EINVAL;
 	buf = malloc(UROCE_CTRL_MSG_MAX);
@@ -234,7 +236,7 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 		close(fds[0]);
 		goto fail_rc;
 	}
-	rc = uroce_shm_attach(&ctx->region, fds[0], UROCE_CTRL_REGION_CONTEXT);
+	rc = cl_attach_region(&ctx->region, fds[0], UROCE_CTRL_REGION_CONTEXT);
 	if (rc) {
 		close(fds[0]);
 		goto fail_rc;
@@ -247,6 +249,7 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 	}
 	memcpy(ctx->dev_name, rep.dev_name, sizeof(ctx->dev_name));
 	ctx->dev_name[sizeof(ctx->dev_name) - 1] = 0;
+	cl_fork_track(ctx);
 	return ctx;
 
 fail_errno:
@@ -261,13 +264,20 @@ void uroce_client_close(struct uroce_client_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	/* Closing the socket is the whole protocol: the daemon frees what we had. */
+	cl_fork_untrack(ctx);
+	/* Closing the socket is the whole protocol: the daemon frees what we had (in a
+	 * forked child, this closes the child's copies only; the parent keeps its
+	 * connection). */
 	if (ctx->sock >= 0)
 		close(ctx->sock);
 	if (ctx->async_fd >= 0)
 		close(ctx->async_fd);
 	if (ctx->async_efd >= 0)
 		close(ctx->async_efd);
+	/* A child has no mapping of the region (MADV_DONTFORK): whatever it mapped at that
+	 * address since is its own. */
+	if (ctx->forked)
+		ctx->region.addr = NULL;
 	uroce_shm_close(&ctx->region);
 	cl_share_forget_all(ctx);
 	free(ctx->objs);
@@ -284,6 +294,11 @@ void uroce_client_set_ibv_context(struct uroce_client_ctx *ctx, struct ibv_conte
 const char *uroce_client_dev_name(const struct uroce_client_ctx *ctx)
 {
 	return ctx->dev_name;
+}
+
+bool uroce_client_forked(const struct uroce_client_ctx *ctx)
+{
+	return ctx->forked;
 }
 
 int uroce_client_query_device(struct uroce_client_ctx *ctx, struct ibv_device_attr *attr)
@@ -342,6 +357,8 @@ int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_
 	int fl, n, i;
 	bool hup;
 
+	if (ctx->forked)
+		return EIO; /* the parent's events (fork.c) */
 	/* The eventfd is a semaphore (one read per event). The application's fd (epoll)
 	 * decides blocking: it blocks, or says EAGAIN when the application made it
 	 * non-blocking, exactly like rdma-core's async fd. */

@@ -85,6 +85,11 @@ void uroce_client_set_ibv_context(struct uroce_client_ctx *ctx, struct ibv_conte
 /** Device name the daemon serves ("uroce0"). */
 const char *uroce_client_dev_name(const struct uroce_client_ctx *ctx);
 /**
+ * True in a child of fork() for a context its parent opened: every call on it fails with
+ * EIO (the connection, rings and events are the parent's); the child opens its own.
+ */
+bool uroce_client_forked(const struct uroce_client_ctx *ctx);
+/**
  * One control request and its reply (uroce_ctrl.h), for the commands this library has no
  * wrapper for (librdmacm's CM_*). Serialized with every other call on @p ctx. A reply
  * must carry exactly @p rep_len payload bytes.

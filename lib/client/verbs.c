@@ -172,6 +172,8 @@ int uroce_client_get_cq_event(struct uroce_client_channel *ch, struct uroce_clie
 	uint64_t one;
 	size_t i;
 
+	if (ctx->forked)
+		return EIO; /* the parent's channel (fork.c) */
 	/* A semaphore eventfd: one read per event the daemon signalled, blocking or EAGAIN
 	 * as the application set the fd. */
 	if (read(ch->ibv.fd, &one, sizeof(one)) != sizeof(one))
@@ -225,7 +227,7 @@ struct uroce_client_cq *uroce_client_create_cq(struct uroce_client_ctx *ctx, int
 	}
 	cq->ctx = ctx;
 	cq->handle = rep.cq;
-	rc = uroce_shm_attach(&cq->region, fd, UROCE_CTRL_REGION_CQ);
+	rc = cl_attach_region(&cq->region, fd, UROCE_CTRL_REGION_CQ);
 	if (rc) {
 		close(fd);
 		goto fail;
@@ -296,6 +298,8 @@ int uroce_client_poll_cq(struct uroce_client_cq *cq, int n, struct ibv_wc *wc)
 
 	if (n <= 0)
 		return 0;
+	if (__builtin_expect(cq->ctx->forked, 0))
+		return -EIO; /* the parent's CQ (fork.c) */
 	pthread_spin_lock(&cq->lock);
 	avail = uroce_ring_cons_avail(&cq->ring);
 	if (avail > (uint32_t)n)
@@ -324,6 +328,8 @@ int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only)
 {
 	if (!cq->channel)
 		return EINVAL;
+	if (cq->ctx->forked)
+		return EIO;
 	uroce_ring_arm(&cq->ring, solicited_only != 0);
 	return 0;
 }
@@ -381,7 +387,7 @@ struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
 	}
 	srq->ctx = ctx;
 	srq->handle = rep.srq;
-	rc = uroce_shm_attach(&srq->region, fd, UROCE_CTRL_REGION_SRQ);
+	rc = cl_attach_region(&srq->region, fd, UROCE_CTRL_REGION_SRQ);
 	if (rc) {
 		close(fd);
 		goto fail;
@@ -473,6 +479,10 @@ int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr 
 	uint32_t n = 0, room;
 	int rc = 0;
 
+	if (__builtin_expect(srq->ctx->forked, 0)) {
+		*bad_wr = wr;
+		return EIO; /* the parent's SRQ (fork.c) */
+	}
 	pthread_spin_lock(&srq->lock);
 	room = queue_room(&srq->ring, &srq->ctl->sq_retired, srq->max_wr);
 	for (; wr; wr = wr->next, n++) {
@@ -525,7 +535,7 @@ struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
 	}
 	qp->ctx = ctx;
 	qp->handle = rep.qp;
-	rc = uroce_shm_attach(&qp->region, fd, UROCE_CTRL_REGION_QP);
+	rc = cl_attach_region(&qp->region, fd, UROCE_CTRL_REGION_QP);
 	if (rc) {
 		close(fd);
 		goto fail;
@@ -757,6 +767,10 @@ int uroce_client_post_send(struct uroce_client_qp *qp, struct ibv_send_wr *wr,
 	uint32_t n = 0, room;
 	int rc = 0;
 
+	if (__builtin_expect(qp->ctx->forked, 0)) {
+		*bad_wr = wr;
+		return EIO; /* the parent's QP (fork.c) */
+	}
 	pthread_spin_lock(&qp->sq_lock);
 	if (qp->ibv.state == IBV_QPS_RESET || qp->ibv.state == IBV_QPS_INIT ||
 	    qp->ibv.state == IBV_QPS_RTR) {
@@ -791,6 +805,10 @@ int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
 	if (qp->srq) {
 		*bad_wr = wr;
 		return EINVAL;
+	}
+	if (__builtin_expect(qp->ctx->forked, 0)) {
+		*bad_wr = wr;
+		return EIO; /* the parent's QP (fork.c) */
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	if (qp->ibv.state == IBV_QPS_RESET) {

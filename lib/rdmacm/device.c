@@ -13,6 +13,22 @@ static pthread_mutex_t rc_devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rc_device rc_device_table[RC_MAX_DEVICES];
 static int rc_ndevices = -1; /* -1: not looked for yet */
 
+/* fork(): the table's lock is not held by a thread the child does not have. */
+static void rc_devices_fork_prepare(void)
+{
+	pthread_mutex_lock(&rc_devices_lock);
+}
+
+static void rc_devices_fork_done(void)
+{
+	pthread_mutex_unlock(&rc_devices_lock);
+}
+
+__attribute__((constructor)) static void rc_devices_fork_init(void)
+{
+	pthread_atfork(rc_devices_fork_prepare, rc_devices_fork_done, rc_devices_fork_done);
+}
+
 /* Pairs each ibv_device with its daemon's socket, by name and GUID. Called under the lock;
  * done again while no device was found (a daemon may start later). */
 static void rc_devices_find(void)
@@ -68,6 +84,13 @@ int rc_device_open(struct rc_device *dev)
 	int rc = 0;
 
 	pthread_mutex_lock(&rc_devices_lock);
+	/* A forked child inherits its parent's session, context and PD, and may not use them
+	 * (lib/client: every call on them fails with EIO): it opens its own. */
+	if (dev->session && uroce_client_forked(dev->session)) {
+		dev->session = NULL;
+		dev->verbs = NULL;
+		dev->pd = NULL;
+	}
 	if (dev->session)
 		goto out;
 	if (!dev->verbs) {

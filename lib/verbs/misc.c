@@ -139,13 +139,10 @@ UV_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
 
 /* ---- fork ------------------------------------------------------------------------------------ */
 
-/* Registered memory is never pinned here: lib/client moves each registered range onto
- * a memfd mapped MAP_SHARED in place, and the daemon maps the same pages. After fork
- * the child shares those pages with the parent (no copy-on-write, so the daemon's
- * writes never land in a page only one process sees): nothing needs madvise, which is
- * what rdma-core reports as IBV_FORK_UNNEEDED. RDMAV_FORK_SAFE / RDMAV_HUGEPAGES_SAFE
- * change nothing. The child must not use the parent's verbs objects (its connection to
- * the daemon is the parent's), as with rdma-core. */
+/* Nothing is pinned, and every fork() is safe without asking: lib/client's fork.c gives
+ * the child private copies of registered memory and keeps it off the parent's objects,
+ * as Linux 5.13+ does (IBV_FORK_UNNEEDED). RDMAV_FORK_SAFE and RDMAV_HUGEPAGES_SAFE
+ * change nothing. */
 UV_EXPORT int ibv_fork_init(void)
 {
 	return 0;

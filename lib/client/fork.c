@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fork(): what a child inherits of uroce, and what it must not.
+ *
+ * Registered memory lives on MAP_SHARED memfd pages (mr_share.c), and fork() alone would
+ * leave those pages shared between parent and child: the child's writes to anything on
+ * them (heap objects beside a buffer, malloc's own metadata) would land in the parent.
+ * Kernel RDMA since Linux 5.13 (what rdma-core reports as IBV_FORK_UNNEEDED) gives the
+ * child a private copy of pinned pages at fork and the parent keeps its own, still
+ * registered; this file keeps the same promise. A pthread_atfork child handler replaces
+ * every mapping of our memfds with a private anonymous copy of its contents, with the
+ * same protection, before fork() returns in the child. The parent's mappings, and so its
+ * RDMA, are untouched.
+ *
+ * Everything else of uroce stays the parent's:
+ * - the rings shared with the daemon (queues, CQs, async events) are MADV_DONTFORK
+ *   (cl_attach_region), as rdma-core's providers mark their queue buffers: the child has
+ *   no mapping there;
+ * - every context the child inherited is marked forked, and each call on it (control
+ *   requests, posts, polls, event reads) fails with EIO before it touches the parent's
+ *   connection, rings or eventfds. The child opens a device of its own.
+ *
+ * Lock order: cl_fork_lock, then each context's share_lock (the prepare handler takes
+ * them all, so no registration is half-way through moving pages when fork() copies the
+ * address space).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "client_internal.h"
+
+static pthread_mutex_t cl_fork_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uroce_client_ctx *cl_fork_contexts; /* every open context, through fork_next */
+
+void cl_fork_track(struct uroce_client_ctx *ctx)
+{
+	pthread_mutex_lock(&cl_fork_lock);
+	ctx->fork_next = cl_fork_contexts;
+	cl_fork_contexts = ctx;
+	pthread_mutex_unlock(&cl_fork_lock);
+}
+
+void cl_fork_untrack(struct uroce_client_ctx *ctx)
+{
+	struct uroce_client_ctx **pp;
+
+	pthread_mutex_lock(&cl_fork_lock);
+	for (pp = &cl_fork_contexts; *pp; pp = &(*pp)->fork_next)
+		if (*pp == ctx) {
+			*pp = ctx->fork_next;
+			break;
+		}
+	pthread_mutex_unlock(&cl_fork_lock);
+}
+
+int cl_attach_region(struct uroce_shm_region *r, int fd, uint32_t kind)
+{
+	int rc = uroce_shm_attach(r, fd, kind);
+
+	if (rc)
+		return rc;
+	if (madvise(r->addr, r->size, MADV_DONTFORK) != 0) {
+		rc = -errno;
+		uroce_shm_close(r);
+		return rc;
+	}
+	return 0;
+}
+
+/* Is (dev, ino) one of the memfds a context of this process shares its memory through? */
+static bool is_share_memfd(uint64_t dev, uint64_t ino)
+{
+	const struct uroce_client_ctx *ctx;
+	size_t i;
+
+	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next)
+		for (i = 0; i < ctx->nshares; i++)
+			if (ctx->shares[i].ino == ino && ctx->shares[i].dev == dev)
+				return true;
+	return false;
+}
+
+/* The child must not go on sharing the parent's pages: it stops here rather than
+ * corrupt the parent. */
+static void __attribute__((noreturn)) child_give_up(const char *what)
+{
+	char msg[160];
+	int n = snprintf(msg, sizeof(msg),
+			 "uroce: fork: cannot give the child a private copy of registered "
+			 "memory (%s: %s); the child exits\n",
+			 what, strerror(errno));
+
+	if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
+		n = 0;
+	_exit(127);
+}
+
+/* Replaces [lo, hi) with a private anonymous copy of its contents and protection. */
+static void privatize(uintptr_t lo, uintptr_t hi, int prot)
+{
+	size_t len = hi - lo;
+	void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (copy == MAP_FAILED)
+		child_give_up("mmap");
+	if (prot & PROT_READ)
+		memcpy(copy, (void *)lo, len);
+	if (mprotect(copy, len, prot) != 0)
+		child_give_up("mprotect");
+	/* One step: the range is never unmapped in between. */
+	if (mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) == MAP_FAILED)
+		child_give_up("mremap");
+}
+
+/* The mappings of /proc/self/maps that are our memfds, collected before any is changed
+ * (the file must not change while it is read). */
+struct vma {
+	uintptr_t lo, hi;
+	int prot;
+};
+
+static size_t find_shared_vmas(struct vma **out)
+{
+	size_t n = 0, cap = 0, have = 0;
+	struct vma *v = NULL;
+	char buf[8192];
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		child_give_up("/proc/self/maps");
+	for (;;) {
+		ssize_t got = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		if (got < 0)
+			child_give_up("/proc/self/maps");
+		have += (size_t)got;
+		buf[have] = 0;
+		while ((nl = strchr(line, '\n')) != NULL) {
+			unsigned long lo, hi, off, ino;
+			unsigned int maj, min;
+			char perm[5];
+
+			*nl = 0;
+			if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu", &lo, &hi, perm, &off, &maj,
+				   &min, &ino) == 7 &&
+			    perm[3] == 's' && is_share_memfd(makedev(maj, min), ino)) {
+				if (n == cap) {
+					struct vma *m;
+
+					cap = cap ? 2 * cap : 16;
+					m = realloc(v, cap * sizeof(*v));
+					if (!m)
+						child_give_up("realloc");
+					v = m;
+				}
+				v[n++] = (struct vma){
+					.lo = lo,
+					.hi = hi,
+					.prot = (perm[0] == 'r' ? PROT_READ : 0) |
+						(perm[1] == 'w' ? PROT_WRITE : 0) |
+						(perm[2] == 'x' ? PROT_EXEC : 0),
+				};
+			}
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (got == 0)
+			break;
+	}
+	close(fd);
+	*out = v;
+	return n;
+}
+
+static void fork_prepare(void)
+{
+	struct uroce_client_ctx *ctx;
+
+	pthread_mutex_lock(&cl_fork_lock);
+	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next)
+		pthread_mutex_lock(&ctx->share_lock);
+}
+
+static void fork_parent(void)
+{
+	struct uroce_client_ctx *ctx;
+
+	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next)
+		pthread_mutex_unlock(&ctx->share_lock);
+	pthread_mutex_unlock(&cl_fork_lock);
+}
+
+static void fork_child(void)
+{
+	struct uroce_client_ctx *ctx;
+	struct vma *v = NULL;
+	size_t i, n = 0;
+
+	if (cl_fork_contexts)
+		n = find_shared_vmas(&v);
+	for (i = 0; i < n; i++)
+		privatize(v[i].lo, v[i].hi, v[i].prot);
+	free(v);
+	/* The inherited contexts are the parent's: this process is not their client. The
+	 * locks were taken by the thread that forked, which is the one thread here. */
+	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next) {
+		ctx->forked = true;
+		pthread_mutex_unlock(&ctx->share_lock);
+	}
+	cl_fork_contexts = NULL;
+	pthread_mutex_unlock(&cl_fork_lock);
+}
+
+/* As early as the library loads: atfork child handlers run in the order they were
+ * registered, and ours should run before others that may write to the heap. */
+__attribute__((constructor)) static void cl_fork_init(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
