@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -139,24 +140,29 @@ static int cmd_capture(struct uroce_client_ctx *ctx, int argc, char **argv)
 
 	memset(&req, 0, sizeof(req));
 	if (argc == 2 && !strcmp(argv[0], "start")) {
-		char cwd[PATH_MAX];
+		/* We open the file, with our own rights, and hand the daemon the descriptor:
+		 * a root daemon must never open a path a client names. A file we had to
+		 * create is removed again if the daemon refuses (a caller who may not
+		 * capture leaves nothing behind). */
+		int fd = open(argv[1], O_WRONLY | O_TRUNC | O_CLOEXEC), made = 0, rc;
 
-		req.op = UROCE_CTRL_ADMIN_CAPTURE_START;
-		/* The daemon opens the file: make a relative path mean what the user meant. */
-		if (argv[1][0] != '/' && getcwd(cwd, sizeof(cwd))) {
-			if ((size_t)snprintf(req.path, sizeof(req.path), "%s/%s", cwd, argv[1]) >=
-			    sizeof(req.path)) {
-				fprintf(stderr, "uroce capture: path too long\n");
-				return 2;
-			}
-		} else if ((size_t)snprintf(req.path, sizeof(req.path), "%s", argv[1]) >=
-			   sizeof(req.path)) {
-			fprintf(stderr, "uroce capture: path too long\n");
-			return 2;
+		if (fd < 0 && errno == ENOENT) {
+			fd = open(argv[1], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+			made = fd >= 0;
 		}
-		if (admin(ctx, &req, "capture start"))
+		if (fd < 0) {
+			fprintf(stderr, "uroce capture start: %s: %s\n", argv[1], strerror(errno));
 			return 1;
-		printf("capture: writing %s\n", req.path);
+		}
+		rc = uroce_client_capture_start(ctx, fd);
+		close(fd);
+		if (rc) {
+			if (made)
+				unlink(argv[1]);
+			fprintf(stderr, "uroce capture start: %s\n", strerror(-rc));
+			return 1;
+		}
+		printf("capture: writing %s\n", argv[1]);
 		return 0;
 	}
 	if (argc == 1 && !strcmp(argv[0], "stop")) {

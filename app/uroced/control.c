@@ -163,14 +163,43 @@ static void reap_gone_clients(void)
 	}
 }
 
+/* Is the peer root or a member (primary or supplementary) of control.admin_group? */
+static bool peer_is_admin(int fd, const struct ucred *cred)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+
+	if (cred->uid == 0)
+		return true;
+	if (!ud.have_admin_group)
+		return false;
+	if (cred->gid == ud.admin_gid)
+		return true;
+	/* More than 256 supplementary groups: ERANGE, and the peer is not an admin. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0)
+		return false;
+	for (size_t i = 0; i < len / sizeof(groups[0]); i++)
+		if (groups[i] == ud.admin_gid)
+			return true;
+	return false;
+}
+
 static void accept_clients(void)
 {
 	for (;;) {
 		int fd = accept4(ud.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
 		struct ud_client *c;
 
 		if (fd < 0)
 			return;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+			UD_WARN("refusing a client: no peer credentials: %s", strerror(errno));
+			ud.cnt.clients_refused++;
+			close(fd);
+			continue;
+		}
 		if (ud.nclients >= ud.conf.control.max_clients)
 			reap_gone_clients();
 		if (ud.nclients >= ud.conf.control.max_clients) {
@@ -186,6 +215,10 @@ static void accept_clients(void)
 			continue;
 		}
 		c->sock = fd;
+		c->pid = (int)cred.pid;
+		c->uid = cred.uid;
+		c->gid = cred.gid;
+		c->admin = peer_is_admin(fd, &cred);
 		c->id = ++ud.next_client_id;
 		c->async_efd = -1;
 		c->region.fd = -1;
@@ -300,6 +333,16 @@ int ud_control_init(void)
 			UD_ERR("control: chown %s: %s", path, strerror(errno));
 			return -errno;
 		}
+	}
+	if (ud.conf.control.admin_group[0]) {
+		struct group *g = getgrnam(ud.conf.control.admin_group);
+
+		if (!g) {
+			UD_ERR("control.admin_group: no group %s", ud.conf.control.admin_group);
+			return -EINVAL;
+		}
+		ud.have_admin_group = true;
+		ud.admin_gid = g->gr_gid;
 	}
 	if (chmod(path, (mode_t)ud.conf.control.socket_mode) != 0) {
 		UD_ERR("control: chmod %s: %s", path, strerror(errno));

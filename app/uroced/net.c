@@ -194,6 +194,21 @@ int ud_capture_start(const char *path)
 	return 0;
 }
 
+int ud_capture_start_fd(int fd)
+{
+	int rc;
+
+	ud_capture_stop();
+	rc = uroce_pcap_writer_open_fd(&ud.cap, fd, ud.conf.capture.snaplen);
+	if (rc) {
+		UD_ERR("capture: cannot write the file given: %s", strerror(-rc));
+		return rc;
+	}
+	ud.capturing = true;
+	UD_INFO("capture: writing RoCE frames to the file given (fd %d)", fd);
+	return 0;
+}
+
 void ud_capture_stop(void)
 {
 	if (!ud.capturing)

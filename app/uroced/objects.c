@@ -339,7 +339,7 @@ static void cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		REPLY(c, h, -EINVAL, NULL, 0); /* once per connection */
 		return;
 	}
-	c->pid = req->pid;
+	/* c->pid is the kernel's (SO_PEERCRED); the pid in the request is not believed. */
 	memcpy(c->name, req->name, sizeof(c->name));
 	c->name[sizeof(c->name) - 1] = 0;
 	rep.async_ring_offset = UROCE_SHM_CACHELINE;
@@ -948,15 +948,9 @@ static void cmd_stats(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 static void cmd_admin(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		      const struct uroce_ctrl_admin_req *req)
 {
-	char path[sizeof(req->path)];
 	int rc = -EINVAL;
 
 	switch (req->op) {
-	case UROCE_CTRL_ADMIN_CAPTURE_START:
-		memcpy(path, req->path, sizeof(path));
-		if (memchr(path, 0, sizeof(path)) && path[0])
-			rc = ud_capture_start(path);
-		break;
 	case UROCE_CTRL_ADMIN_CAPTURE_STOP:
 		ud_capture_stop();
 		rc = 0;
@@ -1129,7 +1123,22 @@ bool ud_handle(struct ud_client *c, const uint8_t *msg, uint32_t len, const int 
 		cmd_stats(c, &h, p);
 		break;
 	case UROCE_CTRL_ADMIN:
-		cmd_admin(c, &h, p);
+	case UROCE_CTRL_CAPTURE_START:
+		/* Capture sees every tenant's payloads; faults and cm-drop hurt everyone's
+		 * traffic: root and control.admin_group only. */
+		if (!c->admin) {
+			ud.cnt.admin_refused++;
+			UD_WARN("client %s[%d] (uid %u): %s refused: not an administrator "
+				"(root or control.admin_group)",
+				c->name, c->pid, (unsigned int)c->uid, uroce_ctrl_cmd_name(h.cmd));
+			if (nfds)
+				close(fds[0]);
+			REPLY(c, &h, -EPERM, NULL, 0);
+		} else if (h.cmd == UROCE_CTRL_ADMIN) {
+			cmd_admin(c, &h, p);
+		} else {
+			REPLY(c, &h, ud_capture_start_fd(fds[0]), NULL, 0);
+		}
 		break;
 	case UROCE_CTRL_CM_CREATE_CHANNEL ... UROCE_CTRL_CM_LEAVE_MCAST:
 		ud_cm_handle(c, &h, p);

@@ -135,7 +135,12 @@ struct ud_pending {
 struct ud_client {
 	int sock;
 	uint64_t id; /* cookie for neighbour resolution */
+	/* Who is on the other end, as the kernel says at accept (SO_PEERCRED), never as the
+	 * client claims. */
 	int pid;
+	uid_t uid;
+	gid_t gid;
+	bool admin; /* root, or a member of control.admin_group: may use ADMIN, CAPTURE_START */
 	char name[UROCE_CTRL_NAME_MAX];
 	struct ud_obj *objs; /* handle h is objs[h - 1] */
 	uint32_t nobjs, cap_objs;
@@ -170,6 +175,7 @@ struct ud_loop_frame {
 	X(clients_refused)                                                           \
 	X(clients_closed)                                                            \
 	X(bad_requests)      /* malformed control messages (the client is dropped) */ \
+	X(admin_refused)     /* ADMIN/CAPTURE_START from a client not root nor admin */ \
 	X(capture_frames)                                                            \
 	X(capture_errors)                                                            \
 	X(cm_events)         /* rdma_cm events queued for applications */           \
@@ -193,6 +199,8 @@ struct ud_daemon {
 	struct uroce_fault rx_fault, tx_fault;
 	struct uroce_pcap_writer cap;
 	bool capturing;
+	bool have_admin_group; /* control.admin_group named a group: admin_gid */
+	gid_t admin_gid;
 	enum ibv_mtu active_mtu;
 	union ibv_gid gids[UROCE_TP_MAX_GID];
 	uint8_t ngids;
@@ -233,6 +241,8 @@ unsigned int ud_net_rx(void);
 void ud_net_tx_flush(void);
 int ud_net_tx(void *io_ctx, const uint8_t *frame, uint32_t len);
 int ud_capture_start(const char *path);
+/* The same on a file the caller opened (CAPTURE_START); takes @p fd in every case. */
+int ud_capture_start_fd(int fd);
 void ud_capture_stop(void);
 int ud_fault_set(const double rates[8]);
 

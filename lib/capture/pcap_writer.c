@@ -2,7 +2,9 @@
 /* Writing classic pcap files: the 24-byte file header with the nanosecond magic, then a
  * 16-byte header and the bytes per record, all in host byte order (readers swap). */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "uroce_capture.h"
 
@@ -26,17 +28,34 @@ static int put(struct uroce_pcap_writer *w, const void *p, size_t n)
 
 int uroce_pcap_writer_open(struct uroce_pcap_writer *w, const char *path, uint32_t snaplen)
 {
+	/* close-on-exec: the daemon's children must not hold it */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		memset(w, 0, sizeof(*w));
+		return -errno;
+	}
+	return uroce_pcap_writer_open_fd(w, fd, snaplen);
+}
+
+int uroce_pcap_writer_open_fd(struct uroce_pcap_writer *w, int fd, uint32_t snaplen)
+{
 	uint32_t hdr[6];
 	uint16_t ver[2] = {2, 4};
 	int rc;
 
 	memset(w, 0, sizeof(*w));
-	if (snaplen > UROCE_PCAP_SNAPLEN_MAX)
+	if (snaplen > UROCE_PCAP_SNAPLEN_MAX) {
+		close(fd);
 		return -EINVAL;
+	}
 	w->snaplen = snaplen != 0 ? snaplen : UROCE_PCAP_SNAPLEN_MAX;
-	w->f = fopen(path, "wbe"); /* close-on-exec: the daemon's children must not hold it */
-	if (w->f == NULL)
-		return -errno;
+	w->f = fdopen(fd, "wb");
+	if (w->f == NULL) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
 	/* A large buffer of our own size; stdio's default (4 KiB) means a write per frame. */
 	setvbuf(w->f, NULL, _IOFBF, WRITE_BUF);
 	hdr[0] = PCAP_MAGIC_NS;

@@ -65,6 +65,12 @@ struct uroce_pcap_writer {
  */
 int uroce_pcap_writer_open(struct uroce_pcap_writer *w, const char *path, uint32_t snaplen);
 /**
+ * The same on a file descriptor open for writing (a process that may not open the path
+ * itself is handed it: uroced's capture). The writer owns @p fd from the call on, and
+ * closes it on any failure. @return 0 or -errno (-EINVAL: snaplen; fdopen's errno).
+ */
+int uroce_pcap_writer_open_fd(struct uroce_pcap_writer *w, int fd, uint32_t snaplen);
+/**
  * Appends one frame captured at @p ts_ns (ns since the epoch) that had @p origlen bytes
  * on the wire, of which @p caplen are at @p data. Bytes beyond the snaplen are left out
  * (the record keeps @p origlen, as tcpdump -s does).

@@ -481,3 +481,8 @@ int uroce_client_admin(struct uroce_client_ctx *ctx, const struct uroce_ctrl_adm
 {
 	return cl_call(ctx, UROCE_CTRL_ADMIN, req, sizeof(*req), NULL, 0, NULL, 0, NULL, 0);
 }
+
+int uroce_client_capture_start(struct uroce_client_ctx *ctx, int fd)
+{
+	return cl_call(ctx, UROCE_CTRL_CAPTURE_START, NULL, 0, &fd, 1, NULL, 0, NULL, 0);
+}

@@ -218,9 +218,19 @@ const char *uroce_client_wc_status_str(enum ibv_wc_status status);
 struct uroce_ctrl_stat;
 int uroce_client_stats(struct uroce_client_ctx *ctx, uint32_t flags,
 		       struct uroce_ctrl_stat **stats);
-/** Operator commands (capture, fault injection, log level); see enum uroce_ctrl_admin_op. */
+/**
+ * Operator commands (capture stop, fault injection, log level, cm-drop); see enum
+ * uroce_ctrl_admin_op. @return 0 or -errno: -EPERM unless the caller is root or in
+ * control.admin_group.
+ */
 struct uroce_ctrl_admin_req;
 int uroce_client_admin(struct uroce_client_ctx *ctx, const struct uroce_ctrl_admin_req *req);
+/**
+ * Starts the daemon's capture into @p fd, a file the caller opened for writing (the
+ * daemon never opens a path for a client). The daemon gets a duplicate; the caller
+ * still owns @p fd. @return 0 or -errno (-EPERM as for uroce_client_admin).
+ */
+int uroce_client_capture_start(struct uroce_client_ctx *ctx, int fd);
 
 #ifdef __cplusplus
 }

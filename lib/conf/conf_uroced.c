@@ -49,6 +49,8 @@ static const struct uroce_conf_key keys[] = {
 	OCTAL(control, socket_mode, 0, 0777, "0660", "permissions of the control socket"),
 	STR(control, socket_group, "",
 	    "group owning the control socket (who may use RDMA); empty: the daemon's group"),
+	STR(control, admin_group, "",
+	    "group whose members may administer (capture, fault, log-level, cm-drop) besides root; empty: root only"),
 	UINT(control, max_clients, 1, 1024, "64", "most applications connected at once"),
 
 	UINT(transport, ack_coalesce, 1, 1024, "16",

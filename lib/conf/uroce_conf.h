@@ -140,6 +140,7 @@ struct uroce_conf {
 		char socket[UROCE_CONF_SOCKET_LEN];
 		uint32_t socket_mode;
 		char socket_group[UROCE_CONF_NAME_LEN]; /**< "": the daemon's group */
+		char admin_group[UROCE_CONF_NAME_LEN];  /**< "": root only administers */
 		uint32_t max_clients;
 	} control;
 	struct {

@@ -65,6 +65,7 @@ static const struct ctrl_cmd_desc ctrl_cmds[UROCE_CTRL_CMD_END] = {
 	[UROCE_CTRL_CM_LEAVE_MCAST] = {"CM_LEAVE_MCAST", sizeof(struct uroce_ctrl_cm_addr_req), 0},
 	[UROCE_CTRL_ATTACH_MCAST] = {"ATTACH_MCAST", sizeof(struct uroce_ctrl_mcast_req), 0},
 	[UROCE_CTRL_DETACH_MCAST] = {"DETACH_MCAST", sizeof(struct uroce_ctrl_mcast_req), 0},
+	[UROCE_CTRL_CAPTURE_START] = {"CAPTURE_START", NO_PAYLOAD, 1},
 };
 
 static const struct ctrl_cmd_desc *ctrl_desc(uint32_t cmd)

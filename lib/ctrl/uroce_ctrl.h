@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 2u /* 2: connection management (CM_*) */
+#define UROCE_CTRL_VERSION 3u /* 2: connection management (CM_*); 3: CAPTURE_START by fd */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -98,6 +98,9 @@ enum uroce_ctrl_cmd {
 	UROCE_CTRL_CM_LEAVE_MCAST,
 	UROCE_CTRL_ATTACH_MCAST,
 	UROCE_CTRL_DETACH_MCAST,
+	/* Administration with a file: the caller's open descriptor (SCM_RIGHTS), never a
+	 * path the root daemon would open for it. */
+	UROCE_CTRL_CAPTURE_START, /**< no payload; fd: the pcap file to write, open for writing */
 	UROCE_CTRL_CMD_END
 };
 
@@ -316,10 +319,11 @@ struct uroce_ctrl_stats_rep {
 	struct uroce_ctrl_stat stat[];
 };
 
-/* ADMIN: operations for operators and tests (the socket's permissions gate them). */
+/* ADMIN (and CAPTURE_START): operations for operators and tests. Only root and the
+ * members of control.admin_group may use them, as the kernel tells the daemon who is on
+ * the other end (SO_PEERCRED); anyone else gets -EPERM and nothing changes. */
 enum uroce_ctrl_admin_op {
-	UROCE_CTRL_ADMIN_CAPTURE_START = 1, /**< path: pcap file to write RoCE frames to */
-	UROCE_CTRL_ADMIN_CAPTURE_STOP,
+	UROCE_CTRL_ADMIN_CAPTURE_STOP = 2, /**< (1 was a path to open: gone, see CAPTURE_START) */
 	UROCE_CTRL_ADMIN_FAULT,             /**< rates: rx drop,dup,reorder,corrupt, tx same */
 	UROCE_CTRL_ADMIN_LOG_LEVEL,         /**< value: 0 error .. 3 debug */
 	/** value: CM attribute ID << 16 | count: the next count CM MADs of that attribute
@@ -330,7 +334,7 @@ struct uroce_ctrl_admin_req {
 	uint32_t op;
 	uint32_t value;
 	double rates[8];
-	char path[256]; /**< NUL-terminated */
+	char path[256]; /**< unused (zero) */
 };
 
 /* ---- connection management (librdmacm) ------------------------------------------------- *

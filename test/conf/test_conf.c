@@ -87,6 +87,7 @@ Test(conf, defaults)
 	cr_expect_str_eq(c.control.socket, "/run/uroce/uroced.sock");
 	cr_expect_eq(c.control.socket_mode, 0660);
 	cr_expect_str_eq(c.control.socket_group, "");
+	cr_expect_str_eq(c.control.admin_group, "");
 	cr_expect_eq(c.control.max_clients, 64);
 	cr_expect_eq(c.transport.ack_coalesce, 16);
 	cr_expect_eq(c.transport.max_unacked_psns, 128);
@@ -109,7 +110,7 @@ Test(conf, table_is_sane)
 {
 	const struct uroce_conf_table *t = &uroce_conf_uroced;
 
-	cr_expect_eq(t->nkeys, 37);
+	cr_expect_eq(t->nkeys, 38);
 	for (size_t i = 0; i < t->nkeys; i++) {
 		const struct uroce_conf_key *k = &t->keys[i];
 

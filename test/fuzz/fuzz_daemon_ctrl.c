@@ -18,6 +18,7 @@
  *   kind % 4 == 3: a recv WQE into a QP's RQ ring; then the data path runs once
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,12 @@ void ud_client_reply(struct ud_client *c, const struct uroce_ctrl_hdr *req, int 
 int ud_capture_start(const char *path)
 {
 	(void)path;
+	return -EPERM; /* no files from a fuzzer */
+}
+
+int ud_capture_start_fd(int fd)
+{
+	close(fd);
 	return -EPERM; /* no files from a fuzzer */
 }
 
@@ -177,6 +184,7 @@ static const uint16_t cmds[] = {
 	UROCE_CTRL_CM_ESTABLISH, UROCE_CTRL_CM_INIT_QP_ATTR, UROCE_CTRL_CM_SET_OPTION,
 	UROCE_CTRL_CM_JOIN_MCAST, UROCE_CTRL_CM_LEAVE_MCAST, UROCE_CTRL_ATTACH_MCAST,
 	UROCE_CTRL_DETACH_MCAST,
+	UROCE_CTRL_CAPTURE_START,
 };
 
 /* A sealed memfd of @p size (bounded), as the client library makes for MRs. */
@@ -210,6 +218,10 @@ static void request(struct ud_client *c, uint8_t *msg, uint32_t len)
 		fd = make_region_fd(size);
 		if (fd < 0)
 			fd = make_region_fd(4096); /* a sealed fd of another size: refused */
+		nfds = fd >= 0;
+	}
+	if (h.cmd == UROCE_CTRL_CAPTURE_START) {
+		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		nfds = fd >= 0;
 	}
 	if (uroce_ctrl_check_request(msg, len, nfds) != 0) {
@@ -256,6 +268,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.async_efd = -1;
 	c.region.fd = -1;
 	c.id = 1;
+	c.admin = size & 1; /* both sides of the administrators' gate */
 	ud.clients = &c;
 	ud.nclients = 1;
 	{

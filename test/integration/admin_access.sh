@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Who may administer a root uroced. A daemon on a net_null port with a socket everyone
+# may connect to (mode 0666) and control.admin_group set; three callers of the same
+# unmodified `uroce` CLI:
+#   - an unprivileged user (useradd, no groups): capture start, fault, log-level and
+#     cm-drop each fail with "Operation not permitted", the capture file is not created,
+#     no fault is set, and the daemon counts four refusals and nothing else;
+#   - a member of the admin group: all four succeed, and the capture file is the
+#     member's own (the CLI opened it and handed the daemon the descriptor);
+#   - root: the same.
+# And the pid a client claims in HELLO is not believed: a client claiming pid 1 is
+# logged with its real pid.
+#
+#   admin_access.sh            (root; binaries from $UROCED, $UROCE_XFER, $UROCE_CLI)
+# Exit: 0 passed, 1 failed, 77 not root, not built, or no useradd.
+set -u
+. "$(dirname "$0")/lib.sh"
+it_init admin_access
+
+for t in useradd userdel groupadd groupdel runuser python3; do
+	if ! command -v "$t" >/dev/null; then
+		echo "admin_access: $t not found; skipped"
+		exit 77
+	fi
+done
+USER_PLAIN=uroce-t$$
+USER_ADMIN=uroce-a$$
+GROUP_ADMIN=uroce-g$$
+cleanup_users() {
+	userdel "$USER_PLAIN" 2>/dev/null
+	userdel "$USER_ADMIN" 2>/dev/null
+	groupdel "$GROUP_ADMIN" 2>/dev/null
+	it_cleanup
+}
+trap cleanup_users EXIT
+groupadd "$GROUP_ADMIN" || exit 1
+useradd -M -N -s /usr/sbin/nologin "$USER_PLAIN" || exit 1
+useradd -M -N -s /usr/sbin/nologin -G "$GROUP_ADMIN" "$USER_ADMIN" || exit 1
+# The test's own directory: readable by the users, and a place where each may write.
+chmod 0755 "$IT_DIR"
+mkdir -m 1777 "$IT_DIR/drop"
+
+it_daemon A "" "--vdev=net_null0,no-rx=1" 10.77.9.1 1500 \
+	--set control.socket_mode=0666 --set "control.admin_group=$GROUP_ADMIN" || exit 1
+S=$(it_sock A)
+
+fails=0
+check() { # WHAT CONDITION...
+	local what=$1
+	shift
+	if "$@"; then
+		it_log "ok: $what"
+	else
+		it_log "FAILED: $what"
+		fails=$((fails + 1))
+	fi
+}
+# as USER CMD...: the CLI as USER (root: as ourselves); its output in $out, status in $rc
+as() {
+	local u=$1
+	shift
+	if [ "$u" = root ]; then
+		out=$("$UROCE_CLI" -S "$S" "$@" 2>&1)
+	else
+		out=$(runuser -u "$u" -- "$UROCE_CLI" -S "$S" "$@" 2>&1)
+	fi
+	rc=$?
+}
+stat_of() { "$UROCE_CLI" -S "$S" stat | awk -v k="$1" '$1 == k { print $2 }'; }
+fault_lines() { grep -c 'fault injection:' "$IT_DIR/A.log"; }
+
+# ---- an unprivileged user ---------------------------------------------------------------
+faults_before=$(fault_lines)
+pcap=$IT_DIR/drop/plain.pcap
+as "$USER_PLAIN" capture start "$pcap"
+check "unprivileged capture start refused ($out)" \
+	test "$rc" -ne 0 -a -n "$(echo "$out" | grep 'Operation not permitted')"
+check "no capture file was created" test ! -e "$pcap"
+as "$USER_PLAIN" fault rx_drop=1
+check "unprivileged fault refused ($out)" \
+	test "$rc" -ne 0 -a -n "$(echo "$out" | grep 'Operation not permitted')"
+as "$USER_PLAIN" log-level debug
+check "unprivileged log-level refused ($out)" \
+	test "$rc" -ne 0 -a -n "$(echo "$out" | grep 'Operation not permitted')"
+as "$USER_PLAIN" cm-drop REQ 5
+check "unprivileged cm-drop refused ($out)" \
+	test "$rc" -ne 0 -a -n "$(echo "$out" | grep 'Operation not permitted')"
+check "four refusals counted (daemon.admin_refused $(stat_of daemon.admin_refused))" \
+	test "$(stat_of daemon.admin_refused)" = 4
+check "no fault was set" test "$(fault_lines)" = "$faults_before"
+check "nothing captured, nothing dropped" \
+	test "$(stat_of daemon.capture_frames)" = 0 -a "$(stat_of daemon.cm_dropped)" = 0
+as "$USER_PLAIN" stat
+check "the unprivileged user still uses the device (stat)" test "$rc" -eq 0
+
+# ---- a member of control.admin_group, then root ----------------------------------------
+for who in "$USER_ADMIN" root; do
+	pcap=$IT_DIR/drop/$who.pcap
+	as "$who" capture start "$pcap"
+	check "$who: capture start ($out)" test "$rc" -eq 0 -a -f "$pcap"
+	check "$who: the capture file is the caller's own" \
+		test "$(stat -c %U "$pcap")" = "$who"
+	as "$who" capture stop
+	check "$who: capture stop ($out)" test "$rc" -eq 0
+	check "$who: a pcap file header was written" test "$(stat -c %s "$pcap")" -ge 24
+	as "$who" fault rx_drop=0.5
+	check "$who: fault ($out)" test "$rc" -eq 0
+	as "$who" fault
+	check "$who: fault off ($out)" test "$rc" -eq 0
+	as "$who" log-level info
+	check "$who: log-level ($out)" test "$rc" -eq 0
+	as "$who" cm-drop REQ 0
+	check "$who: cm-drop ($out)" test "$rc" -eq 0
+done
+check "still four refusals" test "$(stat_of daemon.admin_refused)" = 4
+
+# ---- the kernel's pid, not the claimed one ----------------------------------------------
+python3 - "$S" >"$IT_DIR/liar.out" 2>&1 <<'EOF'
+import os, socket, struct, sys, time
+MAGIC, HELLO = 0x75637472, 1
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+# uroce_ctrl_hdr {magic, version, cmd, len, seq, status, reserved} + hello {version, pid, name[32]}
+name = b"liar".ljust(32, b"\0")
+for version in range(1, 16):  # whatever this build speaks: the daemon answers -EPROTO otherwise
+    body = struct.pack("<Ii32s", version, 1, name)
+    hdr = struct.pack("<IHHIIiI", MAGIC, version, HELLO, 24 + len(body), 1, 0, 0)
+    s.send(hdr + body)
+    rep = s.recv(4096)
+    status = struct.unpack_from("<i", rep, 16)[0]
+    if status == 0:
+        print("hello accepted, version", version, "real pid", os.getpid())
+        break
+    s.close()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1])
+s.close()
+print(os.getpid())
+EOF
+liar_pid=$(tail -n 1 "$IT_DIR/liar.out")
+sleep 0.5
+check "a client claiming pid 1 is logged with its real pid $liar_pid" \
+	grep -q "client liar\[$liar_pid\]" "$IT_DIR/A.log"
+check "and never as pid 1" test -z "$(grep 'client liar\[1\]' "$IT_DIR/A.log")"
+
+if [ "$fails" -ne 0 ]; then
+	it_log "$fails check(s) failed; liar: $(cat "$IT_DIR/liar.out")"
+	exit 1
+fi
+it_log "admin_access: all checks passed"
+exit 0
