@@ -12,6 +12,14 @@
  * same protection, before fork() returns in the child. The parent's mappings, and so its
  * RDMA, are untouched.
  *
+ * The copy must hold the pages as they were at the fork, as the kernel's does. Until the
+ * child has copied them they are still shared, so the thread that forked waits in the
+ * parent's handler for the child to say it is done (a pipe; EOF if the child died):
+ * otherwise the parent's next malloc() would change heap metadata on a shared page and
+ * the child would copy a heap that is half the parent's (pyverbs_fork caught glibc
+ * aborting on exactly that). Other threads of the parent keep running meanwhile, and what
+ * they write to registered memory in that window may be in the child's copy.
+ *
  * Everything else of uroce stays the parent's:
  * - the rings shared with the daemon (queues, CQs, async events) are MADV_DONTFORK
  *   (cl_attach_region), as rdma-core's providers mark their queue buffers: the child has
@@ -37,6 +45,9 @@
 
 static pthread_mutex_t cl_fork_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uroce_client_ctx *cl_fork_contexts; /* every open context, through fork_next */
+/* From prepare to the handlers, while cl_fork_lock is held: the child writes a byte to
+ * [1] once its copies are made; the parent waits for it on [0]. -1: nothing to wait for. */
+static int cl_fork_done[2] = {-1, -1};
 
 void cl_fork_track(struct uroce_client_ctx *ctx)
 {
@@ -187,12 +198,25 @@ static void fork_prepare(void)
 	pthread_mutex_lock(&cl_fork_lock);
 	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next)
 		pthread_mutex_lock(&ctx->share_lock);
+	/* Without a pipe the parent cannot wait, and the child's copy may be inexact. */
+	if (cl_fork_contexts && pipe2(cl_fork_done, O_CLOEXEC) != 0)
+		cl_fork_done[0] = cl_fork_done[1] = -1;
 }
 
 static void fork_parent(void)
 {
 	struct uroce_client_ctx *ctx;
 
+	if (cl_fork_done[0] >= 0) {
+		char done;
+
+		close(cl_fork_done[1]);
+		/* One byte when the child is done, EOF if it died (or fork() failed). */
+		while (read(cl_fork_done[0], &done, 1) < 0 && errno == EINTR)
+			;
+		close(cl_fork_done[0]);
+		cl_fork_done[0] = cl_fork_done[1] = -1;
+	}
 	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next)
 		pthread_mutex_unlock(&ctx->share_lock);
 	pthread_mutex_unlock(&cl_fork_lock);
@@ -204,11 +228,19 @@ static void fork_child(void)
 	struct vma *v = NULL;
 	size_t i, n = 0;
 
+	if (cl_fork_done[0] >= 0)
+		close(cl_fork_done[0]);
 	if (cl_fork_contexts)
 		n = find_shared_vmas(&v);
 	for (i = 0; i < n; i++)
 		privatize(v[i].lo, v[i].hi, v[i].prot);
 	free(v);
+	if (cl_fork_done[1] >= 0) {
+		if (write(cl_fork_done[1], "", 1) < 0)
+			n = 0; /* the parent reads EOF when we close: the same to it */
+		close(cl_fork_done[1]);
+	}
+	cl_fork_done[0] = cl_fork_done[1] = -1;
 	/* The inherited contexts are the parent's: this process is not their client. The
 	 * locks were taken by the thread that forked, which is the one thread here. */
 	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next) {
