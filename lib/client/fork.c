@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "client_internal.h"
@@ -120,8 +121,16 @@ static void privatize(uintptr_t lo, uintptr_t hi, int prot)
 
 	if (copy == MAP_FAILED)
 		child_give_up("mmap");
-	if (prot & PROT_READ)
-		memcpy(copy, (void *)lo, len);
+	/* Whole pages, other objects and their sanitizer redzones included: copied by the
+	 * kernel (process_vm_readv on ourselves, as mr_share.c does), not by an
+	 * instrumented memcpy that would report reading them. */
+	if (prot & PROT_READ) {
+		struct iovec to = {.iov_base = copy, .iov_len = len};
+		struct iovec from = {.iov_base = (void *)lo, .iov_len = len};
+
+		if (process_vm_readv(getpid(), &to, 1, &from, 1, 0) != (ssize_t)len)
+			child_give_up("process_vm_readv");
+	}
 	if (mprotect(copy, len, prot) != 0)
 		child_give_up("mprotect");
 	/* One step: the range is never unmapped in between. */

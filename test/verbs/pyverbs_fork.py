@@ -72,7 +72,11 @@ def child(k, guard):
 
 
 def main():
-    ctx = Context(name=get_device_list()[0].name.decode())
+    names = [d.name.decode() for d in get_device_list()]
+    if not names or not names[0].startswith("uroce"):
+        print("FAIL: no uroce device listed (devices: %s): not our libibverbs?" % names)
+        return 1
+    ctx = Context(name=names[0])
     pd = PD(ctx)
     guard = MR(pd, N, e.IBV_ACCESS_LOCAL_WRITE)
     pattern = bytes((i * 13) & 0xff for i in range(N))

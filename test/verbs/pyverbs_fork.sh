@@ -8,7 +8,9 @@
 # librdmacm.so.1. Root (exit 77 otherwise, or without pyverbs).
 #   meson test -C BUILD --suite verbs verbs_pyverbs_fork
 # Env: VERBS_LIB_DIR, RDMACM_LIB_DIR (folders of the built libraries), UROCED, UROCE_XFER,
-# UROCE_CLI; PYTHON (default /usr/bin/python3); FORK_ROUNDS (200).
+# UROCE_CLI; PYTHON (default /usr/bin/python3); FORK_ROUNDS (200); PYVERBS_PRELOAD (the
+# sanitizer runtimes, for libraries built with ASan/UBSan: preloaded into python only;
+# leaks are not checked, python's own would drown them).
 set -uo pipefail
 
 . "$(dirname "$0")/../integration/lib.sh"
@@ -17,13 +19,20 @@ set -uo pipefail
 : "${PYTHON:=/usr/bin/python3}"
 
 it_init verbs_pyverbs_fork
-if ! "$PYTHON" -c 'import pyverbs.cmid' 2>/dev/null; then
+# (Whether the package is there, whatever libibverbs the test environment points at.)
+if ! env -u LD_LIBRARY_PATH "$PYTHON" -c 'import pyverbs.cmid' 2>/dev/null; then
 	echo "verbs_pyverbs_fork: $PYTHON has no pyverbs (apt-get install python3-pyverbs); skipped"
 	exit 77
 fi
 it_daemon F "" "--vdev=net_null0,no-rx=1" 10.83.1.1 1500 || exit 1
+# A sanitizer build's libraries need their runtime loaded first, in python only.
+preload=()
+if [ -n "${PYVERBS_PRELOAD:-}" ]; then
+	preload=(env "LD_PRELOAD=$PYVERBS_PRELOAD"
+		"ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:halt_on_error=1")
+fi
 LD_LIBRARY_PATH=$RDMACM_LIB_DIR:$VERBS_LIB_DIR UROCE_SOCKET=$(it_sock F) FORK_IP=10.83.1.1 \
-	timeout -k 5 300 "$PYTHON" "$(dirname "$0")/pyverbs_fork.py"
+	timeout -k 5 300 "${preload[@]}" "$PYTHON" "$(dirname "$0")/pyverbs_fork.py"
 rc=$?
 it_log "pyverbs_fork.py: exit $rc"
 exit "$rc"
