@@ -38,8 +38,12 @@ groupadd "$GROUP_ADMIN" || exit 1
 useradd -M -N -s /usr/sbin/nologin "$USER_PLAIN" || exit 1
 useradd -M -N -s /usr/sbin/nologin -G "$GROUP_ADMIN" "$USER_ADMIN" || exit 1
 # The test's own directory: readable by the users, and a place where each may write.
+# The CLI runs from a copy there (it needs only libc): the checkout may sit in a folder
+# other users cannot enter.
 chmod 0755 "$IT_DIR"
 mkdir -m 1777 "$IT_DIR/drop"
+CLI=$IT_DIR/uroce
+install -m 0755 "$UROCE_CLI" "$CLI" || exit 1
 
 it_daemon A "" "--vdev=net_null0,no-rx=1" 10.77.9.1 1500 \
 	--set control.socket_mode=0666 --set "control.admin_group=$GROUP_ADMIN" || exit 1
@@ -61,9 +65,9 @@ as() {
 	local u=$1
 	shift
 	if [ "$u" = root ]; then
-		out=$("$UROCE_CLI" -S "$S" "$@" 2>&1)
+		out=$("$CLI" -S "$S" "$@" 2>&1)
 	else
-		out=$(runuser -u "$u" -- "$UROCE_CLI" -S "$S" "$@" 2>&1)
+		out=$(runuser -u "$u" -- "$CLI" -S "$S" "$@" 2>&1)
 	fi
 	rc=$?
 }
