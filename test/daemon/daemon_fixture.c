@@ -171,6 +171,13 @@ static int to_rtr_rts(struct uroce_client_qp *qp, uint32_t dqpn, const union ibv
 	return uroce_client_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
+/* Says which step failed: a -1 alone left a CI failure unexplained. */
+static int fx_pair_fail(const char *step, int err)
+{
+	fprintf(stderr, "fx_pair_create: %s failed: %s\n", step, strerror(err));
+	return -1;
+}
+
 int fx_pair_create(struct fx_pair *p, const char *sock, enum ibv_qp_type type, enum ibv_mtu mtu)
 {
 	union ibv_gid gid;
@@ -179,10 +186,12 @@ int fx_pair_create(struct fx_pair *p, const char *sock, enum ibv_qp_type type, e
 	memset(p, 0, sizeof(*p));
 	p->ctx = uroce_client_open(sock);
 	if (!p->ctx)
-		return -1;
+		return fx_pair_fail("uroce_client_open", errno);
 	p->pd = uroce_client_alloc_pd(p->ctx);
-	if (!p->pd || uroce_client_query_gid(p->ctx, 1, 1, &gid))
-		return -1;
+	if (!p->pd)
+		return fx_pair_fail("alloc_pd", errno);
+	if (uroce_client_query_gid(p->ctx, 1, 1, &gid))
+		return fx_pair_fail("query_gid", errno);
 	for (i = 0; i < 2; i++) {
 		struct ibv_qp_init_attr ia = {.qp_type = type,
 					      .cap = {.max_send_wr = 64, .max_recv_wr = 64,
@@ -191,15 +200,15 @@ int fx_pair_create(struct fx_pair *p, const char *sock, enum ibv_qp_type type, e
 
 		p->cq[i] = uroce_client_create_cq(p->ctx, 256, NULL, 0);
 		if (!p->cq[i])
-			return -1;
+			return fx_pair_fail("create_cq", errno);
 		ia.send_cq = ia.recv_cq = uroce_client_cq_ibv(p->cq[i]);
 		p->qp[i] = uroce_client_create_qp(p->pd, &ia);
 		if (!p->qp[i])
-			return -1;
+			return fx_pair_fail("create_qp", errno);
 	}
 	for (i = 0; i < 2; i++)
 		if (to_rtr_rts(p->qp[i], uroce_client_qp_ibv(p->qp[1 - i])->qp_num, &gid, type, mtu))
-			return -1;
+			return fx_pair_fail("modify_qp to RTR/RTS", errno);
 	return 0;
 }
 
