@@ -293,35 +293,13 @@ again:
 	free_gone_clients();
 }
 
-int ud_control_init(void)
+/* Who may connect is who may use the device: the socket's group and mode, set on
+ * @p bound (the name it was bound to). Also resolves control.admin_group.
+ * @return 0 or -errno (-EINVAL: a group that does not exist). */
+static int socket_setup(const char *bound)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	const char *path = ud.conf.control.socket;
-	char dir[sizeof(sa.sun_path)], *slash;
+	int rc;
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		UD_ERR("control.socket: path too long: %s", path);
-		return -ENAMETOOLONG;
-	}
-	strcpy(sa.sun_path, path);
-	strcpy(dir, path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = 0;
-		mkdir(dir, 0755); /* /run/uroce on a fresh host */
-	}
-	ud.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (ud.epfd < 0)
-		return -errno;
-	ud.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (ud.listen_fd < 0)
-		return -errno;
-	unlink(path); /* a stale socket from a killed daemon */
-	if (bind(ud.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		UD_ERR("control: cannot bind %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	/* Who may connect is who may use the device: the socket's mode and group. */
 	if (ud.conf.control.socket_group[0]) {
 		struct group *g = getgrnam(ud.conf.control.socket_group);
 
@@ -329,9 +307,10 @@ int ud_control_init(void)
 			UD_ERR("control.socket_group: no group %s", ud.conf.control.socket_group);
 			return -EINVAL;
 		}
-		if (chown(path, (uid_t)-1, g->gr_gid) != 0) {
-			UD_ERR("control: chown %s: %s", path, strerror(errno));
-			return -errno;
+		if (chown(bound, (uid_t)-1, g->gr_gid) != 0) {
+			rc = -errno;
+			UD_ERR("control: chown %s: %s", bound, strerror(-rc));
+			return rc;
 		}
 	}
 	if (ud.conf.control.admin_group[0]) {
@@ -344,12 +323,62 @@ int ud_control_init(void)
 		ud.have_admin_group = true;
 		ud.admin_gid = g->gr_gid;
 	}
-	if (chmod(path, (mode_t)ud.conf.control.socket_mode) != 0) {
-		UD_ERR("control: chmod %s: %s", path, strerror(errno));
-		return -errno;
+	if (chmod(bound, (mode_t)ud.conf.control.socket_mode) != 0) {
+		rc = -errno;
+		UD_ERR("control: chmod %s: %s", bound, strerror(-rc));
+		return rc;
 	}
-	if (listen(ud.listen_fd, 64) != 0)
+	return 0;
+}
+
+int ud_control_init(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *path = ud.conf.control.socket;
+	char dir[sizeof(sa.sun_path)], *slash;
+	int rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		UD_ERR("control.socket: path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(dir, path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		mkdir(dir, 0755); /* /run/uroce on a fresh host */
+	}
+	ud.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ud.epfd < 0)
 		return -errno;
+	ud.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ud.listen_fd < 0)
+		return -errno;
+	/* Clients (and test fixtures) take "the path exists" for "the daemon is ready", so
+	 * the path must never name a socket that does not listen yet: a connect() in that
+	 * window is ECONNREFUSED (daemon_loopback failed so on loaded CI runs). The socket
+	 * is bound under a temporary name, given its owner and mode, made to listen, and
+	 * only then renamed into place, in one step. */
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.new", path) >=
+	    sizeof(sa.sun_path))
+		strcpy(sa.sun_path, path); /* no room for the suffix: bind in place */
+	unlink(sa.sun_path); /* a stale socket from a killed daemon */
+	if (bind(ud.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		rc = -errno;
+		UD_ERR("control: cannot bind %s: %s", sa.sun_path, strerror(-rc));
+		return rc;
+	}
+	rc = socket_setup(sa.sun_path);
+	if (rc == 0 && listen(ud.listen_fd, 64) != 0)
+		rc = -errno;
+	if (rc == 0 && strcmp(sa.sun_path, path) != 0 && rename(sa.sun_path, path) != 0) {
+		rc = -errno;
+		UD_ERR("control: cannot rename %s to %s: %s", sa.sun_path, path, strerror(-rc));
+	}
+	if (rc) {
+		unlink(sa.sun_path);
+		return rc;
+	}
 	if (epoll_ctl(ud.epfd, EPOLL_CTL_ADD, ud.listen_fd,
 		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = NULL}) != 0)
 		return -errno;
