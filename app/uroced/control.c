@@ -293,35 +293,43 @@ again:
 	free_gone_clients();
 }
 
+/* The gid of group @p name, the value of config key @p key. @return 0, or -EINVAL
+ * (logged) when there is no such group. */
+static int conf_group(const char *key, const char *name, gid_t *gid)
+{
+	struct group *g = getgrnam(name);
+
+	if (!g) {
+		UD_ERR("%s: no group %s", key, name);
+		return -EINVAL;
+	}
+	*gid = g->gr_gid;
+	return 0;
+}
+
 /* Who may connect is who may use the device: the socket's group and mode, set on
  * @p bound (the name it was bound to). Also resolves control.admin_group.
  * @return 0 or -errno (-EINVAL: a group that does not exist). */
 static int socket_setup(const char *bound)
 {
+	gid_t gid;
 	int rc;
 
 	if (ud.conf.control.socket_group[0]) {
-		struct group *g = getgrnam(ud.conf.control.socket_group);
-
-		if (!g) {
-			UD_ERR("control.socket_group: no group %s", ud.conf.control.socket_group);
-			return -EINVAL;
-		}
-		if (chown(bound, (uid_t)-1, g->gr_gid) != 0) {
+		rc = conf_group("control.socket_group", ud.conf.control.socket_group, &gid);
+		if (rc)
+			return rc;
+		if (chown(bound, (uid_t)-1, gid) != 0) {
 			rc = -errno;
 			UD_ERR("control: chown %s: %s", bound, strerror(-rc));
 			return rc;
 		}
 	}
 	if (ud.conf.control.admin_group[0]) {
-		struct group *g = getgrnam(ud.conf.control.admin_group);
-
-		if (!g) {
-			UD_ERR("control.admin_group: no group %s", ud.conf.control.admin_group);
-			return -EINVAL;
-		}
+		rc = conf_group("control.admin_group", ud.conf.control.admin_group, &ud.admin_gid);
+		if (rc)
+			return rc;
 		ud.have_admin_group = true;
-		ud.admin_gid = g->gr_gid;
 	}
 	if (chmod(bound, (mode_t)ud.conf.control.socket_mode) != 0) {
 		rc = -errno;
