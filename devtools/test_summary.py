@@ -5,17 +5,25 @@
 Usage: test_summary.py BUILD/meson-logs/testlog.json...
 
 A Criterion binary counts as the number of tests in its "Synthesis" line; any other test
-(a script) counts as one. Prints a line per log and, last, "tests: N passed, N failed,
-N skipped". Exits 1 when anything failed or a log is missing.
+(a script) counts as one. Prints, for each test that did not pass, its name, result and
+the last lines of its output (CI keeps only the tail of a run's output, so a failure must
+be named here, not only where meson printed it): first its lines that say what
+failed (an assertion, a sanitizer report), then its tail; then a line per log and, last,
+"tests: N passed, N failed, N skipped". Exits 1 when anything failed or a log is missing.
 """
 import json
 import re
 import sys
 
+TAIL_LINES = 40
+# Lines that say what failed even when the tail is a leak report or a teardown log.
+KEY_LINE = re.compile(r"Assertion Failed|\[FAIL\]|CRASH|ERROR: \w+Sanitizer|runtime error:|FAILED")
+KEY_LINES = 20
 SYNTH = re.compile(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)")
 
 
-def summarise(path):
+def summarise(path, failures):
+    """Counts one log's tests; appends (name, result, duration, output) of each failure."""
     passed = failed = skipped = 0
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -36,21 +44,34 @@ def summarise(path):
                 passed += 1
             else:
                 failed += 1
+            if not ok and t["result"] != "SKIP" or m and int(m.group(3)) + int(m.group(4)):
+                failures.append((t["name"], t["result"], t.get("duration", 0.0), out))
     return passed, failed, skipped
 
 
 def main(paths):
     total = [0, 0, 0]
     status = 0
+    lines = []
     for p in paths:
+        failures = []
         try:
-            r = summarise(p)
+            r = summarise(p, failures)
         except OSError as e:
-            print(f"{p}: {e}")
+            lines.append(f"{p}: {e}")
             status = 1
             continue
-        print(f"{p}: {r[0]} passed, {r[1]} failed, {r[2]} skipped")
+        for name, result, duration, out in failures:
+            all_lines = out.rstrip("\n").split("\n")
+            keys = [line for line in all_lines[:-TAIL_LINES] if KEY_LINE.search(line)]
+            print(f"==== {p}: {name}: {result} after {duration:.1f} s")
+            if keys:
+                print("\n".join("  ! " + line for line in keys[:KEY_LINES]))
+            print("\n".join("  | " + line for line in all_lines[-TAIL_LINES:]))
+        lines.append(f"{p}: {r[0]} passed, {r[1]} failed, {r[2]} skipped")
+        lines.extend(f"  not passed: {name} ({result})" for name, result, _, _ in failures)
         total = [a + b for a, b in zip(total, r)]
+    print("\n".join(lines))
     print(f"tests: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
     return 1 if status or total[1] else 0
 
