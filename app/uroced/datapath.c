@@ -60,6 +60,14 @@ static void qp_bad_wqe(struct ud_qp *q)
 	ud_tp_event(NULL, IBV_EVENT_QP_FATAL, q->tp);
 }
 
+/* A WQE in a shared ring is copied into the transport's: the limits an application was
+ * told (the device's max_sge, max_inline_data) are the transport's, and the ring's WQE
+ * must hold exactly that much. */
+_Static_assert(UROCE_CTRL_MAX_SGE == UROCE_TP_MAX_SGE, "ring WQE's sg_list: the transport's");
+_Static_assert(UROCE_CTRL_MAX_INLINE == UROCE_TP_MAX_INLINE, "inline bytes: the transport's");
+_Static_assert(UROCE_CTRL_QUEUE_CTL_OFFSET >= sizeof(struct uroce_shm_hdr),
+	       "a QP region's queue counters sit after its header");
+
 static void to_tp_recv(struct uroce_tp_recv_wqe *t, const struct uroce_ctrl_recv_wqe *w)
 {
 	uint32_t i, n = w->num_sge > UROCE_TP_MAX_SGE ? UROCE_TP_MAX_SGE + 1 : w->num_sge;

@@ -26,6 +26,7 @@
  * Handles are 32-bit numbers the daemon gives out per connection; 0 is never valid.
  */
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -506,6 +507,12 @@ enum uroce_ctrl_region_kind {
 	UROCE_CTRL_REGION_SRQ,
 };
 
+/** Scatter/gather entries of a WQE, and inline bytes of a send WQE: the transport's limits
+ *  (UROCE_TP_MAX_SGE, UROCE_TP_MAX_INLINE; the daemon asserts they agree), spelled here
+ *  so the application side need not include the transport. */
+#define UROCE_CTRL_MAX_SGE 8
+#define UROCE_CTRL_MAX_INLINE 128
+
 /** A send work request in an SQ ring: ibv_send_wr flattened (no pointers; the AH is a
  *  handle of the poster's connection). */
 struct uroce_ctrl_send_wqe {
@@ -528,8 +535,8 @@ struct uroce_ctrl_send_wqe {
 			uint64_t addr;
 			uint32_t length;
 			uint32_t lkey;
-		} sg_list[8];
-		uint8_t inline_data[128];
+		} sg_list[UROCE_CTRL_MAX_SGE];
+		uint8_t inline_data[UROCE_CTRL_MAX_INLINE];
 	};
 };
 
@@ -542,7 +549,7 @@ struct uroce_ctrl_recv_wqe {
 		uint64_t addr;
 		uint32_t length;
 		uint32_t lkey;
-	} sg_list[8];
+	} sg_list[UROCE_CTRL_MAX_SGE];
 };
 
 /** CQ rings carry struct ibv_wc as verbs defines it. */
@@ -556,6 +563,60 @@ struct uroce_ctrl_async_event {
 	uint32_t reserved;
 };
 #define UROCE_CTRL_ASYNC_RING_SIZE 256
+
+/* ---- sizes ------------------------------------------------------------------------------ */
+
+/* Every struct above crosses a process boundary, between a library and a daemon that may
+ * be built apart: the socket's messages and the shared rings' elements. A change of size
+ * is a change of protocol, and must come with a new UROCE_CTRL_VERSION (messages) or
+ * UROCE_SHM_VERSION (what lives in the shared regions); these make that change visible. */
+#define UROCE_CTRL_SIZE(type, bytes) \
+	static_assert(sizeof(type) == (bytes), #type ": a protocol change (see the version)")
+UROCE_CTRL_SIZE(struct uroce_ctrl_hdr, 24);
+UROCE_CTRL_SIZE(struct uroce_ctrl_hello_req, 40);
+UROCE_CTRL_SIZE(struct uroce_ctrl_hello_rep, 56);
+UROCE_CTRL_SIZE(struct uroce_ctrl_query_device_rep, 232);
+UROCE_CTRL_SIZE(struct uroce_ctrl_query_port_req, 4);
+UROCE_CTRL_SIZE(struct uroce_ctrl_query_port_rep, 52);
+UROCE_CTRL_SIZE(struct uroce_ctrl_query_gid_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_query_gid_rep, 24);
+UROCE_CTRL_SIZE(struct uroce_ctrl_handle, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_map_region_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_mr_seg, 24);
+UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_req, 40);
+UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_rep, 16);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_req, 16);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_rep, 24);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cq_ctl, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_queue_ctl, 128);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_srq_req, 20);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_srq_rep, 32);
+UROCE_CTRL_SIZE(struct uroce_ctrl_modify_srq_req, 20);
+UROCE_CTRL_SIZE(struct uroce_ctrl_query_srq_rep, 12);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_qp_req, 44);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_qp_rep, 48);
+UROCE_CTRL_SIZE(struct uroce_ctrl_modify_qp_req, 152);
+UROCE_CTRL_SIZE(struct uroce_ctrl_query_qp_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_query_qp_rep, 176);
+UROCE_CTRL_SIZE(struct uroce_ctrl_mcast_req, 24);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_ah_req, 40);
+UROCE_CTRL_SIZE(struct uroce_ctrl_stats_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_stat, 56);
+UROCE_CTRL_SIZE(struct uroce_ctrl_stats_rep, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_admin_req, 328);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_id_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_create_id_req, 24);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_addr_req, 280);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_route, 304);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_param, 240);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_conn_req, 248);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_init_qp_attr_rep, 152);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_option_req, 24);
+UROCE_CTRL_SIZE(struct uroce_ctrl_cm_event, 600);
+UROCE_CTRL_SIZE(struct uroce_ctrl_send_wqe, 200);
+UROCE_CTRL_SIZE(struct uroce_ctrl_recv_wqe, 144);
+UROCE_CTRL_SIZE(struct uroce_ctrl_async_event, 16);
+#undef UROCE_CTRL_SIZE
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,10 @@ struct uroce_shm_hdr {
 	uint32_t kind;      /**< what the region holds (the control protocol names kinds) */
 	uint32_t reserved[11];
 };
+
+/* Shared with another process, maybe built from another tree: a change of layout needs a
+ * new UROCE_SHM_VERSION. */
+static_assert(sizeof(struct uroce_shm_hdr) == UROCE_SHM_CACHELINE, "region header: one line");
 
 struct uroce_shm_region {
 	int fd;
@@ -95,6 +100,9 @@ struct uroce_ring_shared {
 	uint32_t reserved[13];
 	/* elements follow, from the next cache line */
 };
+
+static_assert(sizeof(struct uroce_ring_shared) == 3 * UROCE_SHM_CACHELINE,
+	       "ring header: prod, cons, then size and notification, each on its own line");
 
 /** Bytes a ring of @p size elements of @p elem_size bytes takes in a region. */
 static inline uint64_t uroce_ring_bytes(uint32_t size, uint32_t elem_size)
