@@ -107,12 +107,6 @@ static int parse_args(int argc, char **argv)
 		exit(0);
 	}
 	ud_log_level = (int)ud.conf.log.level;
-	if (ud.conf.lcore.poll_lcores > 1)
-		UD_WARN("lcore.poll_lcores = %u: this build polls with one lcore (doc/daemon.md)",
-			ud.conf.lcore.poll_lcores);
-	if (ud.conf.port.rx_queues > 1)
-		UD_WARN("port.rx_queues = %u: only queue 0 is polled by this build",
-			ud.conf.port.rx_queues);
 	return 0;
 }
 
@@ -155,7 +149,7 @@ static int setup(void)
 	pc.name = ud.conf.port.name[0] ? ud.conf.port.name : NULL;
 	pc.port_id = 0;
 	pc.mtu = ud.conf.port.mtu;
-	pc.nb_rxq = (uint16_t)ud.conf.port.rx_queues;
+	pc.nb_rxq = 1; /* one lcore polls queue 0: no RSS to spread over more */
 	pc.nb_txq = 1;
 	pc.rx_ring = (uint16_t)ud.conf.port.rx_ring;
 	pc.tx_ring = (uint16_t)ud.conf.port.tx_ring;

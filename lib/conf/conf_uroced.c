@@ -32,7 +32,6 @@ static const struct uroce_conf_key keys[] = {
 	    "DPDK port to use, by name (net_af_packet0, 0000:3b:00.0, ...); empty: the first port"),
 	UINT(port, mtu, 576, 9216, "1500",
 	     "IP MTU of the port; the RoCE path MTU is the largest of 256..4096 that fits"),
-	UINT(port, rx_queues, 1, 16, "1", "receive queues on the port (RSS spreads QPs over them)"),
 	UINT(port, rx_ring, 64, 16384, "1024", "descriptors per receive queue"),
 	UINT(port, tx_ring, 64, 16384, "1024", "descriptors per transmit queue"),
 	UINT(port, vlan, 0, 4094, "0", "802.1Q VLAN ID of RoCE frames; 0: untagged"),
@@ -70,7 +69,6 @@ static const struct uroce_conf_key keys[] = {
 	UINT(cm, timewait_ms, 0, 600000, "1000",
 	     "milliseconds a disconnected id stays in timewait (stale packets are recognised)"),
 
-	UINT(lcore, poll_lcores, 1, 64, "1", "lcores that poll the port and run the transport"),
 	UINT(lcore, idle_sleep_us, 0, 100000, "0",
 	     "microseconds a poll lcore sleeps once idle idle_after_us; 0: never sleeps"),
 	UINT(lcore, idle_after_us, 1, 1000000, "10",

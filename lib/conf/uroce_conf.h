@@ -124,7 +124,6 @@ struct uroce_conf {
 	struct {
 		char name[UROCE_CONF_NAME_LEN]; /**< DPDK port name; "": the first port */
 		uint32_t mtu;
-		uint32_t rx_queues;
 		uint32_t rx_ring;
 		uint32_t tx_ring;
 		uint32_t vlan;                  /**< 0: untagged */
@@ -155,7 +154,6 @@ struct uroce_conf {
 		uint32_t timewait_ms;
 	} cm;
 	struct {
-		uint32_t poll_lcores;
 		uint32_t idle_sleep_us;         /**< 0: never sleep */
 		uint32_t idle_after_us;
 		uint32_t idle_yield_us;         /**< 0: never yield */

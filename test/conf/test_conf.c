@@ -77,7 +77,6 @@ Test(conf, defaults)
 	uroce_conf_defaults(&c);
 	cr_expect_str_eq(c.port.name, "");
 	cr_expect_eq(c.port.mtu, 1500);
-	cr_expect_eq(c.port.rx_queues, 1);
 	cr_expect_eq(c.port.rx_ring, 1024);
 	cr_expect_eq(c.port.tx_ring, 1024);
 	cr_expect_eq(c.port.vlan, 0);
@@ -93,7 +92,6 @@ Test(conf, defaults)
 	cr_expect_eq(c.transport.max_unacked_psns, 128);
 	cr_expect_eq(c.transport.max_pkts_per_ack, 64);
 	cr_expect_eq(c.transport.seed, 0);
-	cr_expect_eq(c.lcore.poll_lcores, 1);
 	cr_expect_eq(c.lcore.idle_sleep_us, 0);
 	cr_expect_eq(c.lcore.control_poll_us, 100);
 	cr_expect(c.fault.rx_drop == 0 && c.fault.rx_dup == 0 && c.fault.rx_reorder == 0 &&
@@ -110,7 +108,7 @@ Test(conf, table_is_sane)
 {
 	const struct uroce_conf_table *t = &uroce_conf_uroced;
 
-	cr_expect_eq(t->nkeys, 38);
+	cr_expect_eq(t->nkeys, 36);
 	for (size_t i = 0; i < t->nkeys; i++) {
 		const struct uroce_conf_key *k = &t->keys[i];
 
@@ -268,6 +266,9 @@ Test(conf, unknown_and_duplicate_keys)
 	expect_error("[host]\nmtu = 1500\n",
 		     "t.conf:2: unknown key host.mtu (did you mean port.mtu?)");
 	expect_error("nosuch.key = 1\n", "t.conf:1: unknown key nosuch.key");
+	/* Removed keys (one lcore polls one queue) are refused, not ignored. */
+	expect_error("port.rx_queues = 1\n", "t.conf:1: unknown key port.rx_queues");
+	expect_error("[lcore]\npoll_lcores = 1\n", "t.conf:2: unknown key lcore.poll_lcores");
 	expect_error("[port]\nmtu = 1500\n\n# again\nmtu = 9000\n",
 		     "t.conf:5: port.mtu is set twice (first on line 2)");
 	expect_error("port.mtu = 1500\n[port]\nmtu = 1500\n",
@@ -280,9 +281,9 @@ Test(conf, unsigned_integers)
 {
 	struct uroce_conf c;
 
-	expect_ok(&c, "[port]\nmtu = 576\nrx_queues = 16\nvlan = 0\n");
+	expect_ok(&c, "[port]\nmtu = 576\nrx_ring = 16384\nvlan = 0\n");
 	cr_expect_eq(c.port.mtu, 576);
-	cr_expect_eq(c.port.rx_queues, 16);
+	cr_expect_eq(c.port.rx_ring, 16384);
 	expect_ok(&c, "[port]\nmtu = 9216\n[transport]\nmax_unacked_psns = 8388608\nseed = 0\n");
 	cr_expect_eq(c.transport.max_unacked_psns, 8388608);
 	expect_ok(&c, "transport.seed = 18446744073709551615\n");
@@ -292,7 +293,7 @@ Test(conf, unsigned_integers)
 
 	expect_error("port.mtu = 575\n", "t.conf:1: port.mtu: 575 is out of range 576..9216");
 	expect_error("port.mtu = 9217\n", "t.conf:1: port.mtu: 9217 is out of range 576..9216");
-	expect_error("port.rx_queues = 0\n", "t.conf:1: port.rx_queues: 0 is out of range 1..16");
+	expect_error("port.rx_ring = 63\n", "t.conf:1: port.rx_ring: 63 is out of range 64..16384");
 	expect_error("port.vlan = 4095\n", "t.conf:1: port.vlan: 4095 is out of range 0..4094");
 	expect_error("port.mtu = 99999999999999999999999\n",
 		     "t.conf:1: port.mtu: 99999999999999999999999 is out of range 576..9216");
