@@ -178,6 +178,7 @@ static int setup(void)
 	tc.max_unacked_psns = ud.conf.transport.max_unacked_psns;
 	tc.max_pkts_per_ack = ud.conf.transport.max_pkts_per_ack;
 	tc.port_mtu = ud.active_mtu;
+	tc.vlan_id = (uint16_t)ud.conf.port.vlan;
 	ud.dev = uroce_tp_dev_create(&tc);
 	if (!ud.dev) {
 		UD_ERR("cannot create the device: %s", strerror(errno));

@@ -34,7 +34,8 @@ static const struct uroce_conf_key keys[] = {
 	     "IP MTU of the port; the RoCE path MTU is the largest of 256..4096 that fits"),
 	UINT(port, rx_ring, 64, 16384, "1024", "descriptors per receive queue"),
 	UINT(port, tx_ring, 64, 16384, "1024", "descriptors per transmit queue"),
-	UINT(port, vlan, 0, 4094, "0", "802.1Q VLAN ID of RoCE frames; 0: untagged"),
+	UINT(port, vlan, 0, 4094, "0",
+	     "802.1Q VLAN ID of every frame sent and accepted (RoCE PCP: the SL); 0: untagged"),
 
 	ADDRS(host, ipv4, UROCE_CONF_IPV4,
 	      "IPv4 addresses of this endpoint, each one a RoCEv2 GID; empty: none"),

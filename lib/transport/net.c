@@ -31,6 +31,10 @@ int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const u
 	uroce_wire_hdr_init(h, v4 ? 4 : 6, 0);
 	memcpy(h->eth_src, dev->cfg.mac, 6);
 	memcpy(h->eth_dst, dmac, 6);
+	if (dev->cfg.vlan_id) {
+		h->vlan = true;
+		h->vlan_tci = (uint16_t)((ah->sl & 7) << 13 | dev->cfg.vlan_id);
+	}
 	if (v4) {
 		memcpy(h->ip_src + 12, sgid + 12, 4);
 		memcpy(h->ip_dst + 12, dgid + 12, 4);

@@ -130,6 +130,9 @@ struct uroce_tp_dev_cfg {
 	/** The port's active MTU: UD QPs send and accept messages up to it (rxe's rule:
 	 *  RC/UC use the path MTU of their QP, UD the port's). */
 	enum ibv_mtu port_mtu;
+	/** 802.1Q VLAN ID of every frame sent, 1..4094; 0: untagged. The PCP is the
+	 *  address's SL (0..7), as mlx5 maps it. Receiving is the caller's filter. */
+	uint16_t vlan_id;
 	/** Skip computing and checking the ICRC (benchmarks only: not RoCEv2 then). */
 	bool no_icrc;
 };

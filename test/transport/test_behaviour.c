@@ -2887,3 +2887,76 @@ Test(behaviour, multicast_groups)
 	cr_assert_eq(uroce_tp_attach_mcast(a, &grp), -ENOMEM);
 	env_fini(&e);
 }
+
+/* ---- VLAN ---------------------------------------------------------------------------------- */
+
+static struct {
+	uint8_t f[512];
+	uint32_t len;
+} g_vlan_tx;
+
+static int vlan_keep_tx(void *ctx, const uint8_t *frame, uint32_t len)
+{
+	(void)ctx;
+	cr_assert_leq(len, sizeof(g_vlan_tx.f));
+	memcpy(g_vlan_tx.f, frame, len);
+	g_vlan_tx.len = len;
+	return 0;
+}
+
+/* One GSI packet from a device with @vlan_id to an address with @sl: the frame sent. */
+static void vlan_send(uint16_t vlan_id, uint8_t sl, struct uroce_wire_pkt *p)
+{
+	static const uint8_t dmac[6] = {0x02, 0, 0, 0, 0, 2}, payload[256];
+	struct uroce_tp_dev_cfg cfg;
+	struct uroce_tp_dev *dev;
+	struct ibv_ah_attr a;
+
+	uroce_tp_dev_cfg_init(&cfg);
+	cfg.mac[0] = 0x02;
+	cfg.mac[5] = 1;
+	cfg.gid[0].raw[10] = cfg.gid[0].raw[11] = 0xff;
+	cfg.gid[0].raw[12] = 10;
+	cfg.gid[0].raw[15] = 1;
+	cfg.gid_count = 1;
+	cfg.tx = vlan_keep_tx;
+	cfg.vlan_id = vlan_id;
+	dev = uroce_tp_dev_create(&cfg);
+	cr_assert_not_null(dev);
+	memset(&a, 0, sizeof(a));
+	a.is_global = 1;
+	a.port_num = 1;
+	a.sl = sl;
+	a.grh.dgid = cfg.gid[0];
+	a.grh.dgid.raw[15] = 2;
+	g_vlan_tx.len = 0;
+	cr_assert_eq(uroce_tp_gsi_send(dev, &a, dmac, 1, UROCE_TP_GSI_QKEY, payload,
+				       sizeof(payload)), 0);
+	cr_assert_eq(uroce_wire_parse(g_vlan_tx.f, g_vlan_tx.len, p), UROCE_WIRE_OK);
+	cr_assert_eq(uroce_wire_icrc_check(p), UROCE_WIRE_OK);
+	uroce_tp_dev_destroy(dev);
+}
+
+/* port.vlan: every frame carries the 802.1Q tag with the VID, the SL as its PCP. */
+Test(vlan, tag_has_the_vid_and_the_sl_as_pcp)
+{
+	struct uroce_tp_dev_cfg cfg;
+	struct uroce_wire_pkt p;
+
+	vlan_send(7, 5, &p);
+	cr_assert_eq(g_vlan_tx.f[12], 0x81);
+	cr_assert_eq(g_vlan_tx.f[13], 0x00);
+	cr_assert(p.hdr.vlan);
+	cr_assert_eq(p.hdr.vlan_tci, 5 << 13 | 7, "PCP 5, DEI 0, VID 7: %#x", p.hdr.vlan_tci);
+	vlan_send(4094, 0, &p);
+	cr_assert_eq(p.hdr.vlan_tci, 4094);
+	vlan_send(0, 5, &p);
+	cr_assert(!p.hdr.vlan, "VLAN 0: untagged");
+
+	uroce_tp_dev_cfg_init(&cfg);
+	cfg.gid_count = 1;
+	cfg.tx = vlan_keep_tx;
+	cfg.vlan_id = 4095;
+	cr_assert_null(uroce_tp_dev_create(&cfg));
+	cr_assert_eq(errno, EINVAL);
+}
