@@ -6,8 +6,8 @@
 #   devtools/quickstart.sh test   install what is missing, build, run every test:
 #                                 unit and capture tests, the same under ASan/UBSan,
 #                                 a bounded fuzzing run, and the benchmarks in quick mode
-# Run as root on Debian 12 from anywhere inside the checkout. Real RoCEv2 captures are
-# read from $UROCE_PCAP_DIR (default: ../shared/pcaps beside the checkout).
+# Run as root on Debian 12 from anywhere inside the checkout. The Linux rxe captures the
+# tests need are read from $UROCE_PCAP_DIR (default: ../shared/pcaps beside the checkout).
 #
 # Environment: FUZZ_SECONDS (default 120, shared by the fuzz targets), UROCE_PCAP_DIR.
 set -euo pipefail
@@ -26,7 +26,8 @@ packages=(
 	ibverbs-utils perftest rdmacm-utils python3-pyverbs
 )
 
-# For the interop test against Linux rxe in a VM (../shared/tools/rxe-vm): the test
+# For the interop tests against Linux rxe in a QEMU VM (kernel 6.1 rdma_rxe, rdma-core 44;
+# its scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm): the test
 # command installs them too, and the test skips if they cannot be had.
 rxe_vm_packages=(qemu-system-x86 linux-image-amd64 debootstrap)
 

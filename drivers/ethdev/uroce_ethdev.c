@@ -258,7 +258,7 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 		 info.driver_name != NULL ? info.driver_name : "?");
 	/* AF_XDP's umem frames are one 4 KiB page each and its PMD builds the umem from our
 	 * mempool: an mbuf (headroom, data room, private area) must fit a page, so the
-	 * default room is DPDK's 2 KiB there (MTU up to ~3500 on veth, PLATFORM.md). */
+	 * default room is DPDK's 2 KiB there (so an MTU up to ~3500 on veth). */
 	if (cfg->mbuf_room == 0 && strcmp(p->driver, "net_af_xdp") == 0) {
 		room = RTE_MBUF_DEFAULT_DATAROOM;
 		p->mbuf_room = (uint16_t)room;

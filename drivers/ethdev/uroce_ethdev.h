@@ -30,8 +30,8 @@
  * queues are polled.
  *
  * Link down: the caller must stop polling a port whose link went down.
- * PLATFORM.md measured net_memif segfaulting inside the PMD in ~23% of runs when the
- * still-polling side's peer exited under traffic. Check uroce_eth_link_up() every few
+ * net_memif segfaulted inside the PMD in ~23% of testpmd runs when the still-polling
+ * side's peer exited under traffic. Check uroce_eth_link_up() every few
  * milliseconds (it is cheap: no wait) and leave the poll loop when it turns false.
  *
  * This header does not include DPDK's: the daemon's other layers can use it without

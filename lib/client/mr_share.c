@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Moving registered memory onto shared pages (ARCHITECTURE.md decision 3).
+ * Moving registered memory onto shared pages, so that RDMA lands in the application's own
+ * buffer (perftest's latency test spins on it) and its pointer keeps working.
  *
  * The daemon must write RDMA WRITE and READ-response payloads into the application's own
  * buffer, so the pages behind every MR are shared: each page run of a registration that

@@ -9,7 +9,8 @@
 # Configures build-fuzz (clang, ASan+UBSan, fuzz=true) if needed, builds the targets and
 # uroce-pcap, turns the pcaps into seed corpora, fuzzes one target after the other, and
 # exits non-zero if any crashed (all run regardless).
-# Env: UROCE_PCAP_DIR (default ../shared/pcaps, relative to the repo root).
+# Env: UROCE_PCAP_DIR, the Linux rxe captures that seed the corpora (default
+# ../shared/pcaps, relative to the repo root; doc/wire.md says what they hold).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."

@@ -272,7 +272,7 @@ it_tool_pair() {
 	return 1
 }
 
-# ---- the rxe VM (../shared/tools/rxe-vm) as a peer --------------------------------------
+# ---- the rxe VM (scripts at $RXE_VM_DIR) as a peer ---------------------------------------
 # it_rxe_vm_up: the private netns $NS with bridge rxebr0 ($BR_IP), tap rxetap0 and veth
 # rxeveth0 (net.sh), then VM $VM booted on the tap as $VM_IP (TCG, $VM_BOOT_TIMEOUT s).
 # Needs RXE_VM_DIR, RXE_WORK, NS (exported as RXE_NS), VM, VM_IP, BR_IP. Sets the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # uroce against Linux soft-RoCE: a uroced on one end of a bridge, an rxe VM
-# (../shared/tools/rxe-vm, rdma-core 44, kernel 6.1 rdma_rxe) on the other, and the VM's
+# (QEMU, rdma-core 44, Debian kernel 6.1 rdma_rxe; from $RXE_VM_DIR) on the other, and the VM's
 # unmodified tools as peers of uroce-xfer, in both roles:
 #   ibv_rc_pingpong, ibv_ud_pingpong   <-> uroce-xfer rc_pingpong, ud_pingpong
 #   rxe-verbs-op --op write_imm|send_imm|write|send|read|fadd|cswap
@@ -15,7 +15,8 @@
 # (198.18.0.1). uroced is 198.18.0.100.
 #
 #   rxe_interop.sh          (root; qemu-system-x86_64; the VM image built once with
-#                            ../shared/tools/rxe-vm/build-image.sh, or RXE_BUILD_IMAGE=1)
+#                            $RXE_VM_DIR/build-image.sh, or RXE_BUILD_IMAGE=1)
+# RXE_VM_DIR: the VM's scripts (default ../shared/tools/rxe-vm beside the checkout).
 # The VM runs under TCG here (no KVM): boot takes 10-60 s, each exchange a few seconds.
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no qemu, no image, no rxe-vm tools).
 set -u

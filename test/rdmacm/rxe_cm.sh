@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # rdma_cm against Linux soft-RoCE, both roles: on our side the unmodified Debian tools
 # (rdmacm-utils, perftest -R) over the drop-in librdmacm.so.1 + libibverbs.so.1 and a
-# uroced; on the other an rxe VM (../shared/tools/rxe-vm: kernel 6.1 rdma_rxe and rdma_cm,
-# rdma-core 44) running the same tools on rxe0. Connection setup is the IB CM on QP1 both
-# ways (REQ/REP/RTU/DREQ/DREP; SIDR for udaddy); nothing goes over TCP. Each tool runs
+# uroced; on the other an rxe VM (QEMU, Debian kernel 6.1 rdma_rxe and rdma_cm, rdma-core
+# 44; scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm) running the same tools on
+# rxe0. Connection setup is the IB CM on QP1 both ways (REQ/REP/RTU/DREQ/DREP; SIDR for
+# udaddy); nothing goes over TCP. Each tool runs
 # twice: the VM listens and we connect, then we listen and the VM connects.
 #   rping, ucmatose, udaddy, rdma_server/rdma_client, perftest -R (ib_send_lat,
 #   ib_write_bw, ib_read_lat, ib_atomic_lat, ib_send_bw -c UD)

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The unmodified tools against Linux soft-RoCE, both roles: on our side the Debian
 # binaries (ibverbs-utils, perftest) over the drop-in libibverbs.so.1 and a uroced; on
-# the other an rxe VM (../shared/tools/rxe-vm: kernel 6.1 rdma_rxe, rdma-core 44,
-# perftest 4.5-0.17) running the same tools on rxe0. Each tool runs twice: the VM
-# serves and we connect, then we serve and the VM connects. Both sides must exit 0.
+# the other an rxe VM (QEMU, Debian kernel 6.1 rdma_rxe, rdma-core 44, perftest 4.5-0.17;
+# its scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm) running the same tools on
+# rxe0. Each tool runs twice: the VM serves and we connect, then we serve and the VM
+# connects. Both sides must exit 0.
 #   ibv_rc_pingpong, ibv_ud_pingpong, ib_send_lat, ib_write_bw, ib_read_lat,
 #   ib_atomic_lat (perftest without -R: its exchange is its own TCP)
 #
@@ -13,7 +14,7 @@
 # eth0/rxe0 (198.18.0.1). uroced is 198.18.0.100; address resolution is real both ways.
 #
 #   test/verbs/rxe_tools.sh    (root; qemu-system-x86_64; the VM image built once with
-#                               ../shared/tools/rxe-vm/build-image.sh)
+#                               $RXE_VM_DIR/build-image.sh)
 # Env: VERBS_LIB_DIR (the folder of the built libibverbs.so.1), UROCED, UROCE_XFER,
 # UROCE_CLI; ITERS (ping-pong and perftest iterations, default 50); TOOLS_ONLY="regex";
 # REPEAT (runs of each case, default 1); RXE_CAPTURE=FILE (uroced writes a pcap).

@@ -12,7 +12,7 @@
  *
  * Reference mode ($UROCE_VERBS_REFERENCE=1): no daemon is started and the library is
  * not checked; the tests run on the first device the system's libibverbs lists (e.g.
- * rxe in ../shared/tools/rxe-vm), with the RoCEv2 IPv4 GID index from
+ * rxe0 in the rxe VM of doc/interop.md), with the RoCEv2 IPv4 GID index from
  * $UROCE_VERBS_GID_INDEX. It is how the expectations of the tests are checked against
  * rdma-core + rxe themselves.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Every packet of every capture Linux rxe made (../shared/pcaps) must parse, carry a
+ * Every packet of every capture Linux rxe made ($UROCE_PCAP_DIR) must parse, carry a
  * correct ICRC, decode to the fields Wireshark's dissector reports for it
  * (data/pcap_ref.tsv, written by gen_pcap_ref.sh), and rebuild to identical bytes.
  */
