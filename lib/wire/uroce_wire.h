@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,43 @@ extern "C" {
 
 /** Source ports: IANA's RoCEv2 range starts here (RFC 6335, IBA A17.5.4.1). */
 #define UROCE_UDP_SPORT_MIN 0xc000
+
+/* ------------------------------------------------------------------------------------- */
+/* RoCEv2 GIDs (RoCEv2 Annex A17.4.5.1): a GID is the port's IPv6 address, or for IPv4   */
+/* the IPv4-mapped IPv6 address ::ffff:a.b.c.d (RFC 4291 2.5.5.2).                        */
+
+#define UROCE_GID_LEN 16
+
+/**
+ * Writes the IPv4-mapped GID ::ffff:a.b.c.d of an IPv4 address into @p gid (all 16 bytes).
+ * @p ipv4 points at the 4 address bytes in network order, a first: a struct in_addr, an
+ * IPv4 header's address field, or bytes 12..15 of a struct uroce_wire_hdr ip_src/ip_dst.
+ */
+static inline void uroce_gid_from_ipv4(uint8_t gid[UROCE_GID_LEN], const void *ipv4)
+{
+	memset(gid, 0, 10);
+	gid[10] = 0xff;
+	gid[11] = 0xff;
+	memcpy(gid + 12, ipv4, 4);
+}
+
+/** True when @p gid (16 bytes) is IPv4-mapped, ::ffff:0:0/96, i.e. stands for IPv4. */
+static inline bool uroce_gid_is_ipv4(const uint8_t gid[UROCE_GID_LEN])
+{
+	static const uint8_t v4mapped_prefix[12] = {[10] = 0xff, [11] = 0xff};
+
+	return memcmp(gid, v4mapped_prefix, sizeof(v4mapped_prefix)) == 0;
+}
+
+/**
+ * The IPv4 address of an IPv4-mapped GID: a pointer to its 4 bytes in network order, a
+ * first (they are the last 4 bytes of @p gid; not copied). Meaningful only when
+ * uroce_gid_is_ipv4(@p gid).
+ */
+static inline const uint8_t *uroce_gid_ipv4(const uint8_t gid[UROCE_GID_LEN])
+{
+	return gid + 12;
+}
 
 /* ------------------------------------------------------------------------------------- */
 /* Opcodes (IBA vol 1, table 37; RoCEv2 Annex A17 for CNP)                                 */
@@ -228,7 +266,7 @@ struct uroce_wire_hdr {
 	uint16_t vlan_tci; /**< PCP, DEI and VID as on the wire */
 
 	/* IP: ip_version 4 or 6. For IPv4 the address is in the last 4 bytes of src/dst and
-	 * the first 12 bytes are zero (not v4-mapped: the GID form is the caller's business). */
+	 * the first 12 bytes are zero (not v4-mapped: uroce_gid_from_ipv4() makes the GID). */
 	uint8_t ip_version;
 	uint8_t ip_tos;    /**< IPv4 TOS (DSCP<<2 | ECN) or IPv6 traffic class */
 	uint8_t ip_ttl;    /**< IPv4 TTL or IPv6 hop limit */
