@@ -81,7 +81,7 @@ enum uroce_ip_verdict arp_input(struct uroce_ip_stack *s, const struct ip_rx *rx
 		 * exists when we asked. Gratuitous ARP (sender = target, not us) therefore only
 		 * updates. A unicast reply to us confirms reachability; everything else only
 		 * says "this MAC had this address" (STALE), as Linux's arp_process() sets. */
-		gid_from_v4(gid, spa);
+		uroce_gid_from_ipv4(gid, spa);
 		n = neigh_lookup(s, gid);
 		if (n != NULL) {
 			bool confirm = op == ARP_OP_REPLY && for_us && mac_eq(rx->eth_dst, s->cfg.mac);

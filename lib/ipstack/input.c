@@ -17,10 +17,9 @@ enum l2_dst {
 static bool v4_group_ok(const struct uroce_ip_stack *s, const struct ip_rx *rx,
 			const uint8_t *dst)
 {
-	uint8_t gid[16] = {0};
+	uint8_t gid[UROCE_GID_LEN];
 
-	gid[10] = gid[11] = 0xff;
-	memcpy(gid + 12, dst, 4);
+	uroce_gid_from_ipv4(gid, dst);
 	return (dst[0] & 0xf0) == 0xe0 && rx->eth_dst[3] == (dst[1] & 0x7f) &&
 	       rx->eth_dst[4] == dst[2] && rx->eth_dst[5] == dst[3] &&
 	       uroce_ip_group_joined(s, gid);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "uroce_ipstack.h"
-#include "uroce_wire.h"  /* Ethernet, IP and UDP constants */
+#include "uroce_wire.h"  /* Ethernet, IP and UDP constants, GIDs */
 #include "wire_bytes.h" /* lib/wire's big-endian loads/stores and Internet checksum */
 
 #ifndef ETH_ALEN
@@ -120,7 +120,6 @@ static inline bool ip6_is_multicast(const uint8_t *a)
 	return a[0] == 0xff;
 }
 bool ip6_is_unspecified(const uint8_t *a);
-bool ip6_is_v4mapped(const uint8_t *a);
 /* Unicast IPv6 that may be a source or a neighbour: not ::, ::1, multicast, v4-mapped. */
 bool ip6_is_unicast(const uint8_t *a);
 
@@ -203,14 +202,5 @@ void neigh_update(struct uroce_ip_stack *s, struct ip_neigh *n, const uint8_t *m
 		  enum neigh_state state, uint64_t now);
 /* Delivers settled resolutions (at the end of input and process). */
 void neigh_deliver(struct uroce_ip_stack *s);
-
-/* The GID form of an IPv4 address: ::ffff:a.b.c.d (RFC 4291 2.5.5.2). */
-static inline void gid_from_v4(uint8_t *gid, const uint8_t *v4)
-{
-	memset(gid, 0, 10);
-	gid[10] = 0xff;
-	gid[11] = 0xff;
-	memcpy(gid + 12, v4, 4);
-}
 
 #endif

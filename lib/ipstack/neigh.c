@@ -212,8 +212,8 @@ static void neigh_probe(struct uroce_ip_stack *s, struct ip_neigh *n, uint64_t n
 {
 	const uint8_t *dst = n->state == NEIGH_PROBE ? n->mac : NULL;
 
-	if (ip6_is_v4mapped(n->gid))
-		arp_request(s, n->gid + 12, dst);
+	if (uroce_gid_is_ipv4(n->gid))
+		arp_request(s, uroce_gid_ipv4(n->gid), dst);
 	else
 		ns_send(s, n->gid, dst);
 	n->probes++;
@@ -250,7 +250,7 @@ static bool add_waiter(struct uroce_ip_stack *s, struct ip_neigh *n, uint64_t co
 int uroce_ip_resolve(struct uroce_ip_stack *s, const uint8_t gid[16], uint64_t now,
 		     uint8_t mac[6], uint64_t cookie)
 {
-	bool v4 = ip6_is_v4mapped(gid);
+	bool v4 = uroce_gid_is_ipv4(gid);
 	struct ip_neigh *n;
 
 	if (uroce_ip_is_local(s, gid)) {
@@ -259,7 +259,7 @@ int uroce_ip_resolve(struct uroce_ip_stack *s, const uint8_t gid[16], uint64_t n
 	}
 	/* Multicast groups map onto MACs without asking anyone: 01:00:5e and the low 23
 	 * bits (RFC 1112 6.4), 33:33 and the low 32 bits (RFC 2464 7). */
-	if (v4 && ip4_is_multicast(gid + 12)) {
+	if (v4 && ip4_is_multicast(uroce_gid_ipv4(gid))) {
 		const uint8_t m[ETH_ALEN] = {0x01, 0x00, 0x5e, gid[13] & 0x7f, gid[14], gid[15]};
 
 		memcpy(mac, m, ETH_ALEN);
@@ -271,7 +271,7 @@ int uroce_ip_resolve(struct uroce_ip_stack *s, const uint8_t gid[16], uint64_t n
 		memcpy(mac + 2, gid + 12, 4);
 		return 0;
 	}
-	if (v4 ? !ip4_is_unicast(gid + 12) : !ip6_is_unicast(gid))
+	if (v4 ? !ip4_is_unicast(uroce_gid_ipv4(gid)) : !ip6_is_unicast(gid))
 		return -EINVAL;
 	if (v4 && s->cfg.v4_count == 0)
 		return -EADDRNOTAVAIL;

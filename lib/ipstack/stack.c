@@ -75,18 +75,11 @@ bool ip6_is_unspecified(const uint8_t *a)
 	return memcmp(a, zero, 16) == 0;
 }
 
-bool ip6_is_v4mapped(const uint8_t *a)
-{
-	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	return memcmp(a, prefix, 12) == 0;
-}
-
 bool ip6_is_unicast(const uint8_t *a)
 {
 	static const uint8_t loopback[16] = {[15] = 1};
 
-	return !ip6_is_multicast(a) && !ip6_is_unspecified(a) && !ip6_is_v4mapped(a) &&
+	return !ip6_is_multicast(a) && !ip6_is_unspecified(a) && !uroce_gid_is_ipv4(a) &&
 	       memcmp(a, loopback, 16) != 0;
 }
 
@@ -192,8 +185,8 @@ void uroce_ip_link_local(const uint8_t mac[6], uint8_t addr[16])
 
 bool uroce_ip_is_local(const struct uroce_ip_stack *s, const uint8_t gid[16])
 {
-	if (ip6_is_v4mapped(gid))
-		return own_v4(s, gid + 12) >= 0;
+	if (uroce_gid_is_ipv4(gid))
+		return own_v4(s, uroce_gid_ipv4(gid)) >= 0;
 	return own_v6(s, gid) >= 0;
 }
 
@@ -206,7 +199,7 @@ unsigned uroce_ip_addrs(const struct uroce_ip_stack *s, uint8_t (*gids)[16], uns
 	n++;
 	for (unsigned i = 0; i < s->cfg.v4_count; i++, n++)
 		if (n < max)
-			gid_from_v4(gids[n], s->cfg.v4[i]);
+			uroce_gid_from_ipv4(gids[n], s->cfg.v4[i]);
 	for (unsigned i = 1; i < s->n_v6; i++, n++)
 		if (n < max)
 			memcpy(gids[n], s->v6[i], 16);
@@ -333,10 +326,8 @@ void ip_tx(struct uroce_ip_stack *s, uint32_t len)
 
 static int group_mac(const uint8_t gid[16], uint8_t mac[6])
 {
-	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	if (memcmp(gid, v4prefix, 12) == 0) {
-		if ((gid[12] & 0xf0) != 0xe0)
+	if (uroce_gid_is_ipv4(gid)) {
+		if (!ip4_is_multicast(uroce_gid_ipv4(gid)))
 			return -EINVAL;
 		/* RFC 1112 6.4: 01:00:5e and the low 23 bits of the group */
 		mac[0] = 0x01, mac[1] = 0x00, mac[2] = 0x5e;

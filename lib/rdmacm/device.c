@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rdmacm.h"
+#include "uroce_wire.h"
 
 static pthread_mutex_t rc_devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rc_device rc_device_table[RC_MAX_DEVICES];
@@ -135,9 +136,8 @@ static bool rc_addr_gid(const struct sockaddr *addr, union ibv_gid *gid)
 {
 	memset(gid, 0, sizeof(*gid));
 	if (addr->sa_family == AF_INET) {
-		gid->raw[10] = gid->raw[11] = 0xff;
-		memcpy(&gid->raw[12], &((const struct sockaddr_in *)(const void *)addr)->sin_addr,
-		       4);
+		uroce_gid_from_ipv4(gid->raw,
+				    &((const struct sockaddr_in *)(const void *)addr)->sin_addr);
 		return true;
 	}
 	if (addr->sa_family == AF_INET6) {

@@ -11,10 +11,8 @@
 
 bool uroce_tp_gid_is_mcast(const union ibv_gid *gid)
 {
-	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	if (memcmp(gid->raw, v4prefix, 12) == 0)
-		return (gid->raw[12] & 0xf0) == 0xe0; /* 224.0.0.0/4 */
+	if (uroce_gid_is_ipv4(gid->raw))
+		return (uroce_gid_ipv4(gid->raw)[0] & 0xf0) == 0xe0; /* 224.0.0.0/4 */
 	return gid->raw[0] == 0xff;
 }
 

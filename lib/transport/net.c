@@ -8,13 +8,6 @@
 
 #include "tp_internal.h"
 
-static bool gid_is_v4mapped(const uint8_t *g)
-{
-	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	return memcmp(g, prefix, 12) == 0;
-}
-
 int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const uint8_t dmac[6],
 		 struct uroce_wire_hdr *h)
 {
@@ -25,8 +18,8 @@ int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const u
 		return -EINVAL;
 	sgid = dev->cfg.gid[ah->grh.sgid_index].raw;
 	/* RoCEv2 (A17.4.5.1): an IPv4-mapped GID pair means IPv4 on the wire. */
-	v4 = gid_is_v4mapped(dgid);
-	if (v4 != gid_is_v4mapped(sgid))
+	v4 = uroce_gid_is_ipv4(dgid);
+	if (v4 != uroce_gid_is_ipv4(sgid))
 		return -EINVAL;
 	uroce_wire_hdr_init(h, v4 ? 4 : 6, 0);
 	memcpy(h->eth_src, dev->cfg.mac, 6);
@@ -36,8 +29,8 @@ int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const u
 		h->vlan_tci = (uint16_t)((ah->sl & 7) << 13 | dev->cfg.vlan_id);
 	}
 	if (v4) {
-		memcpy(h->ip_src + 12, sgid + 12, 4);
-		memcpy(h->ip_dst + 12, dgid + 12, 4);
+		memcpy(h->ip_src + 12, uroce_gid_ipv4(sgid), 4);
+		memcpy(h->ip_dst + 12, uroce_gid_ipv4(dgid), 4);
 	} else {
 		memcpy(h->ip_src, sgid, 16);
 		memcpy(h->ip_dst, dgid, 16);
@@ -115,12 +108,11 @@ static void gsi_rx(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt, u
 static void mcast_rx(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt)
 {
 	struct tp_mcast_group *g;
-	uint8_t gid[16] = {0};
+	uint8_t gid[UROCE_GID_LEN];
 	uint32_t i;
 
 	if (pkt->hdr.ip_version == 4) {
-		gid[10] = gid[11] = 0xff;
-		memcpy(gid + 12, pkt->hdr.ip_dst + 12, 4);
+		uroce_gid_from_ipv4(gid, pkt->hdr.ip_dst + 12);
 	} else {
 		memcpy(gid, pkt->hdr.ip_dst, 16);
 	}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "uverbs.h"
+#include "uroce_wire.h"
 
 /* ---- PD ------------------------------------------------------------------------------ */
 
@@ -332,11 +333,8 @@ UV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 	memset(&dst, 0, sizeof(dst));
 	if ((raw[20] >> 4) == 4) {
 		/* IPv4: saddr at 20 + 12, daddr at 20 + 16; GIDs are IPv4-mapped. */
-		ah_attr->grh.dgid.raw[10] = 0xff;
-		ah_attr->grh.dgid.raw[11] = 0xff;
-		memcpy(&ah_attr->grh.dgid.raw[12], raw + 32, 4);
-		dst.raw[10] = dst.raw[11] = 0xff;
-		memcpy(&dst.raw[12], raw + 36, 4);
+		uroce_gid_from_ipv4(ah_attr->grh.dgid.raw, raw + 32);
+		uroce_gid_from_ipv4(dst.raw, raw + 36);
 		ah_attr->grh.traffic_class = raw[21];
 	} else {
 		uint32_t vtf = be32toh(grh->version_tclass_flow);
