@@ -113,7 +113,8 @@ static int write_variants(const char *dir, const char *file, uint64_t n,
 		if (v == 0 || v == 2) {
 			/* The IPv4-mapped GID form of the addresses, as rxe's GID table has them. */
 			h.ip_version = 6;
-			h.ip_src[10] = h.ip_src[11] = h.ip_dst[10] = h.ip_dst[11] = 0xff;
+			uroce_gid_from_ipv4(h.ip_src, pkt->hdr.ip_src + 12);
+			uroce_gid_from_ipv4(h.ip_dst, pkt->hdr.ip_dst + 12);
 			h.ip_flow_label = h.udp_sport;
 			h.udp_csum = v == 2;
 		} else if (v == 1) {

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "uroce_wire.h"
 #include "xfer.h"
 
 bool xfer_verbose;
@@ -42,11 +43,10 @@ int xfer_find_ipv4_gid(struct xfer_dev *d, union ibv_gid *gid)
 
 	for (i = 0; i < n; i++) {
 		union ibv_gid g;
-		static const uint8_t v4pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 		if (uroce_client_query_gid(d->ctx, (uint8_t)d->ib_port, i, &g))
 			break;
-		if (!memcmp(g.raw, v4pfx, sizeof(v4pfx))) {
+		if (uroce_gid_is_ipv4(g.raw)) {
 			*gid = g;
 			return i;
 		}

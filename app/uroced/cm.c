@@ -64,8 +64,7 @@ static bool addr_to_gid(const struct sockaddr_storage *ss, union ibv_gid *gid)
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
 
-		gid->raw[10] = gid->raw[11] = 0xff;
-		memcpy(gid->raw + 12, &in->sin_addr, 4);
+		uroce_gid_from_ipv4(gid->raw, &in->sin_addr);
 		return true;
 	}
 	if (ss->ss_family == AF_INET6) {
@@ -100,11 +99,10 @@ static int gid_index(const union ibv_gid *gid)
  * as the kernel prefers a global source), or -1. */
 static int source_gid_index(int family)
 {
-	static const uint8_t v4prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	int i, ll = -1;
 
 	for (i = 0; i < ud.ngids; i++) {
-		bool v4 = memcmp(ud.gids[i].raw, v4prefix, 12) == 0;
+		bool v4 = uroce_gid_is_ipv4(ud.gids[i].raw);
 
 		if (family == AF_INET && v4)
 			return i;
@@ -129,7 +127,7 @@ static void gid_to_addr(const union ibv_gid *gid, int family, uint16_t port_be,
 
 		in->sin_family = AF_INET;
 		in->sin_port = port_be;
-		memcpy(&in->sin_addr, gid->raw + 12, 4);
+		memcpy(&in->sin_addr, uroce_gid_ipv4(gid->raw), 4);
 	} else {
 		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
 
@@ -381,10 +379,8 @@ void ud_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_n
 	memset(&from, 0, sizeof(from));
 	memset(&dst, 0, sizeof(dst));
 	if (h->ip_version == 4) {
-		from.dgid.raw[10] = from.dgid.raw[11] = 0xff;
-		memcpy(from.dgid.raw + 12, h->ip_src + 12, 4);
-		dst.raw[10] = dst.raw[11] = 0xff;
-		memcpy(dst.raw + 12, h->ip_dst + 12, 4);
+		uroce_gid_from_ipv4(from.dgid.raw, h->ip_src + 12);
+		uroce_gid_from_ipv4(dst.raw, h->ip_dst + 12);
 	} else {
 		memcpy(from.dgid.raw, h->ip_src, 16);
 		memcpy(dst.raw, h->ip_dst, 16);

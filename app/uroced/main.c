@@ -128,13 +128,8 @@ static void build_gids(void)
 	 * then the other IPv6 addresses. */
 	ud.ngids = 0;
 	uroce_ip_link_local(ud.mac, ud.gids[ud.ngids++].raw);
-	for (i = 0; i < ud.conf.host.n_ipv4 && ud.ngids < UROCE_TP_MAX_GID; i++) {
-		uint8_t *g = ud.gids[ud.ngids++].raw;
-
-		memset(g, 0, 10);
-		g[10] = g[11] = 0xff;
-		memcpy(g + 12, &ud.conf.host.ipv4[i], 4);
-	}
+	for (i = 0; i < ud.conf.host.n_ipv4 && ud.ngids < UROCE_TP_MAX_GID; i++)
+		uroce_gid_from_ipv4(ud.gids[ud.ngids++].raw, &ud.conf.host.ipv4[i]);
 	for (i = 0; i < ud.conf.host.n_ipv6 && ud.ngids < UROCE_TP_MAX_GID; i++)
 		memcpy(ud.gids[ud.ngids++].raw, &ud.conf.host.ipv6[i], 16);
 }

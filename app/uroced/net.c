@@ -68,13 +68,12 @@ static int tx_wire(void *ctx, const uint8_t *frame, uint32_t len)
 static bool mcast_local(const uint8_t *frame, uint32_t len)
 {
 	struct uroce_wire_pkt pkt;
-	uint8_t gid[16] = {0};
+	uint8_t gid[UROCE_GID_LEN];
 
 	if (uroce_wire_parse(frame, len, &pkt) != UROCE_WIRE_OK)
 		return false;
 	if (pkt.hdr.ip_version == 4) {
-		gid[10] = gid[11] = 0xff;
-		memcpy(gid + 12, pkt.hdr.ip_dst + 12, 4);
+		uroce_gid_from_ipv4(gid, pkt.hdr.ip_dst + 12);
 	} else {
 		memcpy(gid, pkt.hdr.ip_dst, 16);
 	}

@@ -30,6 +30,7 @@
 #include "uroce_ipstack.h"
 #include "uroce_shm.h"
 #include "uroce_transport.h"
+#include "uroce_wire.h"
 
 /* ---- logging ------------------------------------------------------------------------ */
 
