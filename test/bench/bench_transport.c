@@ -110,9 +110,7 @@ static void setup_pair(struct setup *s, const struct bench_case *c)
 		uroce_tp_dev_cfg_init(&cfg);
 		cfg.mac[0] = 2;
 		cfg.mac[5] = (uint8_t)(i + 1);
-		cfg.gid[0].raw[10] = cfg.gid[0].raw[11] = 0xff;
-		cfg.gid[0].raw[12] = 10;
-		cfg.gid[0].raw[15] = (uint8_t)(i + 1);
+		uroce_gid_from_ipv4(cfg.gid[0].raw, (const uint8_t[4]){10, 0, 0, (uint8_t)(i + 1)});
 		cfg.gid_count = 1;
 		cfg.tx = wire_tx;
 		cfg.io_ctx = &ends[i];
@@ -164,9 +162,8 @@ static void setup_pair(struct setup *s, const struct bench_case *c)
 		a.min_rnr_timer = 1;
 		a.ah_attr.is_global = 1;
 		a.ah_attr.port_num = 1;
-		a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
-		a.ah_attr.grh.dgid.raw[12] = 10;
-		a.ah_attr.grh.dgid.raw[15] = (uint8_t)(2 - i);
+		uroce_gid_from_ipv4(a.ah_attr.grh.dgid.raw,
+				    (const uint8_t[4]){10, 0, 0, (uint8_t)(2 - i)});
 		rc |= uroce_tp_modify_qp(s->qp[i], &a,
 					 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 						 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |

@@ -47,6 +47,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "uroce_wire.h"
+
 #ifdef VB_CLIENT
 #include "uroce_client.h"
 #define VB_API "lib/client (uroce_client_*)"
@@ -153,7 +155,6 @@ static int vb_query_gid(struct vb_dev *d, int i, union ibv_gid *g)
 /* 0, -1 (error), or VB_EXIT_SKIP when no daemon answers. */
 static int vb_dev_open(struct vb_dev *d, const char *sock)
 {
-	static const uint8_t v4pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	struct ibv_port_attr pa;
 	int i, n, r;
 
@@ -191,7 +192,7 @@ static int vb_dev_open(struct vb_dev *d, const char *sock)
 
 		if (vb_query_gid(d, i, &g))
 			break;
-		if (!memcmp(g.raw, v4pfx, sizeof(v4pfx))) {
+		if (uroce_gid_is_ipv4(g.raw)) {
 			d->gid = g;
 			d->gid_index = i;
 		}

@@ -24,13 +24,6 @@ struct captured_mad {
 	bool ack_req;
 };
 
-static inline void ipv4_gid(union ibv_gid *g, const uint8_t ip16[16])
-{
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = g->raw[11] = 0xff;
-	memcpy(g->raw + 12, ip16 + 12, 4);
-}
-
 static inline int load_cm_mads(const char *file, struct captured_mad *out, int max)
 {
 	const char *dir = getenv("UROCE_PCAP_DIR");
@@ -53,8 +46,8 @@ static inline int load_cm_mads(const char *file, struct captured_mad *out, int m
 		struct captured_mad *c = &out[n++];
 		memset(c, 0, sizeof(*c));
 		memcpy(c->mad, pkt.payload, UROCE_CM_MAD_LEN);
-		ipv4_gid(&c->from.sgid, pkt.hdr.ip_dst);
-		ipv4_gid(&c->from.dgid, pkt.hdr.ip_src);
+		uroce_gid_from_ipv4(c->from.sgid.raw, pkt.hdr.ip_dst + 12);
+		uroce_gid_from_ipv4(c->from.dgid.raw, pkt.hdr.ip_src + 12);
 		memcpy(c->from.dmac, pkt.hdr.eth_src, 6);
 		c->from.hop_limit = pkt.hdr.ip_ttl;
 		c->from.pkey = pkt.hdr.bth.pkey;

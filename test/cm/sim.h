@@ -90,10 +90,7 @@ static inline void sim_init(struct sim *s)
 		struct sim_host *h = &s->h[i];
 		h->sim = s;
 		h->idx = i;
-		h->gid.raw[10] = h->gid.raw[11] = 0xff;
-		h->gid.raw[12] = 198;
-		h->gid.raw[13] = 18;
-		h->gid.raw[15] = (uint8_t)(i == 0 ? 2 : 1);
+		uroce_gid_from_ipv4(h->gid.raw, (const uint8_t[4]){198, 18, 0, i == 0 ? 2 : 1});
 		struct uroce_cm_cfg cfg;
 		uroce_cm_cfg_init(&cfg);
 		cfg.node_guid = htobe64(0x505400fffe180000ull | (uint64_t)(i == 0 ? 2 : 1));

@@ -87,9 +87,8 @@ Test(cm_mad, rping_exchange)
 	/* tshark shows the GIDs as 198.18.0.2 / 198.18.0.1: the IPv4 form rdma_cm uses for
 	 * the CM's GIDs is ::ffff:a.b.c.d */
 	uint8_t g2[16], g1[16];
-	memcpy(g2, gid_0_2, 16);
-	memcpy(g1, gid_0_1, 16);
-	g2[10] = g2[11] = g1[10] = g1[11] = 0xff;
+	uroce_gid_from_ipv4(g2, gid_0_2 + 12);
+	uroce_gid_from_ipv4(g1, gid_0_1 + 12);
 	cr_assert_arr_eq(r->primary.local_gid, g2, 16);
 	cr_assert_arr_eq(r->primary.remote_gid, g1, 16);
 	/* tshark 4.0 prints "Primary Flow Label: 0x00bec ... Reserved 0x02, Packet Rate

@@ -136,9 +136,7 @@ static void setup_once(void)
 	memcpy(ud.mac, mac, 6);
 	ud.active_mtu = IBV_MTU_1024;
 	uroce_ip_link_local(ud.mac, ud.gids[0].raw);
-	ud.gids[1].raw[10] = ud.gids[1].raw[11] = 0xff;
-	ud.gids[1].raw[12] = 10;
-	ud.gids[1].raw[15] = 1;
+	uroce_gid_from_ipv4(ud.gids[1].raw, (const uint8_t[4]){10, 0, 0, 1});
 	ud.ngids = 2;
 	uroce_tp_dev_cfg_init(&tc);
 	memcpy(tc.mac, mac, 6);

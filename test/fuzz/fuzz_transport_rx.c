@@ -210,11 +210,7 @@ static void fz_event(void *ctx, enum ibv_event_type type, void *obj)
 
 static void gid_v4(union ibv_gid *g, uint8_t last)
 {
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = g->raw[11] = 0xff;
-	g->raw[12] = 198;
-	g->raw[13] = 18;
-	g->raw[15] = last;
+	uroce_gid_from_ipv4(g->raw, (const uint8_t[4]){198, 18, 0, last});
 }
 
 static const uint8_t peer_mac[6] = {0x02, 0, 0, 0, 0, 0x01};

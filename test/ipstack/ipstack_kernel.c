@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "uroce_ipstack.h"
+#include "uroce_wire.h"
 
 #ifndef PACKET_IGNORE_OUTGOING
 #define PACKET_IGNORE_OUTGOING 23
@@ -210,8 +211,10 @@ static bool resolve(struct rig *r, const char *addr, bool expect_cached)
 	if (strchr(addr, ':')) {
 		inet_pton(AF_INET6, addr, gid);
 	} else {
-		gid[10] = gid[11] = 0xff;
-		inet_pton(AF_INET, addr, gid + 12);
+		struct in_addr v4;
+
+		inet_pton(AF_INET, addr, &v4);
+		uroce_gid_from_ipv4(gid, &v4);
 	}
 	r->resolved = false;
 	r->cookie++;

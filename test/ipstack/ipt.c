@@ -108,13 +108,6 @@ uint64_t ipt_drop_reasons(void)
 	return sum;
 }
 
-void gid4(uint8_t gid[16], const uint8_t v4[4])
-{
-	memset(gid, 0, 16);
-	gid[10] = gid[11] = 0xff;
-	memcpy(gid + 12, v4, 4);
-}
-
 uint16_t ref_csum(const uint8_t *p, uint32_t len, uint32_t sum)
 {
 	uint64_t s = sum;

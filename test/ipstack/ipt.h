@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "uroce_ipstack.h"
+#include "uroce_wire.h"
 
 #define IPT_MAX_FRAMES 64
 #define IPT_MAX_RES 64
@@ -59,8 +60,6 @@ void ipt_clear(void);
 const struct uroce_ip_counters *ipt_cnt(void);
 /* The sum of the drop-reason counters (truncated .. too_big). */
 uint64_t ipt_drop_reasons(void);
-
-void gid4(uint8_t gid[16], const uint8_t v4[4]);
 
 /* RFC 1071 checksum, written independently of lib/wire: 0 when the data verifies. */
 uint16_t ref_csum(const uint8_t *p, uint32_t len, uint32_t sum);

@@ -216,7 +216,7 @@ Test(input, vlan_port)
 	{
 		uint8_t gid[16], mac[6];
 
-		gid4(gid, (const uint8_t[4]){10, 0, 0, 50});
+		uroce_gid_from_ipv4(gid, (const uint8_t[4]){10, 0, 0, 50});
 		cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 		cr_assert_eq(rd16(T.frame[4] + 14), 100);
 	}
@@ -303,7 +303,7 @@ static void truncations(uint16_t vlan)
 	for (unsigned i = 0; i < n; i++) {
 		/* The NA and ARP reply are answers: have a question out for them. */
 		cr_assert_eq(uroce_ip_resolve(T.s, PEER_V6, 0, mac, 1), -EAGAIN);
-		gid4(gid, PEER_V4);
+		uroce_gid_from_ipv4(gid, PEER_V4);
 		cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 2), -EAGAIN);
 		ipt_clear();
 		for (uint32_t len = 0; len < sm[i].len; len++) {
@@ -474,7 +474,7 @@ Test(input, roce_to_joined_groups)
 	uint8_t f[256], g4[16], g6[16], mac[6];
 	uint32_t len4, len6;
 
-	gid4(g4, grp4);
+	uroce_gid_from_ipv4(g4, grp4);
 	memcpy(g6, grp6, 16);
 	len4 = fb_udp4(f, 0, grp4, 4791, 16);
 	/* RFC 1112 6.4: the low 23 bits (239.129.2.3 -> 01:00:5e:01:02:03) */
@@ -512,7 +512,7 @@ Test(input, roce_to_joined_groups)
 
 	/* Not groups: a unicast address, an IPv4 one outside 224/4. */
 	cr_assert_eq(uroce_ip_group_join(T.s, OUR_V6, mac), -EINVAL);
-	gid4(g4, OUR_V4);
+	uroce_gid_from_ipv4(g4, OUR_V4);
 	cr_assert_eq(uroce_ip_group_join(T.s, g4, mac), -EINVAL);
 	cr_assert_eq(T.nframes, 0);
 	check_counters();

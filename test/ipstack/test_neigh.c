@@ -41,7 +41,7 @@ Test(neigh, v4_request_reply_callback)
 {
 	uint8_t gid[16], mac[6] = {0};
 
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 100, mac, 0xc0ffee), -EAGAIN);
 	cr_assert_eq(T.nframes, 1);
 	check_arp_request(0, BCAST, OUR_V4, PEER_V4);
@@ -73,7 +73,7 @@ Test(neigh, source_address_is_the_closest_own)
 	static const uint8_t peer_ll[16] = {0xfe, 0x80, [15] = 0x42};
 	uint8_t gid[16], mac[6];
 
-	gid4(gid, far);
+	uroce_gid_from_ipv4(gid, far);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 	check_arp_request(0, BCAST, OUR_V4B, far);
 	cr_assert_eq(uroce_ip_resolve(T.s, peer_ll, 0, mac, 2), -EAGAIN);
@@ -145,7 +145,7 @@ Test(neigh, retries_then_failure_on_the_virtual_clock)
 	uint8_t gid[16], mac[6];
 	uint64_t t0 = 5 * NS_PER_S;
 
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, t0, mac, 9), -EAGAIN);
 	cr_assert_eq(T.nframes, 1);
 	uroce_ip_process(T.s, t0 + NS_PER_S / 2);
@@ -192,7 +192,7 @@ Test(neigh, tunables_are_used)
 	cfg.max_probes = 5;
 	cfg.retrans_ns = 250;
 	ipt_setup_cfg(&cfg);
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 	for (uint64_t t = 0; t <= 5 * 250; t += 50)
 		uroce_ip_process(T.s, t);
@@ -206,7 +206,7 @@ Test(neigh, stale_entry_is_used_while_reprobed)
 	uint8_t gid[16], mac[6];
 	uint64_t t = 0;
 
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	uroce_ip_resolve(T.s, gid, t, mac, 1);
 	arp_reply_from(PEER_MAC, PEER_V4, t);
 	ipt_clear();
@@ -295,7 +295,7 @@ Test(neigh, solicitation_from_the_peer_completes_a_pending_resolution)
 	{
 		uint8_t gid[16];
 
-		gid4(gid, PEER_V4);
+		uroce_gid_from_ipv4(gid, PEER_V4);
 		cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 78), -EAGAIN);
 		ipt_input(f, fb_arp(f, 0, BCAST, 1, PEER_MAC, PEER_V4, ZERO6, OUR_V4), 1);
 		cr_assert_eq(T.nres, 2);
@@ -307,7 +307,7 @@ Test(neigh, several_waiters_and_cancel)
 {
 	uint8_t gid[16], mac[6];
 
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	for (uint64_t c = 1; c <= 4; c++)
 		cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, c), -EAGAIN);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 2), -EAGAIN, "same cookie twice");
@@ -343,7 +343,7 @@ Test(neigh, callbacks_may_reenter)
 {
 	uint8_t mac[6];
 
-	gid4(reent_gid, PEER_V4);
+	uroce_gid_from_ipv4(reent_gid, PEER_V4);
 	T.on_resolved = reenter;
 	uroce_ip_resolve(T.s, reent_gid, 0, mac, 1);
 	uroce_ip_resolve(T.s, reent_gid, 0, mac, 2);
@@ -362,7 +362,7 @@ Test(neigh, own_addresses_and_groups_need_no_request)
 	static const uint8_t mc6_mac[6] = {0x33, 0x33, 0xff, 0xab, 0xcd, 0xef};
 	uint8_t gid[16], mac[6];
 
-	gid4(gid, OUR_V4B);
+	uroce_gid_from_ipv4(gid, OUR_V4B);
 	cr_assert(uroce_ip_is_local(T.s, gid));
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), 0);
 	cr_assert_arr_eq(mac, OUR_MAC, 6);
@@ -371,7 +371,7 @@ Test(neigh, own_addresses_and_groups_need_no_request)
 	cr_assert_eq(uroce_ip_resolve(T.s, OUR_LL, 0, mac, 1), 0);
 	cr_assert_arr_eq(mac, OUR_MAC, 6);
 	cr_assert_not(uroce_ip_is_local(T.s, PEER_V6));
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_not(uroce_ip_is_local(T.s, gid));
 	/* fd00::1's bytes under the IPv4-mapped prefix are not ours, nor is 10.0.0.1 as
 	 * an IPv4-compatible (::a.b.c.d) address. */
@@ -379,7 +379,7 @@ Test(neigh, own_addresses_and_groups_need_no_request)
 	memcpy(gid + 12, OUR_V4, 4);
 	cr_assert_not(uroce_ip_is_local(T.s, gid));
 
-	gid4(gid, mc4);
+	uroce_gid_from_ipv4(gid, mc4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), 0);
 	cr_assert_arr_eq(mac, mc4_mac, 6);
 	cr_assert_eq(uroce_ip_resolve(T.s, mc6, 0, mac, 1), 0);
@@ -396,7 +396,7 @@ Test(neigh, unresolvable_gids)
 	struct uroce_ip_cfg cfg;
 
 	for (unsigned i = 0; i < sizeof(bad4) / sizeof(bad4[0]); i++) {
-		gid4(gid, bad4[i]);
+		uroce_gid_from_ipv4(gid, bad4[i]);
 		cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EINVAL, "case %u", i);
 	}
 	cr_assert_eq(uroce_ip_resolve(T.s, unspec, 0, mac, 1), -EINVAL);
@@ -407,7 +407,7 @@ Test(neigh, unresolvable_gids)
 	ipt_cfg(&cfg);
 	cfg.v4_count = 0;
 	ipt_setup_cfg(&cfg);
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EADDRNOTAVAIL);
 	/* IPv6 still works: there is always the link-local address. */
 	cfg.v6_count = 0;
@@ -428,7 +428,7 @@ Test(neigh, lru_eviction_spares_pending_entries)
 	ipt_setup_cfg(&cfg);
 	/* One pending resolution (10.0.1.9), three learned from requests (.1 .2 .3). */
 	ip[3] = 9;
-	gid4(gid, ip);
+	uroce_gid_from_ipv4(gid, ip);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 	for (uint8_t i = 1; i <= 3; i++) {
 		ip[3] = i;
@@ -436,7 +436,7 @@ Test(neigh, lru_eviction_spares_pending_entries)
 	}
 	/* Use .1 so that .2 is the least recently used learned entry. */
 	ip[3] = 1;
-	gid4(gid, ip);
+	uroce_gid_from_ipv4(gid, ip);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 10, mac, 2), 0);
 	/* A fifth neighbour evicts .2, not the pending .9 (older still). */
 	ip[3] = 4;
@@ -445,7 +445,7 @@ Test(neigh, lru_eviction_spares_pending_entries)
 	ipt_clear();
 	for (uint8_t i = 1; i <= 4; i++) {
 		ip[3] = i == 2 ? 4 : i == 4 ? 2 : i; /* .2 last: it evicts again */
-		gid4(gid, ip);
+		uroce_gid_from_ipv4(gid, ip);
 		cr_assert_eq(uroce_ip_resolve(T.s, gid, 12, mac, 3), ip[3] == 2 ? -EAGAIN : 0, ".%u",
 			     ip[3]);
 	}
@@ -466,23 +466,23 @@ Test(neigh, full_of_pending_says_enobufs)
 	cfg.neigh_max = 2;
 	cfg.waiters_max = 3;
 	ipt_setup_cfg(&cfg);
-	gid4(gid, ip);
+	uroce_gid_from_ipv4(gid, ip);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 	ip[3] = 2;
-	gid4(gid, ip);
+	uroce_gid_from_ipv4(gid, ip);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 2), -EAGAIN);
 	ip[3] = 3;
-	gid4(gid, ip);
+	uroce_gid_from_ipv4(gid, ip);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 3), -ENOBUFS, "cache full of waiters");
 	ip[3] = 2;
-	gid4(gid, ip);
+	uroce_gid_from_ipv4(gid, ip);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 4), -EAGAIN);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 5), -ENOBUFS, "no waiter left");
 	cr_assert_eq(ipt_cnt()->resolve_nobufs, 2);
 	/* Cancelling frees waiters (and an entry without waiters may be evicted). */
 	cr_assert_eq(uroce_ip_cancel(T.s, 1), 1);
 	ip[3] = 3;
-	gid4(gid, ip);
+	uroce_gid_from_ipv4(gid, ip);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 6), -EAGAIN);
 	cr_assert_eq(ipt_cnt()->neigh_evicted, 1);
 }
@@ -492,7 +492,7 @@ Test(neigh, tx_failure_is_counted_and_retried)
 	uint8_t gid[16], mac[6];
 
 	T.tx_ret = -1;
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 	cr_assert_eq(ipt_cnt()->tx_errors, 1);
 	T.tx_ret = 0;
@@ -506,7 +506,7 @@ Test(neigh, deadline_is_the_earliest)
 {
 	uint8_t gid[16], mac[6];
 
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	uroce_ip_resolve(T.s, gid, 500, mac, 1);
 	uroce_ip_resolve(T.s, PEER_V6, 200, mac, 2);
 	cr_assert_eq(uroce_ip_next_deadline(T.s), 200 + NS_PER_S);
@@ -518,7 +518,7 @@ Test(neigh, destroy_with_pending_waiters)
 {
 	uint8_t gid[16], mac[6];
 
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	uroce_ip_resolve(T.s, gid, 0, mac, 1);
 	uroce_ip_resolve(T.s, PEER_V6, 0, mac, 2);
 	ipt_teardown();
@@ -535,7 +535,7 @@ Test(neigh, a_thousand_neighbours)
 	for (unsigned i = 0; i < 1024; i++) {
 		ip[2] = (uint8_t)(i >> 8);
 		ip[3] = (uint8_t)i;
-		gid4(gid, ip);
+		uroce_gid_from_ipv4(gid, ip);
 		cr_assert_eq(uroce_ip_resolve(T.s, gid, i, mac, i), -EAGAIN);
 		ipt_clear();
 		pm[4] = (uint8_t)(i >> 8);
@@ -546,7 +546,7 @@ Test(neigh, a_thousand_neighbours)
 	for (unsigned i = 0; i < 1024; i++) {
 		ip[2] = (uint8_t)(i >> 8);
 		ip[3] = (uint8_t)i;
-		gid4(gid, ip);
+		uroce_gid_from_ipv4(gid, ip);
 		cr_assert_eq(uroce_ip_resolve(T.s, gid, 2000, mac, 0), 0);
 		cr_assert_eq(mac[4], (uint8_t)(i >> 8));
 		cr_assert_eq(mac[5], (uint8_t)i);

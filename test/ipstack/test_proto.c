@@ -71,7 +71,7 @@ Test(arp, request_learns_the_sender_as_stale)
 
 	ipt_input(f, fb_arp(f, 0, BCAST, 1, PEER_MAC, PEER_V4, ZERO6, OUR_V4), 0);
 	ipt_clear();
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	/* Known but unconfirmed: usable at once, and confirmed by a unicast probe
 	 * (RFC 4861 7.3.3 for ARP as Linux does it). */
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 1, mac, 7), 0);
@@ -92,7 +92,7 @@ Test(arp, request_for_someone_else_is_not_for_us_and_learns_nothing)
 		     UROCE_IP_DROP);
 	cr_assert_eq(ipt_cnt()->not_for_us, 1);
 	cr_assert_eq(T.nframes, 0);
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 }
 
@@ -112,7 +112,7 @@ Test(arp, gratuitous_updates_an_existing_entry_only)
 	fb_arp(f, 0, BCAST, 1, new_mac, PEER_V4, ZERO6, PEER_V4);
 	cr_assert_eq(ipt_input(f, 42, 0), UROCE_IP_CONSUMED);
 	/* Gratuitous replies too (RFC 5227 3). */
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), 0);
 	cr_assert_arr_eq(mac, new_mac, 6);
 	cr_assert_eq(ipt_cnt()->neigh_learned, 2);
@@ -125,7 +125,7 @@ Test(arp, unsolicited_reply_creates_nothing)
 	cr_assert_eq(ipt_input(f, fb_arp(f, 0, OUR_MAC, 2, PEER_MAC, PEER_V4, OUR_MAC, OUR_V4), 0),
 		     UROCE_IP_DROP);
 	cr_assert_eq(ipt_cnt()->not_for_us, 1);
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 }
 
@@ -139,7 +139,7 @@ Test(arp, probe_is_answered_without_learning)
 	cr_assert_eq(T.nframes, 1);
 	cr_assert_arr_eq(T.frame[0] + 38, ZERO4, 4);
 	cr_assert_eq(ipt_cnt()->neigh_learned, 0);
-	gid4(gid, PEER_V4);
+	uroce_gid_from_ipv4(gid, PEER_V4);
 	cr_assert_eq(uroce_ip_resolve(T.s, gid, 0, mac, 1), -EAGAIN);
 }
 
@@ -530,9 +530,9 @@ Test(nd, multicast_macs_and_addresses)
 	cr_assert_arr_eq(macs[1], sn1, 6);
 	cr_assert_eq(uroce_ip_addrs(T.s, gids, UROCE_IP_ADDR_MAX), 4);
 	cr_assert_arr_eq(gids[0], OUR_LL, 16, "link-local first, as rxe's GID 0");
-	gid4(ll, OUR_V4);
+	uroce_gid_from_ipv4(ll, OUR_V4);
 	cr_assert_arr_eq(gids[1], ll, 16);
-	gid4(ll, OUR_V4B);
+	uroce_gid_from_ipv4(ll, OUR_V4B);
 	cr_assert_arr_eq(gids[2], ll, 16);
 	cr_assert_arr_eq(gids[3], OUR_V6, 16);
 	cr_assert_eq(uroce_ip_addrs(T.s, gids, 1), 4, "count even when truncated");

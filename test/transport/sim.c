@@ -147,10 +147,7 @@ void sim_init(struct sim *s, uint64_t seed, int nhosts, const struct sim_faults 
 		h->id = i;
 		memcpy(h->mac, "\x02\x00\x00\x00\x00\x00", 6);
 		h->mac[5] = (uint8_t)(i + 1);
-		memset(&h->gid, 0, sizeof(h->gid));
-		h->gid.raw[10] = h->gid.raw[11] = 0xff;
-		h->gid.raw[12] = 10;
-		h->gid.raw[15] = (uint8_t)(i + 1);
+		uroce_gid_from_ipv4(h->gid.raw, (const uint8_t[4]){10, 0, 0, (uint8_t)(i + 1)});
 		memcpy(cfg.mac, h->mac, 6);
 		cfg.gid[0] = h->gid;
 		cfg.gid_count = 1;

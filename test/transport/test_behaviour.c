@@ -2806,7 +2806,7 @@ static uint32_t mcast_frame(struct env *e, uint8_t *f, uint32_t cap, uint32_t qk
 	uroce_wire_hdr_init(&h, 4, UROCE_OPCODE(UROCE_TRANSPORT_UD, UROCE_OP_SEND_ONLY));
 	memcpy(h.eth_src, e->s.host[0].mac, 6);
 	memcpy(h.eth_dst, (const uint8_t[6]){0x01, 0x00, 0x5e, 0x01, 0x02, 0x03}, 6);
-	memcpy(h.ip_src + 12, e->s.host[0].gid.raw + 12, 4);
+	memcpy(h.ip_src + 12, uroce_gid_ipv4(e->s.host[0].gid.raw), 4);
 	memcpy(h.ip_dst + 12, (const uint8_t[4]){239, 1, 2, 3}, 4);
 	h.udp_sport = 0xc001;
 	h.bth.pkey = UROCE_PKEY_DEFAULT;

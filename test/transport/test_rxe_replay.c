@@ -401,13 +401,6 @@ static int ep_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	return 0;
 }
 
-static void gid_v4(union ibv_gid *g, const uint8_t ip[4])
-{
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = g->raw[11] = 0xff;
-	memcpy(g->raw + 12, ip, 4);
-}
-
 static void ep_create(struct ep *e, const uint8_t mac[6], const uint8_t ip[4],
 		      uint32_t max_send_wr, uint32_t max_recv_wr, int cqe)
 {
@@ -417,7 +410,7 @@ static void ep_create(struct ep *e, const uint8_t mac[6], const uint8_t ip[4],
 	memset(e, 0, sizeof(*e));
 	uroce_tp_dev_cfg_init(&cfg);
 	memcpy(cfg.mac, mac, 6);
-	gid_v4(&cfg.gid[0], ip);
+	uroce_gid_from_ipv4(cfg.gid[0].raw, ip);
 	cfg.gid_count = 1;
 	cfg.tx = ep_tx;
 	cfg.io_ctx = e;
@@ -475,7 +468,7 @@ static void ep_connect(struct ep *e, const struct conn *c)
 	a.min_rnr_timer = c->min_rnr_timer;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
-	gid_v4(&a.ah_attr.grh.dgid, c->peer_ip);
+	uroce_gid_from_ipv4(a.ah_attr.grh.dgid.raw, c->peer_ip);
 	a.ah_attr.grh.hop_limit = 64;
 	rc = uroce_tp_modify_qp(e->qp, &a,
 				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |

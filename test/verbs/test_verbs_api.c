@@ -30,6 +30,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "uroce_wire.h"
 #include "verbs_fixture.h"
 
 #define IPV4 "10.9.1.1"
@@ -576,12 +577,11 @@ Test(verbs, device_list_and_queries)
 
 	/* GIDs: index 1 is the IPv4-mapped RoCE v2 GID of the daemon's address. */
 	if (!vfx_reference()) {
-		static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 		struct in_addr ip;
 
-		cr_assert_eq(memcmp(gid.raw, v4mapped, 12), 0, "GID 1 is not IPv4-mapped");
+		cr_assert(uroce_gid_is_ipv4(gid.raw), "GID 1 is not IPv4-mapped");
 		inet_pton(AF_INET, IPV4, &ip);
-		cr_assert_eq(memcmp(gid.raw + 12, &ip, 4), 0, "GID 1 is not " IPV4);
+		cr_assert_eq(memcmp(uroce_gid_ipv4(gid.raw), &ip, 4), 0, "GID 1 is not " IPV4);
 		cr_assert_eq(ibv_query_gid(ctx, 1, 0, &g0), 0);
 		cr_assert_eq(g0.raw[0], 0xfe, "GID 0 is the link-local one");
 		cr_assert_eq(g0.raw[1], 0x80);
@@ -967,8 +967,8 @@ Test(verbs, ud_send_with_grh)
 	ip = r.p + 20;
 	cr_assert_eq(ip[0], 0x45, "GRH: IPv4 header expected at offset 20, got 0x%02x", ip[0]);
 	cr_assert_eq(ip[9], 17, "IPv4 protocol %u, want UDP", ip[9]);
-	cr_assert_eq(memcmp(ip + 12, gid.raw + 12, 4), 0, "GRH source address");
-	cr_assert_eq(memcmp(ip + 16, gid.raw + 12, 4), 0, "GRH destination address");
+	cr_assert_eq(memcmp(ip + 12, uroce_gid_ipv4(gid.raw), 4), 0, "GRH source address");
+	cr_assert_eq(memcmp(ip + 16, uroce_gid_ipv4(gid.raw), 4), 0, "GRH destination address");
 
 	/* A full-MTU message. */
 	memset(r.p, 0, mtu + 40);
