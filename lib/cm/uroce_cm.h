@@ -8,9 +8,10 @@
  * conventions on top, sans I/O: MADs and time in, MADs, events and QP attributes out.
  *
  * What is on the wire: CM MADs (256 bytes: the common MAD header, IBA 13.4.2, then the
- * CM attribute) carried as UD SEND Only to QP1 with Q_Key 0x80010000 inside RoCEv2. The
- * caller (uroced) does that wrapping: it hands every MAD that arrived on QP1 to
- * uroce_cm_input() with the path it came on, and sends what the tx callback gives it.
+ * CM attribute) carried as UD SEND Only to QP1 with Q_Key 0x80010000 inside RoCEv2 (the
+ * GSI's, UROCE_TP_GSI_QPN and UROCE_TP_GSI_QKEY in lib/transport). The caller (uroced)
+ * does that wrapping: it hands every MAD that arrived on QP1 to uroce_cm_input() with the
+ * path it came on, and sends what the tx callback gives it.
  *
  * What rdma_cm adds (and a peer's rdma_cm expects): service IDs made of a port space and
  * a port (0x0000000001000000 | ps << 16 | port), and the CMA header (version, IP version,
@@ -38,8 +39,6 @@ extern "C" {
 #endif
 
 #define UROCE_CM_MAD_LEN 256
-#define UROCE_CM_GSI_QPN 1
-#define UROCE_CM_GSI_QKEY 0x80010000u /* IBA 9.6.1.1.3? the GSI's well-known Q_Key (QP1) */
 
 /** The most private data any CM message carries (DREP and RTU: 224 bytes). */
 #define UROCE_CM_PRIVATE_DATA_MAX 224

@@ -12,6 +12,7 @@
 
 #include "cm_msg.h"
 #include "uroce_capture.h"
+#include "uroce_transport.h" /* the GSI's QPN and Q_Key */
 #include "uroce_wire.h"
 
 struct captured_mad {
@@ -39,7 +40,7 @@ static inline int load_cm_mads(const char *file, struct captured_mad *out, int m
 		struct uroce_wire_pkt pkt;
 		if (uroce_wire_parse(rec.data, rec.caplen, &pkt) != UROCE_WIRE_OK)
 			continue;
-		if (pkt.hdr.bth.dqpn != UROCE_CM_GSI_QPN)
+		if (pkt.hdr.bth.dqpn != UROCE_TP_GSI_QPN)
 			continue;
 		cr_assert_eq(pkt.payload_len, UROCE_CM_MAD_LEN);
 		cr_assert_lt(n, max);

@@ -155,7 +155,7 @@ Test(cm_mad, rping_exchange)
 	for (int i = 0; i < n; i++) {
 		/* the UD packet around the MAD: QP1 to QP1, GSI Q_Key, P_Key 0xffff, AckReq
 		 * set, and rxe's UDP source port for QP1 (0xd872 on both hosts) */
-		cr_assert_eq(c[i].qkey, UROCE_CM_GSI_QKEY);
+		cr_assert_eq(c[i].qkey, UROCE_TP_GSI_QKEY);
 		cr_assert_eq(c[i].src_qpn, 1);
 		cr_assert_eq(c[i].pkey, 0xffff);
 		cr_assert(c[i].ack_req);
