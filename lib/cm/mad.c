@@ -5,6 +5,8 @@
  * in the attribute and by bit from the most significant end of that byte, as the spec's
  * tables (and Linux's ibta_vol1_c12.h, and Wireshark) lay them out.
  */
+#include <strings.h>
+
 #include "cm_msg.h"
 
 /* One row per attribute (IBA 12.6.1? table 105, the CM attributes of class 0x07). */
@@ -29,6 +31,28 @@ const struct cm_attr_info *cm_attr_info(uint16_t attr_id)
 		if (cm_attrs[i].attr_id == attr_id)
 			return &cm_attrs[i];
 	return NULL;
+}
+
+const char *uroce_cm_attr_name(uint16_t attr_id)
+{
+	const struct cm_attr_info *ai = cm_attr_info(attr_id);
+
+	return ai ? ai->name : NULL;
+}
+
+uint16_t uroce_cm_attr_from_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(cm_attrs) / sizeof(cm_attrs[0]); i++)
+		if (strcasecmp(cm_attrs[i].name, name) == 0)
+			return cm_attrs[i].attr_id;
+	return 0;
+}
+
+bool uroce_cm_attr_handled(uint16_t attr_id)
+{
+	const struct cm_attr_info *ai = cm_attr_info(attr_id);
+
+	return ai && ai->handled;
 }
 
 /* ---- byte and bit access ---------------------------------------------------------- */

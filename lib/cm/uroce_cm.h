@@ -59,6 +59,16 @@ enum uroce_cm_attr {
 	UROCE_CM_ATTR_APR = 0x001a,
 };
 
+/** The name of CM attribute @p attr_id as IBA 12.6 spells it ("REQ", "SIDR_REP",
+ *  "ClassPortInfo"), or NULL when @p attr_id is not a CM attribute. */
+const char *uroce_cm_attr_name(uint16_t attr_id);
+/** The CM attribute named @p name, case ignored (uroce_cm_attr_name()'s spelling), or 0
+ *  when none is (0 is no attribute's ID). */
+uint16_t uroce_cm_attr_from_name(const char *name);
+/** True when this CM sends and handles attribute @p attr_id (REQ .. SIDR_REP); false for
+ *  the ones it recognises and drops (ClassPortInfo, LAP, APR) and for unknown IDs. */
+bool uroce_cm_attr_handled(uint16_t attr_id);
+
 /**
  * Where a MAD came from or goes to, and the path a connection uses (a RoCEv2 path: GIDs
  * and the IP header fields; LIDs are the permissive 0xffff on the wire).

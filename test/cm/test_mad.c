@@ -42,6 +42,34 @@ Test(cm_mad, table)
 	cr_assert_null(cm_attr_info(0x0020));
 }
 
+Test(cm_mad, attribute_names)
+{
+	/* What uroce cm-drop takes: the handled attributes, by name, case ignored. */
+	static const struct { uint16_t a; const char *name; } handled[] = {
+		{UROCE_CM_ATTR_REQ, "REQ"},   {UROCE_CM_ATTR_MRA, "MRA"},
+		{UROCE_CM_ATTR_REJ, "REJ"},   {UROCE_CM_ATTR_REP, "REP"},
+		{UROCE_CM_ATTR_RTU, "RTU"},   {UROCE_CM_ATTR_DREQ, "DREQ"},
+		{UROCE_CM_ATTR_DREP, "DREP"}, {UROCE_CM_ATTR_SIDR_REQ, "SIDR_REQ"},
+		{UROCE_CM_ATTR_SIDR_REP, "SIDR_REP"},
+	};
+	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
+		cr_assert_str_eq(uroce_cm_attr_name(handled[i].a), handled[i].name);
+		cr_assert_eq(uroce_cm_attr_from_name(handled[i].name), handled[i].a);
+		cr_assert(uroce_cm_attr_handled(handled[i].a));
+	}
+	cr_assert_eq(uroce_cm_attr_from_name("sidr_rep"), UROCE_CM_ATTR_SIDR_REP);
+	cr_assert_eq(uroce_cm_attr_from_name("Dreq"), UROCE_CM_ATTR_DREQ);
+	/* Known but not handled, and unknown. */
+	cr_assert_str_eq(uroce_cm_attr_name(UROCE_CM_ATTR_LAP), "LAP");
+	cr_assert_eq(uroce_cm_attr_from_name("APR"), UROCE_CM_ATTR_APR);
+	cr_assert_not(uroce_cm_attr_handled(UROCE_CM_ATTR_APR));
+	cr_assert_not(uroce_cm_attr_handled(UROCE_CM_ATTR_CLASS_PORT_INFO));
+	cr_assert_null(uroce_cm_attr_name(0x0020));
+	cr_assert_eq(uroce_cm_attr_from_name("RE"), 0);
+	cr_assert_eq(uroce_cm_attr_from_name(""), 0);
+	cr_assert_not(uroce_cm_attr_handled(0));
+}
+
 Test(cm_mad, rping_exchange)
 {
 	struct captured_mad c[8];
