@@ -26,7 +26,22 @@
 #include <infiniband/verbs.h>
 
 #include "uroce_client.h"
+#include "uroce_cm.h"
 #include "uroce_ctrl.h"
+
+/* Prints the names of the CM attributes cm-drop takes, @p sep between them: the ones the
+ * daemon's CM sends, as lib/cm spells them. */
+static void print_cm_drop_attrs(FILE *f, const char *sep)
+{
+	const char *before = "";
+
+	for (uint16_t attr = UROCE_CM_ATTR_CLASS_PORT_INFO; attr <= UROCE_CM_ATTR_APR; attr++) {
+		if (uroce_cm_attr_handled(attr)) {
+			fprintf(f, "%s%s", before, uroce_cm_attr_name(attr));
+			before = sep;
+		}
+	}
+}
 
 static void usage(FILE *f)
 {
@@ -39,7 +54,9 @@ static void usage(FILE *f)
 "                              rx_corrupt tx_drop tx_dup tx_reorder tx_corrupt (unnamed: 0;\n"
 "                              no argument turns every fault off)\n"
 "  cm-drop ATTR [COUNT]        drop the next COUNT (1) CM MADs of ATTR this daemon sends:\n"
-"                              REQ MRA REJ REP RTU DREQ DREP SIDR_REQ SIDR_REP (tests)\n"
+"                              ");
+	print_cm_drop_attrs(f, " ");
+	fprintf(f, " (tests)\n"
 "  log-level error|warning|info|debug\n"
 "  devinfo                     device, port and GID table\n"
 "The socket: -S, else $UROCE_SOCKET, else " UROCE_CTRL_DEFAULT_SOCKET ".\n");
@@ -219,23 +236,16 @@ static int cmd_fault(struct uroce_client_ctx *ctx, int argc, char **argv)
 
 static int cmd_cm_drop(struct uroce_client_ctx *ctx, int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		uint32_t attr;
-	} attrs[] = {{"REQ", 0x10}, {"MRA", 0x11}, {"REJ", 0x12}, {"REP", 0x13},
-		     {"RTU", 0x14}, {"DREQ", 0x15}, {"DREP", 0x16}, {"SIDR_REQ", 0x17},
-		     {"SIDR_REP", 0x18}};
 	struct uroce_ctrl_admin_req req;
 	unsigned long count = 1;
-	unsigned int k;
+	uint16_t attr;
 	char *end;
 
 	if (argc < 1 || argc > 2)
 		goto usage;
-	for (k = 0; k < sizeof(attrs) / sizeof(attrs[0]); k++)
-		if (!strcasecmp(argv[0], attrs[k].name))
-			break;
-	if (k == sizeof(attrs) / sizeof(attrs[0]))
+	/* Only what the daemon's CM sends can be dropped on the way out. */
+	attr = uroce_cm_attr_from_name(argv[0]);
+	if (!uroce_cm_attr_handled(attr))
 		goto usage;
 	if (argc == 2) {
 		count = strtoul(argv[1], &end, 10);
@@ -244,14 +254,16 @@ static int cmd_cm_drop(struct uroce_client_ctx *ctx, int argc, char **argv)
 	}
 	memset(&req, 0, sizeof(req));
 	req.op = UROCE_CTRL_ADMIN_CM_DROP;
-	req.value = attrs[k].attr << 16 | (uint32_t)count;
+	req.value = (uint32_t)attr << 16 | (uint32_t)count;
 	if (admin(ctx, &req, "cm-drop"))
 		return 1;
 	printf("cm-drop: the next %lu %s MAD(s) this daemon sends are dropped\n", count,
-	       attrs[k].name);
+	       uroce_cm_attr_name(attr));
 	return 0;
 usage:
-	fprintf(stderr, "uroce cm-drop: REQ|MRA|REJ|REP|RTU|DREQ|DREP|SIDR_REQ|SIDR_REP [COUNT]\n");
+	fprintf(stderr, "uroce cm-drop: ");
+	print_cm_drop_attrs(stderr, "|");
+	fprintf(stderr, " [COUNT]\n");
 	return 2;
 }
 
