@@ -2,6 +2,7 @@
 /* uroced.conf: every key, once. The daemon owns the meaning; the doc strings say it in one
  * line each and reach the shipped file and doc/config.md from here. */
 #include <stddef.h>
+#include <string.h>
 
 #include "uroce_conf.h"
 
@@ -25,7 +26,13 @@
 	 .size = SZ(sec.nm), .count_off = OFF(sec.n_##nm), .max = UROCE_CONF_MAX_ADDRS,    \
 	 .def = "", .doc = doc_}
 
-static const char *const log_levels[] = {"error", "warning", "info", "debug", NULL};
+/* By enum uroce_conf_log_level; NULL-terminated, as UROCE_CONF_CHOICE wants it. */
+static const char *const log_levels[UROCE_CONF_LOG__COUNT + 1] = {
+	[UROCE_CONF_LOG_ERROR] = "error",
+	[UROCE_CONF_LOG_WARNING] = "warning",
+	[UROCE_CONF_LOG_INFO] = "info",
+	[UROCE_CONF_LOG_DEBUG] = "debug",
+};
 
 static const struct uroce_conf_key keys[] = {
 	STR(port, name, "",
@@ -149,5 +156,13 @@ void uroce_conf_print_defaults(FILE *out)
 
 const char *uroce_conf_log_level_name(enum uroce_conf_log_level l)
 {
-	return (unsigned)l < 4 ? log_levels[l] : "?";
+	return (unsigned)l < UROCE_CONF_LOG__COUNT ? log_levels[l] : "?";
+}
+
+int uroce_conf_log_level_from_name(const char *name)
+{
+	for (int l = 0; l < UROCE_CONF_LOG__COUNT; l++)
+		if (strcmp(name, log_levels[l]) == 0)
+			return l;
+	return -1;
 }

@@ -116,6 +116,7 @@ enum uroce_conf_log_level {
 	UROCE_CONF_LOG_WARNING,
 	UROCE_CONF_LOG_INFO,
 	UROCE_CONF_LOG_DEBUG,
+	UROCE_CONF_LOG__COUNT
 };
 
 /** Every key of uroced.conf; the descriptions are in the table (conf_uroced.c) and in
@@ -188,8 +189,11 @@ int uroce_conf_set(struct uroce_conf *c, const char *assignment, char *err, size
 void uroce_conf_print(const struct uroce_conf *c, FILE *out);
 /** Prints the defaults as a commented file: what config/uroced.conf holds. */
 void uroce_conf_print_defaults(FILE *out);
-/** "error", "warning", "info" or "debug". */
+/** "error", "warning", "info" or "debug": the level's name in uroced.conf, in uroce
+ *  log-level and in uroced's messages; "?" when @p l is not a level. */
 const char *uroce_conf_log_level_name(enum uroce_conf_log_level l);
+/** The level named @p name (exactly, as uroce_conf_log_level_name() spells it), or -1. */
+int uroce_conf_log_level_from_name(const char *name);
 
 #ifdef __cplusplus
 }

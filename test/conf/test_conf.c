@@ -387,7 +387,12 @@ Test(conf, choices)
 		expect_ok(&c, text);
 		cr_expect_eq((int)c.log.level, i);
 		cr_expect_str_eq(uroce_conf_log_level_name(c.log.level), names[i]);
+		cr_expect_eq(uroce_conf_log_level_from_name(names[i]), i);
 	}
+	cr_expect_str_eq(uroce_conf_log_level_name(UROCE_CONF_LOG__COUNT), "?");
+	cr_expect_eq(uroce_conf_log_level_from_name("INFO"), -1);
+	cr_expect_eq(uroce_conf_log_level_from_name("verbose"), -1);
+	cr_expect_eq(uroce_conf_log_level_from_name(""), -1);
 	expect_error("log.level = verbose\n",
 		     "t.conf:1: log.level: 'verbose' is not one of: error, warning, info, debug");
 	expect_error("log.level = INFO\n",
