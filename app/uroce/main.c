@@ -27,6 +27,7 @@
 
 #include "uroce_client.h"
 #include "uroce_cm.h"
+#include "uroce_conf.h"
 #include "uroce_ctrl.h"
 
 /* Prints the names of the CM attributes cm-drop takes, @p sep between them: the ones the
@@ -43,6 +44,13 @@ static void print_cm_drop_attrs(FILE *f, const char *sep)
 	}
 }
 
+/* Prints the log levels' names, @p sep between them, as lib/conf spells them. */
+static void print_log_levels(FILE *f, const char *sep)
+{
+	for (int l = 0; l < UROCE_CONF_LOG__COUNT; l++)
+		fprintf(f, "%s%s", l ? sep : "", uroce_conf_log_level_name(l));
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -57,7 +65,9 @@ static void usage(FILE *f)
 "                              ");
 	print_cm_drop_attrs(f, " ");
 	fprintf(f, " (tests)\n"
-"  log-level error|warning|info|debug\n"
+"  log-level ");
+	print_log_levels(f, "|");
+	fprintf(f, "\n"
 "  devinfo                     device, port and GID table\n"
 "The socket: -S, else $UROCE_SOCKET, else " UROCE_CTRL_DEFAULT_SOCKET ".\n");
 }
@@ -269,27 +279,28 @@ usage:
 
 static int cmd_log_level(struct uroce_client_ctx *ctx, int argc, char **argv)
 {
-	static const char *const levels[] = { "error", "warning", "info", "debug" };
 	struct uroce_ctrl_admin_req req;
-	unsigned int k;
+	int level;
 
 	if (argc != 1) {
-		fprintf(stderr, "uroce log-level: error|warning|info|debug\n");
+		fprintf(stderr, "uroce log-level: ");
+		print_log_levels(stderr, "|");
+		fprintf(stderr, "\n");
 		return 2;
 	}
-	for (k = 0; k < 4; k++)
-		if (!strcmp(argv[0], levels[k]))
-			break;
-	if (k == 4) {
-		fprintf(stderr, "uroce log-level: '%s': error|warning|info|debug\n", argv[0]);
+	level = uroce_conf_log_level_from_name(argv[0]);
+	if (level < 0) {
+		fprintf(stderr, "uroce log-level: '%s': ", argv[0]);
+		print_log_levels(stderr, "|");
+		fprintf(stderr, "\n");
 		return 2;
 	}
 	memset(&req, 0, sizeof(req));
 	req.op = UROCE_CTRL_ADMIN_LOG_LEVEL;
-	req.value = k;
+	req.value = (uint32_t)level; /* uroced takes lib/conf's enum uroce_conf_log_level */
 	if (admin(ctx, &req, "log-level"))
 		return 1;
-	printf("log-level: %s\n", levels[k]);
+	printf("log-level: %s\n", uroce_conf_log_level_name(level));
 	return 0;
 }
 

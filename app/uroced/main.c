@@ -26,12 +26,11 @@ int ud_log_level = UROCE_CONF_LOG_INFO;
 
 void ud_log(int level, const char *fmt, ...)
 {
-	static const char *const names[] = {"error", "warning", "info", "debug"};
 	va_list ap;
 
 	if (level > ud_log_level)
 		return;
-	fprintf(stderr, "uroced: %s: ", names[level]);
+	fprintf(stderr, "uroced: %s: ", uroce_conf_log_level_name(level));
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
