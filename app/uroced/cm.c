@@ -20,8 +20,6 @@
 
 #include "uroced.h"
 
-#define REPLY(c, h, st, p, l) ud_client_reply(c, h, st, p, l, NULL, 0)
-
 /* Neighbour-resolution cookies of CM ids; a client's cookie is its id (< 2^63). */
 #define UD_CM_COOKIE (1ull << 63)
 

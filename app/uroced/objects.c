@@ -327,8 +327,6 @@ void ud_client_free_objects(struct ud_client *c)
 
 /* ---- commands ------------------------------------------------------------------------- */
 
-#define REPLY(c, h, st, p, l) ud_client_reply(c, h, st, p, l, NULL, 0)
-
 static void cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		      const struct uroce_ctrl_hello_req *req)
 {

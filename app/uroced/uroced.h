@@ -254,6 +254,8 @@ void ud_control_fini(void);
 void ud_control_poll(uint64_t timeout_ns);
 void ud_client_reply(struct ud_client *c, const struct uroce_ctrl_hdr *req, int status,
 		     const void *payload, uint32_t len, const int *fds, unsigned int nfds);
+/* The usual reply to a command: a status and a payload, no file descriptors. */
+#define REPLY(c, h, st, p, l) ud_client_reply(c, h, st, p, l, NULL, 0)
 void ud_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], const uint8_t *mac,
 		       int err);
 
