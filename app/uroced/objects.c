@@ -82,15 +82,6 @@ int ud_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *
 	return 0;
 }
 
-static uint32_t pow2_at_least(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v && p < (1u << 30))
-		p <<= 1;
-	return p;
-}
-
 /* A shared region for one object's rings; counts as a mapping until closed. */
 static int region_create(struct uroce_shm_region *r, const char *name, uint64_t size,
 			 uint32_t kind)
@@ -622,7 +613,7 @@ static void cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	}
 	/* The transport holds 2^k - 1 >= cqe; the shared ring holds as many more, so a
 	 * burst that the application has not polled yet waits without overrunning. */
-	ring_size = pow2_at_least((uint32_t)req->cqe + 1);
+	ring_size = uroce_tp_pow2_at_least((uint32_t)req->cqe + 1);
 	rep.cqe = (int32_t)(ring_size - 1);
 	rc = region_create(&q->region, "uroce-cq",
 			   rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct ibv_wc)),
@@ -682,7 +673,7 @@ static void cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		return;
 	}
 	uroce_tp_query_srq(s->tp, &rep.attr);
-	ring_size = pow2_at_least(rep.attr.max_wr);
+	ring_size = uroce_tp_pow2_at_least(rep.attr.max_wr);
 	rc = region_create(&s->region, "uroce-srq",
 			   rep.ring_offset +
 				   uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
@@ -755,10 +746,10 @@ static void cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		return;
 	}
 	rep.cap = init.cap;
-	sq_size = pow2_at_least(init.cap.max_send_wr ? init.cap.max_send_wr : 1);
+	sq_size = uroce_tp_pow2_at_least(init.cap.max_send_wr ? init.cap.max_send_wr : 1);
 	bytes = rep.sq_offset + uroce_ring_bytes(sq_size, sizeof(struct uroce_ctrl_send_wqe));
 	if (!srq) {
-		rq_size = pow2_at_least(init.cap.max_recv_wr ? init.cap.max_recv_wr : 1);
+		rq_size = uroce_tp_pow2_at_least(init.cap.max_recv_wr ? init.cap.max_recv_wr : 1);
 		bytes = (bytes + UROCE_SHM_CACHELINE - 1) & ~(uint64_t)(UROCE_SHM_CACHELINE - 1);
 		rep.rq_offset = (uint32_t)bytes;
 		bytes += uroce_ring_bytes(rq_size, sizeof(struct uroce_ctrl_recv_wqe));

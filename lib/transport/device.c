@@ -318,7 +318,7 @@ struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe)
 		errno = EINVAL;
 		return NULL;
 	}
-	n = tp_pow2_at_least((uint32_t)cqe + 1);
+	n = uroce_tp_pow2_at_least((uint32_t)cqe + 1);
 	cq = calloc(1, sizeof(*cq));
 	if (cq == NULL || (cq->ring = calloc(n, sizeof(*cq->ring))) == NULL) {
 		free(cq);
@@ -385,7 +385,7 @@ struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
 		errno = EINVAL;
 		return NULL;
 	}
-	n = tp_pow2_at_least(init->attr.max_wr);
+	n = uroce_tp_pow2_at_least(init->attr.max_wr);
 	srq = calloc(1, sizeof(*srq));
 	if (srq == NULL || (srq->ring = calloc(n, sizeof(*srq->ring))) == NULL) {
 		free(srq);

@@ -65,8 +65,8 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	if (qp == NULL)
 		return NULL;
 	qp->heap_idx = UINT32_MAX;
-	sq_n = tp_pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
-	rq_n = tp_pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	sq_n = uroce_tp_pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
+	rq_n = uroce_tp_pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->sq = calloc(sq_n, sizeof(*qp->sq));
 	qp->rq = init->srq ? NULL : calloc(rq_n, sizeof(*qp->rq));
 	qp->resp.res = calloc(1, sizeof(*qp->resp.res));

@@ -316,16 +316,6 @@ static inline bool tp_sq_drained(const struct uroce_tp_qp *qp)
 	return qp->sq_cons == qp->sq_prod || !qp->sq[qp->sq_cons & qp->sq_mask].started;
 }
 
-/* Ring sizes: the power of two at or above @n. */
-static inline uint32_t tp_pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 static inline uint32_t tp_mtu_bytes(enum ibv_mtu mtu)
 {
 	return 128u << mtu; /* IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 */

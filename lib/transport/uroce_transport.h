@@ -43,6 +43,20 @@ extern "C" {
 #define UROCE_TP_MAX_CQE 65536
 #define UROCE_TP_MAX_RD_ATOMIC 128
 
+/**
+ * The power of two at or above @p n (1 for 0), @p n at most 2^31: how many entries the
+ * transport's rings have (a CQ of cqe entries: uroce_tp_pow2_at_least(cqe + 1); send and
+ * receive queues: of max_wr), and uroced's shared rings, which mirror them.
+ */
+static inline uint32_t uroce_tp_pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
 struct uroce_tp_dev;
 struct uroce_tp_pd;
 struct uroce_tp_mr;
