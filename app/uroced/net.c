@@ -72,11 +72,10 @@ static bool mcast_local(const uint8_t *frame, uint32_t len)
 
 	if (uroce_wire_parse(frame, len, &pkt) != UROCE_WIRE_OK)
 		return false;
-	if (pkt.hdr.ip_version == 4) {
+	if (pkt.hdr.ip_version == 4)
 		uroce_gid_from_ipv4(gid, pkt.hdr.ip_dst + 12);
-	} else {
+	else
 		memcpy(gid, pkt.hdr.ip_dst, 16);
-	}
 	return uroce_ip_group_joined(ud.ip, gid);
 }
 

@@ -111,11 +111,10 @@ static void mcast_rx(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt)
 	uint8_t gid[UROCE_GID_LEN];
 	uint32_t i;
 
-	if (pkt->hdr.ip_version == 4) {
+	if (pkt->hdr.ip_version == 4)
 		uroce_gid_from_ipv4(gid, pkt->hdr.ip_dst + 12);
-	} else {
+	else
 		memcpy(gid, pkt->hdr.ip_dst, 16);
-	}
 	g = tp_mcast_find(dev, gid);
 	if (!g) {
 		dev->cnt.rcvd_unknown_qp++;
