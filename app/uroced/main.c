@@ -152,7 +152,10 @@ static int setup(void)
 		UD_ERR("cannot open port %s: %s", pc.name ? pc.name : "0", strerror(-rc));
 		return rc;
 	}
-	ud.have_port = true;
+	ud.port_open = true;
+	ud.link_up = uroce_eth_link_up(&ud.port);
+	if (!ud.link_up)
+		UD_INFO("link down");
 	memcpy(ud.mac, memcmp(ud.conf.host.mac, zero, 6) ? ud.conf.host.mac : ud.port.mac, 6);
 	ud.active_mtu = active_mtu(ud.port.mtu);
 	build_gids();
@@ -201,7 +204,6 @@ static void poll_loop(void)
 	const uint64_t idle_after = (uint64_t)ud.conf.lcore.idle_after_us * 1000u;
 	const uint64_t idle_yield = (uint64_t)ud.conf.lcore.idle_yield_us * 1000u;
 	uint64_t next_ctrl = 0, next_link = 0, idle_since = 0;
-	bool link = true;
 
 	while (!ud.stop) {
 		unsigned int work = 0;
@@ -212,12 +214,7 @@ static void poll_loop(void)
 		 * ~23% of testpmd runs: poll the port only while the link is up (checked
 		 * every 10 ms). */
 		if (ud.now_ns >= next_link) {
-			bool up = uroce_eth_link_up(&ud.port);
-
-			if (up != link)
-				UD_INFO("link %s", up ? "up" : "down");
-			link = up;
-			ud.have_port = link;
+			ud_net_link_check();
 			next_link = ud.now_ns + 10000000u;
 		}
 		/* Doorbells first: receives posted before a message arrived are in place when

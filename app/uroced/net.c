@@ -12,6 +12,9 @@
  * Loopback goes through a queue, not a recursive call, so the transport is never
  * re-entered from its own tx callback; it is what rxe and RNICs do for traffic to their
  * own GID, and it works with the link down.
+ *
+ * Link down: the port is neither polled nor flushed (drivers/ethdev: a memif PMD polled
+ * after its peer left can crash).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -124,7 +127,7 @@ unsigned int ud_net_rx(void)
 		ud.cnt.loopback_frames++;
 		done++;
 	}
-	if (!ud.have_port)
+	if (!ud.link_up)
 		return done;
 	n = uroce_eth_rx(&ud.port, 0, fr, UROCE_ETH_BURST_MAX);
 	for (i = 0; i < n; i++)
@@ -143,8 +146,18 @@ unsigned int ud_net_rx(void)
 
 void ud_net_tx_flush(void)
 {
-	if (ud.have_port)
+	if (ud.link_up)
 		uroce_eth_tx_flush(&ud.port, 0);
+}
+
+void ud_net_link_check(void)
+{
+	bool up = uroce_eth_link_up(&ud.port);
+
+	if (up == ud.link_up)
+		return;
+	ud.link_up = up;
+	UD_INFO("link %s", up ? "up" : "down");
 }
 
 int ud_fault_set(const double rates[8])
@@ -247,7 +260,7 @@ int ud_net_init(void)
 	if (!ud.ip)
 		return -errno;
 	nmc = uroce_ip_mcast_macs(ud.ip, mc, UROCE_IP_MCAST_MAX);
-	for (i = 0; i < nmc && ud.have_port; i++)
+	for (i = 0; i < nmc && ud.port_open; i++)
 		uroce_eth_add_mcast(&ud.port, mc[i]);
 
 	/* Injectors start as pass-through, then take the configured rates. */

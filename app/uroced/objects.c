@@ -152,7 +152,7 @@ int ud_mcast_attach(struct ud_qp *q, const union ibv_gid *gid)
 		uroce_tp_detach_mcast(q->tp, gid);
 		return rc;
 	}
-	if (rc == 1 && ud.have_port)
+	if (rc == 1 && ud.port_open)
 		uroce_eth_add_mcast(&ud.port, mac);
 	q->mcast[q->nmcast++] = *gid;
 	return 0;
@@ -169,7 +169,7 @@ int ud_mcast_detach(struct ud_qp *q, const union ibv_gid *gid)
 	if (i == q->nmcast)
 		return -EINVAL;
 	uroce_tp_detach_mcast(q->tp, gid);
-	if (uroce_ip_group_leave(ud.ip, gid->raw, mac) == 1 && ud.have_port)
+	if (uroce_ip_group_leave(ud.ip, gid->raw, mac) == 1 && ud.port_open)
 		uroce_eth_del_mcast(&ud.port, mac);
 	q->mcast[i] = q->mcast[--q->nmcast];
 	return 0;
@@ -377,8 +377,7 @@ static void cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 			   const struct uroce_ctrl_query_port_req *req)
 {
 	struct uroce_ctrl_query_port_rep rep;
-	bool up = ud.have_port ? uroce_eth_link_up(&ud.port) : true;
-	uint32_t speed = ud.have_port ? uroce_eth_link_speed(&ud.port) : 0;
+	uint32_t speed = ud.port_open ? uroce_eth_link_speed(&ud.port) : 0;
 
 	if (req->port != 1) {
 		REPLY(c, h, -EINVAL, NULL, 0);
@@ -386,7 +385,7 @@ static void cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	}
 	memset(&rep, 0, sizeof(rep));
 	/* What rxe reports for an Ethernet netdev, with our link's state and MTU. */
-	rep.attr.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	rep.attr.state = ud.link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	rep.attr.max_mtu = IBV_MTU_4096;
 	rep.attr.active_mtu = ud.active_mtu;
 	rep.attr.gid_tbl_len = UROCE_TP_MAX_GID;
@@ -407,7 +406,7 @@ static void cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	 * per lane; pick the one nearest the Ethernet link speed. */
 	rep.attr.active_speed = speed >= 25000 ? 32 : speed >= 14000 ? 16 : speed >= 10000 ? 8 :
 				speed >= 5000 ? 2 : 1;
-	rep.attr.phys_state = up ? 5 : 3; /* LinkUp / Disabled */
+	rep.attr.phys_state = ud.link_up ? 5 : 3; /* LinkUp / Disabled */
 	rep.attr.link_layer = IBV_LINK_LAYER_ETHERNET;
 	REPLY(c, h, 0, &rep, sizeof(rep));
 }

@@ -50,7 +50,7 @@ int ud_stats(struct ud_client *self, uint32_t flags, struct uroce_ctrl_stat *out
 #undef PUT_TP
 	for (i = 0; i < UROCE_IP_CNT__COUNT; i++)
 		put(&o, "ip.", uroce_ip_counter_name(i), uroce_ip_counter_value(ic, i));
-	if (ud.have_port) {
+	if (ud.port_open) {
 		struct uroce_eth_stats es;
 
 		if (uroce_eth_stats_get(&ud.port, &es) == 0) {
@@ -70,7 +70,7 @@ int ud_stats(struct ud_client *self, uint32_t flags, struct uroce_ctrl_stat *out
 			PUT_ETH(tx_oversize);
 #undef PUT_ETH
 		}
-		put(&o, "port.", "link_up", uroce_eth_link_up(&ud.port));
+		put(&o, "port.", "link_up", ud.link_up);
 		put(&o, "port.", "mtu", ud.port.mtu);
 	}
 #define PUT_FAULT(dir, f)                                            \

@@ -193,7 +193,13 @@ struct ud_counters {
 struct ud_daemon {
 	struct uroce_conf conf;
 	struct uroce_eth_port port;
-	bool have_port;
+	/* The port was configured and started (uroce_eth_port_open): its queues, multicast
+	 * filter and counters may be used. True from setup to exit. */
+	bool port_open;
+	/* The carrier as the PMD reports it (uroce_eth_link_up), read every 10 ms by
+	 * ud_net_link_check(). Frames go to and come from the wire only while it is up;
+	 * QUERY_PORT reports the port ACTIVE only while it is up. */
+	bool link_up;
 	struct uroce_tp_dev *dev;
 	struct uroce_cm *cm;
 	struct uroce_ip_stack *ip;
@@ -237,9 +243,14 @@ extern struct ud_daemon ud;
 /* net.c */
 int ud_net_init(void);
 void ud_net_fini(void);
-/* Receives a burst from the port and the loopback queue; returns frames handled. */
+/* Receives a burst from the loopback queue and, while the link is up, from the port,
+ * then runs the fault injectors' and the host stack's timers (also only while the link
+ * is up); returns frames handled. */
 unsigned int ud_net_rx(void);
+/* Hands the frames queued for the port to the PMD (nothing while the link is down). */
 void ud_net_tx_flush(void);
+/* Reads the link state into ud.link_up and logs a change. */
+void ud_net_link_check(void);
 int ud_net_tx(void *io_ctx, const uint8_t *frame, uint32_t len);
 int ud_capture_start(const char *path);
 /* The same on a file the caller opened (CAPTURE_START); takes @p fd in every case. */
