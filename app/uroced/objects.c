@@ -373,6 +373,9 @@ static void cmd_query_device(struct ud_client *c, const struct uroce_ctrl_hdr *h
 	REPLY(c, h, 0, &rep, sizeof(rep));
 }
 
+/* IBA 14.2.5.6 PortPhysicalState, as ibv_port_attr.phys_state carries it. */
+enum { UD_PHYS_POLLING = 2, UD_PHYS_DISABLED = 3, UD_PHYS_LINK_UP = 5 };
+
 static void cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 			   const struct uroce_ctrl_query_port_req *req)
 {
@@ -406,7 +409,10 @@ static void cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	 * per lane; pick the one nearest the Ethernet link speed. */
 	rep.attr.active_speed = speed >= 25000 ? 32 : speed >= 14000 ? 16 : speed >= 10000 ? 8 :
 				speed >= 5000 ? 2 : 1;
-	rep.attr.phys_state = ud.link_up ? 5 : 3; /* LinkUp / Disabled */
+	/* rxe_query_port: LinkUp while active, else Polling while the netdev is up (ours:
+	 * the port started, waiting for a carrier), else Disabled. */
+	rep.attr.phys_state = ud.link_up ? UD_PHYS_LINK_UP :
+			      ud.port_open ? UD_PHYS_POLLING : UD_PHYS_DISABLED;
 	rep.attr.link_layer = IBV_LINK_LAYER_ETHERNET;
 	REPLY(c, h, 0, &rep, sizeof(rep));
 }
