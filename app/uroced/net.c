@@ -157,7 +157,10 @@ void ud_net_link_check(void)
 	if (up == ud.link_up)
 		return;
 	ud.link_up = up;
+	ud.cnt.link_changes++;
 	UD_INFO("link %s", up ? "up" : "down");
+	/* As rxe on its netdev's NETDEV_UP / NETDEV_DOWN and carrier changes. */
+	ud_tp_event(NULL, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL);
 }
 
 int ud_fault_set(const double rates[8])

@@ -167,6 +167,7 @@ struct ud_loop_frame {
 	X(loopback_frames)   /* frames delivered to ourselves without the wire */    \
 	X(loopback_full)     /* loopback queue full: the transport retries */        \
 	X(tx_refused)        /* the port refused a frame: the transport retries */   \
+	X(link_changes)      /* the link went up or down (PORT_ACTIVE / PORT_ERR) */ \
 	X(rx_non_roce)       /* frames the host stack dropped (see ip.* for why) */  \
 	X(bad_wqe)           /* WQEs the transport refused: their QP went to error */ \
 	X(cq_overruns)                                                               \
@@ -249,7 +250,8 @@ void ud_net_fini(void);
 unsigned int ud_net_rx(void);
 /* Hands the frames queued for the port to the PMD (nothing while the link is down). */
 void ud_net_tx_flush(void);
-/* Reads the link state into ud.link_up and logs a change. */
+/* Reads the link state into ud.link_up; on a change, logs it and raises
+ * IBV_EVENT_PORT_ACTIVE or IBV_EVENT_PORT_ERR to every application. */
 void ud_net_link_check(void);
 int ud_net_tx(void *io_ctx, const uint8_t *frame, uint32_t len);
 int ud_capture_start(const char *path);
