@@ -14,7 +14,9 @@
  * own GID, and it works with the link down.
  *
  * Link down: the port is neither polled nor flushed (drivers/ethdev: a memif PMD polled
- * after its peer left can crash).
+ * after its peer left can crash), and a frame for the wire is dropped and counted
+ * (tx_link_down), as a NIC without carrier loses it: the transport's and the host
+ * stack's timers retransmit or give up, as after any loss.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +29,10 @@
 static int port_tx(void *ctx, const uint8_t *frame, uint32_t len)
 {
 	(void)ctx;
+	if (!ud.link_up) {
+		ud.cnt.tx_link_down++;
+		return 0;
+	}
 	if (uroce_eth_tx_frame(&ud.port, 0, frame, len) != 0) {
 		ud.cnt.tx_refused++;
 		return -EAGAIN;

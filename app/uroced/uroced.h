@@ -167,6 +167,7 @@ struct ud_loop_frame {
 	X(loopback_frames)   /* frames delivered to ourselves without the wire */    \
 	X(loopback_full)     /* loopback queue full: the transport retries */        \
 	X(tx_refused)        /* the port refused a frame: the transport retries */   \
+	X(tx_link_down)      /* frames for the wire dropped: the link was down */    \
 	X(link_changes)      /* the link went up or down (PORT_ACTIVE / PORT_ERR) */ \
 	X(rx_non_roce)       /* frames the host stack dropped (see ip.* for why) */  \
 	X(bad_wqe)           /* WQEs the transport refused: their QP went to error */ \
