@@ -221,6 +221,9 @@ static void poll_loop(void)
 		 * it is handled (the transport also asks for them on demand: rq_refill). */
 		work += ud_doorbells();
 		work += ud_net_rx();
+		/* Timers run whatever the link does: a resolution must still fail, a held
+		 * frame still leave, a QP still retry and give up while the link is down. */
+		ud_net_timers();
 		if (uroce_tp_next_deadline(ud.dev) <= ud.now_ns)
 			uroce_tp_process(ud.dev, ud.now_ns);
 		ud_cm_process();
@@ -235,6 +238,8 @@ static void poll_loop(void)
 			deadline = uroce_tp_next_deadline(ud.dev);
 			if (uroce_cm_next_deadline(ud.cm) < deadline)
 				deadline = uroce_cm_next_deadline(ud.cm);
+			if (ud_net_next_deadline() < deadline)
+				deadline = ud_net_next_deadline();
 			if (deadline > ud.now_ns) {
 				uint64_t nap = deadline - ud.now_ns;
 

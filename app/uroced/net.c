@@ -16,7 +16,8 @@
  * Link down: the port is neither polled nor flushed (drivers/ethdev: a memif PMD polled
  * after its peer left can crash), and a frame for the wire is dropped and counted
  * (tx_link_down), as a NIC without carrier loses it: the transport's and the host
- * stack's timers retransmit or give up, as after any loss.
+ * stack's timers retransmit or give up, as after any loss. Those timers, and the fault
+ * injectors' held frames, run whatever the link does: they are driven by time alone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -140,14 +141,29 @@ unsigned int ud_net_rx(void)
 		uroce_fault_frame(&ud.rx_fault, ud.now_ns, fr[i].data, fr[i].len);
 	if (n)
 		uroce_eth_rx_done(&ud.port, 0);
-	/* Reordered frames held too long, and neighbour timers. */
+	return done + n;
+}
+
+void ud_net_timers(void)
+{
+	/* Reordered frames held too long, and neighbour requests and timeouts. */
 	if (uroce_fault_next_deadline(&ud.rx_fault) <= ud.now_ns)
 		uroce_fault_process(&ud.rx_fault, ud.now_ns);
 	if (uroce_fault_next_deadline(&ud.tx_fault) <= ud.now_ns)
 		uroce_fault_process(&ud.tx_fault, ud.now_ns);
 	if (uroce_ip_next_deadline(ud.ip) <= ud.now_ns)
 		uroce_ip_process(ud.ip, ud.now_ns);
-	return done + n;
+}
+
+uint64_t ud_net_next_deadline(void)
+{
+	uint64_t t = uroce_ip_next_deadline(ud.ip);
+
+	if (uroce_fault_next_deadline(&ud.rx_fault) < t)
+		t = uroce_fault_next_deadline(&ud.rx_fault);
+	if (uroce_fault_next_deadline(&ud.tx_fault) < t)
+		t = uroce_fault_next_deadline(&ud.tx_fault);
+	return t;
 }
 
 void ud_net_tx_flush(void)

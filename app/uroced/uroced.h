@@ -245,12 +245,16 @@ extern struct ud_daemon ud;
 /* net.c */
 int ud_net_init(void);
 void ud_net_fini(void);
-/* Receives a burst from the loopback queue and, while the link is up, from the port,
- * then runs the fault injectors' and the host stack's timers (also only while the link
- * is up); returns frames handled. */
+/* Receives a burst from the loopback queue and, while the link is up, from the port;
+ * returns frames handled. */
 unsigned int ud_net_rx(void);
 /* Hands the frames queued for the port to the PMD (nothing while the link is down). */
 void ud_net_tx_flush(void);
+/* Runs the time-driven work of net.c that is due at ud.now_ns: frames held by the fault
+ * injectors, neighbour requests and timeouts. Link up or down alike. */
+void ud_net_timers(void);
+/* The earliest ud.now_ns at which ud_net_timers() has work (UINT64_MAX: none). */
+uint64_t ud_net_next_deadline(void);
 /* Reads the link state into ud.link_up; on a change, logs it and raises
  * IBV_EVENT_PORT_ACTIVE or IBV_EVENT_PORT_ERR to every application. */
 void ud_net_link_check(void);
