@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,8 +23,14 @@ static uint64_t mono_ns(void)
 
 int fx_daemon_start(struct fx_daemon *d, const char *ipv4, const char *extra_set)
 {
+	return fx_daemon_start_port(d, ipv4, extra_set, "net_null0,no-rx=1", false);
+}
+
+int fx_daemon_start_port(struct fx_daemon *d, const char *ipv4, const char *extra_set,
+			 const char *vdev, bool own_netns)
+{
 	const char *bin = getenv("UROCED");
-	char ipset[64], sockset[160], extra[160];
+	char ipset[64], sockset[160], extra[160], vdevarg[160];
 	uint64_t t0;
 
 	if (!bin) {
@@ -35,18 +42,45 @@ int fx_daemon_start(struct fx_daemon *d, const char *ipv4, const char *extra_set
 	snprintf(ipset, sizeof(ipset), "host.ipv4=%s", ipv4);
 	snprintf(sockset, sizeof(sockset), "control.socket=%s", d->sock);
 	snprintf(extra, sizeof(extra), "%s", extra_set ? extra_set : "lcore.idle_yield_us=2");
+	snprintf(vdevarg, sizeof(vdevarg), "--vdev=%s", vdev);
 	unlink(d->sock);
 	d->pid = fork();
 	if (d->pid < 0)
 		return -1;
 	if (d->pid == 0) {
+		const char *argv[32];
 		char fp[64];
+		int n = 0;
 
+		/* No daemon (nor its namespace) outlives a test that Criterion killed. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		snprintf(fp, sizeof(fp), "--file-prefix=%s", d->prefix);
-		execl(bin, bin, "--no-pci", "--no-huge", "-m", "256", fp,
-		      "--log-level=lib.eal:error", "--vdev=net_null0,no-rx=1", "--", "--set",
-		      ipset, "--set", sockset, "--set", "log.level=warning", "--set", extra, "--set", "lcore.idle_sleep_us=200",
-		      (char *)NULL);
+		/* unshare execs the daemon itself: d->pid stays uroced's. */
+		if (own_netns) {
+			argv[n++] = "unshare";
+			argv[n++] = "--net";
+		}
+		argv[n++] = bin;
+		argv[n++] = "--no-pci";
+		argv[n++] = "--no-huge";
+		argv[n++] = "-m";
+		argv[n++] = "256";
+		argv[n++] = fp;
+		argv[n++] = "--log-level=lib.eal:error";
+		argv[n++] = vdevarg;
+		argv[n++] = "--";
+		argv[n++] = "--set";
+		argv[n++] = ipset;
+		argv[n++] = "--set";
+		argv[n++] = sockset;
+		argv[n++] = "--set";
+		argv[n++] = "log.level=warning";
+		argv[n++] = "--set";
+		argv[n++] = extra;
+		argv[n++] = "--set";
+		argv[n++] = "lcore.idle_sleep_us=200";
+		argv[n] = NULL;
+		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	t0 = mono_ns();

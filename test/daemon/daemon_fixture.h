@@ -2,8 +2,9 @@
 #ifndef UROCE_TEST_DAEMON_FIXTURE_H
 #define UROCE_TEST_DAEMON_FIXTURE_H
 
-/* Starts one uroced on a net_null port (no wire: everything is loopback) for the tests
- * of a file, and stops it after. The daemon binary comes from $UROCED. */
+/* Starts one uroced for the tests of a file, and stops it after: on a net_null port (no
+ * wire: everything is loopback), or on a port the test names. The daemon binary comes
+ * from $UROCED. */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -18,6 +19,12 @@ struct fx_daemon {
 
 /* @return 0, or -1 with a message on stderr (no uroced, or not root for EAL). */
 int fx_daemon_start(struct fx_daemon *d, const char *ipv4, const char *extra_set);
+/* The same on the port @p vdev (an EAL --vdev value, e.g. "net_tap0,iface=t0"); with
+ * @p own_netns, in a network namespace of its own (`unshare --net`), which goes away with
+ * the daemon: `nsenter -t <d->pid> -n CMD` runs CMD there. Either way the daemon gets
+ * SIGTERM if the calling thread dies first (a test killed on its timeout). */
+int fx_daemon_start_port(struct fx_daemon *d, const char *ipv4, const char *extra_set,
+			 const char *vdev, bool own_netns);
 void fx_daemon_stop(struct fx_daemon *d);
 /* A named counter from the daemon's STATS, or UINT64_MAX if absent. */
 uint64_t fx_stat(struct uroce_client_ctx *ctx, const char *name);
