@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The control protocol's message table, request validation and message I/O. */
+/* The control protocol's command table (UROCE_CTRL_COMMANDS), request validation and
+ * message I/O. */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -7,91 +8,72 @@
 
 #include "uroce_ctrl.h"
 
-/* One row per command: its name, the payload a request carries and how many fds. Every
- * size check the daemon makes before a handler runs comes from here. */
-struct ctrl_cmd_desc {
-	const char *name;
-	long req_size;
-	unsigned int req_fds;
+/* "none" in a row: a stand-in type, so that every row names a payload type and _Generic
+ * can tell "no payload" from a real one. */
+struct uroce_ctrl_none {
+	uint8_t unused;
 };
 
-#define NO_PAYLOAD 0
-static const struct ctrl_cmd_desc ctrl_cmds[UROCE_CTRL_CMD_END] = {
-	[UROCE_CTRL_HELLO] = {"HELLO", sizeof(struct uroce_ctrl_hello_req), 0},
-	[UROCE_CTRL_QUERY_DEVICE] = {"QUERY_DEVICE", NO_PAYLOAD, 0},
-	[UROCE_CTRL_QUERY_PORT] = {"QUERY_PORT", sizeof(struct uroce_ctrl_query_port_req), 0},
-	[UROCE_CTRL_QUERY_GID] = {"QUERY_GID", sizeof(struct uroce_ctrl_query_gid_req), 0},
-	[UROCE_CTRL_ALLOC_PD] = {"ALLOC_PD", NO_PAYLOAD, 0},
-	[UROCE_CTRL_DEALLOC_PD] = {"DEALLOC_PD", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_MAP_REGION] = {"MAP_REGION", sizeof(struct uroce_ctrl_map_region_req), 1},
-	[UROCE_CTRL_UNMAP_REGION] = {"UNMAP_REGION", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_REG_MR] = {"REG_MR", sizeof(struct uroce_ctrl_reg_mr_req), 0},
-	[UROCE_CTRL_DEREG_MR] = {"DEREG_MR", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_CREATE_CHANNEL] = {"CREATE_CHANNEL", NO_PAYLOAD, 0},
-	[UROCE_CTRL_DESTROY_CHANNEL] = {"DESTROY_CHANNEL", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_CREATE_CQ] = {"CREATE_CQ", sizeof(struct uroce_ctrl_create_cq_req), 0},
-	[UROCE_CTRL_DESTROY_CQ] = {"DESTROY_CQ", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_CREATE_SRQ] = {"CREATE_SRQ", sizeof(struct uroce_ctrl_create_srq_req), 0},
-	[UROCE_CTRL_MODIFY_SRQ] = {"MODIFY_SRQ", sizeof(struct uroce_ctrl_modify_srq_req), 0},
-	[UROCE_CTRL_QUERY_SRQ] = {"QUERY_SRQ", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_DESTROY_SRQ] = {"DESTROY_SRQ", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_CREATE_QP] = {"CREATE_QP", sizeof(struct uroce_ctrl_create_qp_req), 0},
-	[UROCE_CTRL_MODIFY_QP] = {"MODIFY_QP", sizeof(struct uroce_ctrl_modify_qp_req), 0},
-	[UROCE_CTRL_QUERY_QP] = {"QUERY_QP", sizeof(struct uroce_ctrl_query_qp_req), 0},
-	[UROCE_CTRL_DESTROY_QP] = {"DESTROY_QP", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_CREATE_AH] = {"CREATE_AH", sizeof(struct uroce_ctrl_create_ah_req), 0},
-	[UROCE_CTRL_DESTROY_AH] = {"DESTROY_AH", sizeof(struct uroce_ctrl_handle), 0},
-	[UROCE_CTRL_STATS] = {"STATS", sizeof(struct uroce_ctrl_stats_req), 0},
-	[UROCE_CTRL_ADMIN] = {"ADMIN", sizeof(struct uroce_ctrl_admin_req), 0},
-	[UROCE_CTRL_CM_CREATE_CHANNEL] = {"CM_CREATE_CHANNEL", 0, 0},
-	[UROCE_CTRL_CM_DESTROY_CHANNEL] = {"CM_DESTROY_CHANNEL", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_GET_EVENT] = {"CM_GET_EVENT", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_CREATE_ID] = {"CM_CREATE_ID", sizeof(struct uroce_ctrl_cm_create_id_req), 0},
-	[UROCE_CTRL_CM_DESTROY_ID] = {"CM_DESTROY_ID", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_MIGRATE_ID] = {"CM_MIGRATE_ID", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_BIND] = {"CM_BIND", sizeof(struct uroce_ctrl_cm_addr_req), 0},
-	[UROCE_CTRL_CM_RESOLVE_ADDR] = {"CM_RESOLVE_ADDR", sizeof(struct uroce_ctrl_cm_addr_req), 0},
-	[UROCE_CTRL_CM_RESOLVE_ROUTE] = {"CM_RESOLVE_ROUTE", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_QUERY_ROUTE] = {"CM_QUERY_ROUTE", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_LISTEN] = {"CM_LISTEN", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_CONNECT] = {"CM_CONNECT", sizeof(struct uroce_ctrl_cm_conn_req), 0},
-	[UROCE_CTRL_CM_ACCEPT] = {"CM_ACCEPT", sizeof(struct uroce_ctrl_cm_conn_req), 0},
-	[UROCE_CTRL_CM_REJECT] = {"CM_REJECT", sizeof(struct uroce_ctrl_cm_conn_req), 0},
-	[UROCE_CTRL_CM_DISCONNECT] = {"CM_DISCONNECT", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_ESTABLISH] = {"CM_ESTABLISH", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_INIT_QP_ATTR] = {"CM_INIT_QP_ATTR", sizeof(struct uroce_ctrl_cm_id_req), 0},
-	[UROCE_CTRL_CM_SET_OPTION] = {"CM_SET_OPTION", sizeof(struct uroce_ctrl_cm_option_req), 0},
-	[UROCE_CTRL_CM_JOIN_MCAST] = {"CM_JOIN_MCAST", sizeof(struct uroce_ctrl_cm_addr_req), 0},
-	[UROCE_CTRL_CM_LEAVE_MCAST] = {"CM_LEAVE_MCAST", sizeof(struct uroce_ctrl_cm_addr_req), 0},
-	[UROCE_CTRL_ATTACH_MCAST] = {"ATTACH_MCAST", sizeof(struct uroce_ctrl_mcast_req), 0},
-	[UROCE_CTRL_DETACH_MCAST] = {"DETACH_MCAST", sizeof(struct uroce_ctrl_mcast_req), 0},
-	[UROCE_CTRL_CAPTURE_START] = {"CAPTURE_START", NO_PAYLOAD, 1},
-};
+#define PAYLOAD_SIZE(type)                                                           \
+	_Generic((struct uroce_ctrl_##type *)NULL,                                   \
+		 struct uroce_ctrl_none *: 0u,                                       \
+		 default: (uint32_t)sizeof(struct uroce_ctrl_##type))
 
-static const struct ctrl_cmd_desc *ctrl_desc(uint32_t cmd)
+/* Every size check the daemon makes before a handler runs comes from here. */
+#define CMD_INFO(NAME, name, req, req_fds, rep, rep_fds, flags)                      \
+	[UROCE_CTRL_##NAME] = {#NAME, PAYLOAD_SIZE(req), PAYLOAD_SIZE(rep), req_fds, \
+			       rep_fds, flags},
+static const struct uroce_ctrl_cmd_info ctrl_cmds[] = {UROCE_CTRL_COMMANDS(CMD_INFO)};
+#undef CMD_INFO
+
+/* The rows are numbered 1, 2, ... with no gap, every number below UROCE_CTRL_CMD_END has
+ * one (the enum comes from the same rows; this catches a hand-made enum coming back). */
+#define CMD_COUNT(...) +1
+_Static_assert(0 UROCE_CTRL_COMMANDS(CMD_COUNT) == UROCE_CTRL_CMD_END - 1,
+	       "every command from 1 to UROCE_CTRL_CMD_END - 1 is a row");
+#undef CMD_COUNT
+_Static_assert(sizeof(ctrl_cmds) / sizeof(ctrl_cmds[0]) == UROCE_CTRL_CMD_END,
+	       "the table covers every command up to UROCE_CTRL_CMD_END");
+
+/* What a row may say: buffers are sized with union uroce_ctrl_any_payload (uroced keeps a
+ * request that waits for a neighbour in one), descriptors fit UROCE_CTRL_MAX_FDS, and
+ * uroce_ctrl_check_request() knows how to size the one request with a tail. */
+#define CMD_CHECK(NAME, name, req, req_fds, rep, rep_fds, flags)                     \
+	_Static_assert(PAYLOAD_SIZE(req) <= sizeof(union uroce_ctrl_any_payload) &&  \
+			       PAYLOAD_SIZE(rep) <= sizeof(union uroce_ctrl_any_payload), \
+		       #NAME ": payloads fit union uroce_ctrl_any_payload");         \
+	_Static_assert(req_fds <= UROCE_CTRL_MAX_FDS && rep_fds <= UROCE_CTRL_MAX_FDS, \
+		       #NAME ": descriptors fit UROCE_CTRL_MAX_FDS");                 \
+	_Static_assert(!((flags) & UROCE_CTRL_CMD_REQ_TAIL) ||                       \
+			       UROCE_CTRL_##NAME == UROCE_CTRL_REG_MR,               \
+		       #NAME ": uroce_ctrl_check_request() sizes REG_MR's tail only");
+UROCE_CTRL_COMMANDS(CMD_CHECK)
+#undef CMD_CHECK
+
+const struct uroce_ctrl_cmd_info *uroce_ctrl_cmd_info(uint32_t cmd)
 {
-	if (cmd == 0 || cmd >= UROCE_CTRL_CMD_END)
+	if (cmd == UROCE_CTRL_CMD_NONE || cmd >= UROCE_CTRL_CMD_END)
 		return NULL;
 	return &ctrl_cmds[cmd];
 }
 
 const char *uroce_ctrl_cmd_name(uint32_t cmd)
 {
-	const struct ctrl_cmd_desc *d = ctrl_desc(cmd);
+	const struct uroce_ctrl_cmd_info *d = uroce_ctrl_cmd_info(cmd);
 
 	return d ? d->name : "?";
 }
 
 long uroce_ctrl_request_size(uint32_t cmd)
 {
-	const struct ctrl_cmd_desc *d = ctrl_desc(cmd);
+	const struct uroce_ctrl_cmd_info *d = uroce_ctrl_cmd_info(cmd);
 
-	return d ? d->req_size : -1;
+	return d ? (long)d->req_size : -1;
 }
 
 unsigned int uroce_ctrl_request_fds(uint32_t cmd)
 {
-	const struct ctrl_cmd_desc *d = ctrl_desc(cmd);
+	const struct uroce_ctrl_cmd_info *d = uroce_ctrl_cmd_info(cmd);
 
 	return d ? d->req_fds : 0;
 }
@@ -99,7 +81,7 @@ unsigned int uroce_ctrl_request_fds(uint32_t cmd)
 int uroce_ctrl_check_request(const void *msg, size_t len, unsigned int nfds)
 {
 	struct uroce_ctrl_hdr h;
-	const struct ctrl_cmd_desc *d;
+	const struct uroce_ctrl_cmd_info *d;
 	size_t want;
 
 	if (len < sizeof(h))
@@ -107,11 +89,11 @@ int uroce_ctrl_check_request(const void *msg, size_t len, unsigned int nfds)
 	memcpy(&h, msg, sizeof(h));
 	if (h.magic != UROCE_CTRL_MAGIC || h.version != UROCE_CTRL_VERSION)
 		return -EPROTO;
-	d = ctrl_desc(h.cmd);
+	d = uroce_ctrl_cmd_info(h.cmd);
 	if (!d || h.len != len || h.status != 0 || h.reserved != 0 || nfds != d->req_fds)
 		return -EINVAL;
 	want = sizeof(h) + (size_t)d->req_size;
-	if (h.cmd == UROCE_CTRL_REG_MR && len >= want) {
+	if ((d->flags & UROCE_CTRL_CMD_REQ_TAIL) && len >= want) {
 		struct uroce_ctrl_reg_mr_req r;
 
 		memcpy(&r, (const uint8_t *)msg + sizeof(h), sizeof(r));

@@ -49,62 +49,109 @@ extern "C" {
 /** Environment variable a client reads for the socket path. */
 #define UROCE_CTRL_SOCKET_ENV "UROCE_SOCKET"
 
+/*
+ * ---- the commands ----------------------------------------------------------------------
+ *
+ * Every command is one row of UROCE_CTRL_COMMANDS, in wire order: the first row is 1, the
+ * next 2, and so on. The numbers are the protocol between binaries built apart, so rows
+ * never move and never go; a new one goes at the end. A row is
+ *
+ *   X(NAME, name, request, req_fds, reply, rep_fds, flags)
+ *
+ *   NAME     the command: UROCE_CTRL_<NAME>, and "<NAME>" in logs (uroce_ctrl_cmd_name)
+ *   name     its handler in uroced: ud_cmd_<name>() (app/uroced/objects.c; CM_* in cm.c)
+ *   request  the request's payload: struct uroce_ctrl_<request>, or none
+ *   req_fds  descriptors that come with the request (SCM_RIGHTS), exactly
+ *   reply    a successful reply's payload: struct uroce_ctrl_<reply>, or none
+ *   rep_fds  descriptors that come with a successful reply (an error reply has none)
+ *   flags    UROCE_CTRL_CMD_*, or 0
+ *
+ * From the rows come enum uroce_ctrl_cmd, and the names, sizes and fd counts that
+ * uroce_ctrl_check_request() holds every request to (struct uroce_ctrl_cmd_info).
+ *
+ * To add a command: one row at the end here (and its payload structs below, if new) plus
+ * its handler ud_cmd_<name>() in app/uroced (objects.c; CM_* in cm.c). Raise
+ * UROCE_CTRL_VERSION with it: a daemon of the previous version drops a client that sends
+ * a number it does not know.
+ */
+#define UROCE_CTRL_CMD_ADMIN 0x1u    /**< root and control.admin_group only: -EPERM else */
+#define UROCE_CTRL_CMD_REQ_TAIL 0x2u /**< the request goes on past its struct (REG_MR's segs) */
+#define UROCE_CTRL_CMD_REP_TAIL 0x4u /**< the reply goes on past its struct (STATS' counters) */
+
+#define UROCE_CTRL_COMMANDS(X)                                                                \
+	X(HELLO, hello, hello_req, 0, hello_rep, 2, 0)                                        \
+	X(QUERY_DEVICE, query_device, none, 0, query_device_rep, 0, 0)                        \
+	X(QUERY_PORT, query_port, query_port_req, 0, query_port_rep, 0, 0)                    \
+	X(QUERY_GID, query_gid, query_gid_req, 0, query_gid_rep, 0, 0)                        \
+	X(ALLOC_PD, alloc_pd, none, 0, handle, 0, 0)                                          \
+	X(DEALLOC_PD, dealloc_pd, handle, 0, none, 0, 0)                                      \
+	X(MAP_REGION, map_region, map_region_req, 1, handle, 0, 0)                            \
+	X(UNMAP_REGION, unmap_region, handle, 0, none, 0, 0)                                  \
+	X(REG_MR, reg_mr, reg_mr_req, 0, reg_mr_rep, 0, UROCE_CTRL_CMD_REQ_TAIL)              \
+	X(DEREG_MR, dereg_mr, handle, 0, none, 0, 0)                                          \
+	X(CREATE_CHANNEL, create_channel, none, 0, handle, 1, 0)                              \
+	X(DESTROY_CHANNEL, destroy_channel, handle, 0, none, 0, 0)                            \
+	X(CREATE_CQ, create_cq, create_cq_req, 0, create_cq_rep, 1, 0)                        \
+	X(DESTROY_CQ, destroy_cq, handle, 0, none, 0, 0)                                      \
+	X(CREATE_SRQ, create_srq, create_srq_req, 0, create_srq_rep, 1, 0)                    \
+	X(MODIFY_SRQ, modify_srq, modify_srq_req, 0, none, 0, 0)                              \
+	X(QUERY_SRQ, query_srq, handle, 0, query_srq_rep, 0, 0)                               \
+	X(DESTROY_SRQ, destroy_srq, handle, 0, none, 0, 0)                                    \
+	X(CREATE_QP, create_qp, create_qp_req, 0, create_qp_rep, 1, 0)                        \
+	X(MODIFY_QP, modify_qp, modify_qp_req, 0, none, 0, 0)                                 \
+	X(QUERY_QP, query_qp, query_qp_req, 0, query_qp_rep, 0, 0)                            \
+	X(DESTROY_QP, destroy_qp, handle, 0, none, 0, 0)                                      \
+	X(CREATE_AH, create_ah, create_ah_req, 0, handle, 0, 0)                               \
+	X(DESTROY_AH, destroy_ah, handle, 0, none, 0, 0)                                      \
+	X(STATS, stats, stats_req, 0, stats_rep, 0, UROCE_CTRL_CMD_REP_TAIL)                  \
+	X(ADMIN, admin, admin_req, 0, none, 0, UROCE_CTRL_CMD_ADMIN)                          \
+	/* Connection management (librdmacm; see "connection management" below) */          \
+	X(CM_CREATE_CHANNEL, cm_create_channel, none, 0, handle, 1, 0)                        \
+	X(CM_DESTROY_CHANNEL, cm_destroy_channel, cm_id_req, 0, none, 0, 0)                   \
+	X(CM_GET_EVENT, cm_get_event, cm_id_req, 0, cm_event, 0, 0)                           \
+	X(CM_CREATE_ID, cm_create_id, cm_create_id_req, 0, handle, 0, 0)                      \
+	X(CM_DESTROY_ID, cm_destroy_id, cm_id_req, 0, none, 0, 0)                             \
+	X(CM_MIGRATE_ID, cm_migrate_id, cm_id_req, 0, none, 0, 0)                             \
+	X(CM_BIND, cm_bind, cm_addr_req, 0, cm_route, 0, 0)                                   \
+	X(CM_RESOLVE_ADDR, cm_resolve_addr, cm_addr_req, 0, none, 0, 0)                       \
+	X(CM_RESOLVE_ROUTE, cm_resolve_route, cm_id_req, 0, none, 0, 0)                       \
+	X(CM_QUERY_ROUTE, cm_query_route, cm_id_req, 0, cm_route, 0, 0)                       \
+	X(CM_LISTEN, cm_listen, cm_id_req, 0, none, 0, 0)                                     \
+	X(CM_CONNECT, cm_connect, cm_conn_req, 0, none, 0, 0)                                 \
+	X(CM_ACCEPT, cm_accept, cm_conn_req, 0, none, 0, 0)                                   \
+	X(CM_REJECT, cm_reject, cm_conn_req, 0, none, 0, 0)                                   \
+	X(CM_DISCONNECT, cm_disconnect, cm_id_req, 0, none, 0, 0)                             \
+	X(CM_ESTABLISH, cm_establish, cm_id_req, 0, none, 0, 0)                               \
+	X(CM_INIT_QP_ATTR, cm_init_qp_attr, cm_id_req, 0, cm_init_qp_attr_rep, 0, 0)          \
+	X(CM_SET_OPTION, cm_set_option, cm_option_req, 0, none, 0, 0)                         \
+	X(CM_JOIN_MCAST, cm_join_mcast, cm_addr_req, 0, none, 0, 0)                           \
+	X(CM_LEAVE_MCAST, cm_leave_mcast, cm_addr_req, 0, none, 0, 0)                         \
+	X(ATTACH_MCAST, attach_mcast, mcast_req, 0, none, 0, 0)                               \
+	X(DETACH_MCAST, detach_mcast, mcast_req, 0, none, 0, 0)                               \
+	/* Administration with a file: the caller's open descriptor (the pcap file to */     \
+	/* write, open for writing), never a path the root daemon would open for it. */      \
+	X(CAPTURE_START, capture_start, none, 1, none, 0, UROCE_CTRL_CMD_ADMIN)
+
 enum uroce_ctrl_cmd {
-	UROCE_CTRL_HELLO = 1,
-	UROCE_CTRL_QUERY_DEVICE,
-	UROCE_CTRL_QUERY_PORT,
-	UROCE_CTRL_QUERY_GID,
-	UROCE_CTRL_ALLOC_PD,
-	UROCE_CTRL_DEALLOC_PD,
-	UROCE_CTRL_MAP_REGION,
-	UROCE_CTRL_UNMAP_REGION,
-	UROCE_CTRL_REG_MR,
-	UROCE_CTRL_DEREG_MR,
-	UROCE_CTRL_CREATE_CHANNEL,
-	UROCE_CTRL_DESTROY_CHANNEL,
-	UROCE_CTRL_CREATE_CQ,
-	UROCE_CTRL_DESTROY_CQ,
-	UROCE_CTRL_CREATE_SRQ,
-	UROCE_CTRL_MODIFY_SRQ,
-	UROCE_CTRL_QUERY_SRQ,
-	UROCE_CTRL_DESTROY_SRQ,
-	UROCE_CTRL_CREATE_QP,
-	UROCE_CTRL_MODIFY_QP,
-	UROCE_CTRL_QUERY_QP,
-	UROCE_CTRL_DESTROY_QP,
-	UROCE_CTRL_CREATE_AH,
-	UROCE_CTRL_DESTROY_AH,
-	UROCE_CTRL_STATS,
-	UROCE_CTRL_ADMIN,
-	/* Connection management (librdmacm; see "connection management" below) */
-	UROCE_CTRL_CM_CREATE_CHANNEL,
-	UROCE_CTRL_CM_DESTROY_CHANNEL,
-	UROCE_CTRL_CM_GET_EVENT,
-	UROCE_CTRL_CM_CREATE_ID,
-	UROCE_CTRL_CM_DESTROY_ID,
-	UROCE_CTRL_CM_MIGRATE_ID,
-	UROCE_CTRL_CM_BIND,
-	UROCE_CTRL_CM_RESOLVE_ADDR,
-	UROCE_CTRL_CM_RESOLVE_ROUTE,
-	UROCE_CTRL_CM_QUERY_ROUTE,
-	UROCE_CTRL_CM_LISTEN,
-	UROCE_CTRL_CM_CONNECT,
-	UROCE_CTRL_CM_ACCEPT,
-	UROCE_CTRL_CM_REJECT,
-	UROCE_CTRL_CM_DISCONNECT,
-	UROCE_CTRL_CM_ESTABLISH,
-	UROCE_CTRL_CM_INIT_QP_ATTR,
-	UROCE_CTRL_CM_SET_OPTION,
-	UROCE_CTRL_CM_JOIN_MCAST,
-	UROCE_CTRL_CM_LEAVE_MCAST,
-	UROCE_CTRL_ATTACH_MCAST,
-	UROCE_CTRL_DETACH_MCAST,
-	/* Administration with a file: the caller's open descriptor (SCM_RIGHTS), never a
-	 * path the root daemon would open for it. */
-	UROCE_CTRL_CAPTURE_START, /**< no payload; fd: the pcap file to write, open for writing */
+	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
+#define UROCE_CTRL_CMD_ENUM(NAME, ...) UROCE_CTRL_##NAME,
+	UROCE_CTRL_COMMANDS(UROCE_CTRL_CMD_ENUM)
+#undef UROCE_CTRL_CMD_ENUM
 	UROCE_CTRL_CMD_END
 };
 
+/** A command's row, as the rest of the library and its users read it. */
+struct uroce_ctrl_cmd_info {
+	const char *name;  /**< "CREATE_QP" */
+	uint32_t req_size; /**< request payload bytes (UROCE_CTRL_CMD_REQ_TAIL: before it) */
+	uint32_t rep_size; /**< successful reply payload bytes (REP_TAIL: before it) */
+	uint8_t req_fds;
+	uint8_t rep_fds;
+	uint16_t flags;    /**< UROCE_CTRL_CMD_* */
+};
+
+/** The row of @p cmd, or NULL when @p cmd is no command. */
+const struct uroce_ctrl_cmd_info *uroce_ctrl_cmd_info(uint32_t cmd);
 /** Name of a command ("CREATE_QP"), or "?" */
 const char *uroce_ctrl_cmd_name(uint32_t cmd);
 
