@@ -588,7 +588,8 @@ void ud_cm_free_client(struct ud_client *c)
 			channel_free(c, h, c->objs[h - 1].p);
 }
 
-static void cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h)
+void ud_cmd_cm_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			      const void *payload UD_UNUSED, const int *fds UD_UNUSED)
 {
 	struct ud_cm_channel *ch = calloc(1, sizeof(*ch));
 	struct uroce_ctrl_handle rep = {0};
@@ -613,9 +614,10 @@ static void cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr 
 	ud_client_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
 }
 
-static void cmd_get_event(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const struct uroce_ctrl_cm_id_req *r)
+void ud_cmd_cm_get_event(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+			 const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_cm_id_req *r = payload;
 	struct ud_cm_channel *ch = ud_obj_get(c, r->id, UD_OBJ_CM_CHANNEL);
 	struct ud_cm_event_node *n;
 
@@ -632,9 +634,10 @@ static void cmd_get_event(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	free(n);
 }
 
-static void cmd_create_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const struct uroce_ctrl_cm_create_id_req *r)
+void ud_cmd_cm_create_id(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+			 const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_cm_create_id_req *r = payload;
 	struct uroce_ctrl_handle rep = {0};
 	struct ud_cm_id *id;
 
@@ -707,152 +710,255 @@ static void conn_param(const struct uroce_ctrl_cm_param *in, struct uroce_cm_con
 	out->qkey = in->qkey;
 }
 
-void ud_cm_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *p)
+void ud_cmd_cm_destroy_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			       const void *payload, const int *fds UD_UNUSED)
 {
-	const struct uroce_ctrl_cm_id_req *ir = p;
-	struct ud_cm_id *id = NULL;
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_channel *ch = ud_obj_get(c, ir->id, UD_OBJ_CM_CHANNEL);
+	uint32_t k;
 	int rc = 0;
 
-	switch (h->cmd) {
-	case UROCE_CTRL_CM_CREATE_CHANNEL:
-		cmd_create_channel(c, h);
-		return;
-	case UROCE_CTRL_CM_DESTROY_CHANNEL: {
-		struct ud_cm_channel *ch = ud_obj_get(c, ir->id, UD_OBJ_CM_CHANNEL);
-
-		uint32_t k;
-
-		if (!ch) {
-			rc = -EINVAL;
-		} else {
-			/* Its ids go with it, as when the kernel's rdma_cm file is closed
-			 * (ucma_close): rejected or disconnected on the wire. */
-			for (k = 1; k <= c->nobjs; k++)
-				if (c->objs[k - 1].type == UD_OBJ_CM_ID &&
-				    ((struct ud_cm_id *)c->objs[k - 1].p)->channel == ir->id)
-					id_free(c->objs[k - 1].p);
-			channel_free(c, ir->id, ch);
-		}
-		REPLY(c, h, rc, NULL, 0);
-		return;
+	if (!ch) {
+		rc = -EINVAL;
+	} else {
+		/* Its ids go with it, as when the kernel's rdma_cm file is closed
+		 * (ucma_close): rejected or disconnected on the wire. */
+		for (k = 1; k <= c->nobjs; k++)
+			if (c->objs[k - 1].type == UD_OBJ_CM_ID &&
+			    ((struct ud_cm_id *)c->objs[k - 1].p)->channel == ir->id)
+				id_free(c->objs[k - 1].p);
+		channel_free(c, ir->id, ch);
 	}
-	case UROCE_CTRL_CM_GET_EVENT:
-		cmd_get_event(c, h, p);
-		return;
-	case UROCE_CTRL_CM_CREATE_ID:
-		cmd_create_id(c, h, p);
-		return;
-	default:
-		break;
-	}
+	REPLY(c, h, rc, NULL, 0);
+}
 
-	/* Everything else names an id first. */
-	id = ud_obj_get(c, ir->id, UD_OBJ_CM_ID);
-	if (!id) {
+/* The commands below name an id first (every request struct of theirs starts with it):
+ * the id, or NULL when @p handle names none (answered -EINVAL). */
+static struct ud_cm_id *request_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+				   uint32_t handle)
+{
+	struct ud_cm_id *id = ud_obj_get(c, handle, UD_OBJ_CM_ID);
+
+	if (!id)
 		REPLY(c, h, -EINVAL, NULL, 0);
+	return id;
+}
+
+/* The payload-less answer to a command on id @p handle; a failure is logged. */
+static void id_reply(struct ud_client *c, const struct uroce_ctrl_hdr *h, uint32_t handle,
+		     int rc)
+{
+	if (rc)
+		UD_DBG("cm: %s on id %u of %s[%d]: %s", uroce_ctrl_cmd_name(h->cmd), handle,
+		       c->name, c->pid, strerror(-rc));
+	REPLY(c, h, rc, NULL, 0);
+}
+
+void ud_cmd_cm_destroy_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_id *id = request_id(c, h, ir->id);
+
+	if (!id)
 		return;
-	}
-	switch (h->cmd) {
-	case UROCE_CTRL_CM_DESTROY_ID:
-		id_free(id);
-		break;
-	case UROCE_CTRL_CM_MIGRATE_ID:
-		rc = cmd_migrate(c, id, ir->arg);
-		break;
-	case UROCE_CTRL_CM_BIND: {
-		struct uroce_ctrl_cm_route route;
+	id_free(id);
+	id_reply(c, h, ir->id, 0);
+}
 
-		rc = cmd_bind(id, &((const struct uroce_ctrl_cm_addr_req *)p)->src);
-		if (rc == 0) {
-			fill_route(id, &route);
-			REPLY(c, h, 0, &route, sizeof(route));
-			return;
-		}
-		break;
-	}
-	case UROCE_CTRL_CM_RESOLVE_ADDR:
-		rc = resolve_addr(id, p);
-		break;
-	case UROCE_CTRL_CM_RESOLVE_ROUTE:
-		/* RoCE has no SA: the route is the resolved address and the port's MTU. */
-		if (!id->addr_resolved)
-			rc = -EINVAL;
-		else
-			report(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-		break;
-	case UROCE_CTRL_CM_QUERY_ROUTE: {
-		struct uroce_ctrl_cm_route route;
+void ud_cmd_cm_migrate_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_id *id = request_id(c, h, ir->id);
 
+	if (id)
+		id_reply(c, h, ir->id, cmd_migrate(c, id, ir->arg));
+}
+
+void ud_cmd_cm_bind(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		    const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_addr_req *r = payload;
+	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct uroce_ctrl_cm_route route;
+	int rc;
+
+	if (!id)
+		return;
+	rc = cmd_bind(id, &r->src);
+	if (rc == 0) {
 		fill_route(id, &route);
 		REPLY(c, h, 0, &route, sizeof(route));
 		return;
 	}
-	case UROCE_CTRL_CM_LISTEN:
-		rc = uroce_cm_listen(id->cm, (int)ir->arg);
-		break;
-	case UROCE_CTRL_CM_CONNECT:
-	case UROCE_CTRL_CM_ACCEPT: {
-		struct uroce_cm_conn_param cp;
+	id_reply(c, h, r->id, rc);
+}
 
-		conn_param(&((const struct uroce_ctrl_cm_conn_req *)p)->param, &cp);
-		rc = h->cmd == UROCE_CTRL_CM_CONNECT ? uroce_cm_connect(id->cm, &cp, ud.now_ns)
-						     : uroce_cm_accept(id->cm, &cp, ud.now_ns);
-		break;
-	}
-	case UROCE_CTRL_CM_REJECT: {
-		const struct uroce_ctrl_cm_param *pp = &((const struct uroce_ctrl_cm_conn_req *)p)->param;
+void ud_cmd_cm_resolve_addr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_addr_req *r = payload;
+	struct ud_cm_id *id = request_id(c, h, r->id);
 
-		rc = uroce_cm_reject(id->cm, pp->private_data,
-				     pp->private_data_len > UROCE_CM_PRIVATE_DATA_MAX
-					     ? UROCE_CM_PRIVATE_DATA_MAX
-					     : pp->private_data_len,
-				     ud.now_ns);
-		break;
-	}
-	case UROCE_CTRL_CM_DISCONNECT:
-		rc = uroce_cm_disconnect(id->cm, ud.now_ns);
-		break;
-	case UROCE_CTRL_CM_ESTABLISH:
-		rc = uroce_cm_establish(id->cm, ud.now_ns);
-		break;
-	case UROCE_CTRL_CM_INIT_QP_ATTR: {
-		struct uroce_ctrl_cm_init_qp_attr_rep rep;
+	if (id)
+		id_reply(c, h, r->id, resolve_addr(id, r));
+}
 
-		memset(&rep, 0, sizeof(rep));
-		rep.attr.qp_state = (enum ibv_qp_state)ir->arg;
-		rc = uroce_cm_init_qp_attr(id->cm, &rep.attr, &rep.mask);
-		if (rc == 0) {
-			REPLY(c, h, 0, &rep, sizeof(rep));
-			return;
-		}
-		break;
-	}
-	case UROCE_CTRL_CM_SET_OPTION: {
-		const struct uroce_ctrl_cm_option_req *o = p;
+void ud_cmd_cm_resolve_route(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			     const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_id *id = request_id(c, h, ir->id);
+	int rc = 0;
 
-		rc = uroce_cm_set_option(id->cm, o->level, o->optname, o->value);
-		break;
-	}
-	case UROCE_CTRL_CM_JOIN_MCAST:
-		rc = join_mcast(id, p);
-		break;
-	case UROCE_CTRL_CM_LEAVE_MCAST: {
-		union ibv_gid mgid;
-
-		/* The library detaches its QP (ibv_detach_mcast): nothing is kept here. */
-		rc = addr_to_gid(&((const struct uroce_ctrl_cm_addr_req *)p)->dst, &mgid) &&
-				     uroce_tp_gid_is_mcast(&mgid)
-			     ? 0
-			     : -EINVAL;
-		break;
-	}
-	default:
+	if (!id)
+		return;
+	/* RoCE has no SA: the route is the resolved address and the port's MTU. */
+	if (!id->addr_resolved)
 		rc = -EINVAL;
+	else
+		report(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	id_reply(c, h, ir->id, rc);
+}
+
+void ud_cmd_cm_query_route(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct uroce_ctrl_cm_route route;
+
+	if (!id)
+		return;
+	fill_route(id, &route);
+	REPLY(c, h, 0, &route, sizeof(route));
+}
+
+void ud_cmd_cm_listen(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_id *id = request_id(c, h, ir->id);
+
+	if (id)
+		id_reply(c, h, ir->id, uroce_cm_listen(id->cm, (int)ir->arg));
+}
+
+void ud_cmd_cm_connect(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		       const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_conn_req *r = payload;
+	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct uroce_cm_conn_param cp;
+
+	if (!id)
+		return;
+	conn_param(&r->param, &cp);
+	id_reply(c, h, r->id, uroce_cm_connect(id->cm, &cp, ud.now_ns));
+}
+
+void ud_cmd_cm_accept(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_conn_req *r = payload;
+	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct uroce_cm_conn_param cp;
+
+	if (!id)
+		return;
+	conn_param(&r->param, &cp);
+	id_reply(c, h, r->id, uroce_cm_accept(id->cm, &cp, ud.now_ns));
+}
+
+void ud_cmd_cm_reject(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_conn_req *r = payload;
+	const struct uroce_ctrl_cm_param *pp = &r->param;
+	struct ud_cm_id *id = request_id(c, h, r->id);
+
+	if (id)
+		id_reply(c, h, r->id,
+			 uroce_cm_reject(id->cm, pp->private_data,
+					 pp->private_data_len > UROCE_CM_PRIVATE_DATA_MAX
+						 ? UROCE_CM_PRIVATE_DATA_MAX
+						 : pp->private_data_len,
+					 ud.now_ns));
+}
+
+void ud_cmd_cm_disconnect(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_id *id = request_id(c, h, ir->id);
+
+	if (id)
+		id_reply(c, h, ir->id, uroce_cm_disconnect(id->cm, ud.now_ns));
+}
+
+void ud_cmd_cm_establish(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_id *id = request_id(c, h, ir->id);
+
+	if (id)
+		id_reply(c, h, ir->id, uroce_cm_establish(id->cm, ud.now_ns));
+}
+
+void ud_cmd_cm_init_qp_attr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_id_req *ir = payload;
+	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct uroce_ctrl_cm_init_qp_attr_rep rep;
+	int rc;
+
+	if (!id)
+		return;
+	memset(&rep, 0, sizeof(rep));
+	rep.attr.qp_state = (enum ibv_qp_state)ir->arg;
+	rc = uroce_cm_init_qp_attr(id->cm, &rep.attr, &rep.mask);
+	if (rc == 0) {
+		REPLY(c, h, 0, &rep, sizeof(rep));
+		return;
 	}
-	if (rc)
-		UD_DBG("cm: %s on id %u of %s[%d]: %s", uroce_ctrl_cmd_name(h->cmd), ir->id,
-		       c->name, c->pid, strerror(-rc));
-	REPLY(c, h, rc, NULL, 0);
+	id_reply(c, h, ir->id, rc);
+}
+
+void ud_cmd_cm_set_option(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_option_req *o = payload;
+	struct ud_cm_id *id = request_id(c, h, o->id);
+
+	if (id)
+		id_reply(c, h, o->id, uroce_cm_set_option(id->cm, o->level, o->optname, o->value));
+}
+
+void ud_cmd_cm_join_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_addr_req *r = payload;
+	struct ud_cm_id *id = request_id(c, h, r->id);
+
+	if (id)
+		id_reply(c, h, r->id, join_mcast(id, r));
+}
+
+void ud_cmd_cm_leave_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_cm_addr_req *r = payload;
+	struct ud_cm_id *id = request_id(c, h, r->id);
+	union ibv_gid mgid;
+
+	if (!id)
+		return;
+	/* The library detaches its QP (ibv_detach_mcast): nothing is kept here. */
+	id_reply(c, h, r->id,
+		 addr_to_gid(&r->dst, &mgid) && uroce_tp_gid_is_mcast(&mgid) ? 0 : -EINVAL);
 }
 
 /* ---- life cycle ---------------------------------------------------------------------- */

@@ -318,11 +318,12 @@ void ud_client_free_objects(struct ud_client *c)
 
 /* ---- commands ------------------------------------------------------------------------- */
 
-static void cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-		      const struct uroce_ctrl_hello_req *req)
+void ud_cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		  const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_hello_req *req = payload;
 	struct uroce_ctrl_hello_rep rep = {.version = UROCE_CTRL_VERSION};
-	int fds[2], rc;
+	int rep_fds[2], rc;
 
 	if (c->region.addr) {
 		REPLY(c, h, -EINVAL, NULL, 0); /* once per connection */
@@ -354,13 +355,14 @@ static void cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	rep.region_size = c->region.size;
 	snprintf(rep.dev_name, sizeof(rep.dev_name), "uroce0");
 	memcpy(&rep.node_guid, ud.gids[0].raw + 8, 8); /* EUI-64 of the MAC, as rxe */
-	fds[0] = c->region.fd;
-	fds[1] = c->async_efd;
+	rep_fds[0] = c->region.fd;
+	rep_fds[1] = c->async_efd;
 	UD_INFO("client %s[%d] (#%llu) connected", c->name, c->pid, (unsigned long long)c->id);
-	ud_client_reply(c, h, 0, &rep, sizeof(rep), fds, 2);
+	ud_client_reply(c, h, 0, &rep, sizeof(rep), rep_fds, 2);
 }
 
-static void cmd_query_device(struct ud_client *c, const struct uroce_ctrl_hdr *h)
+void ud_cmd_query_device(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload UD_UNUSED, const int *fds UD_UNUSED)
 {
 	struct uroce_ctrl_query_device_rep rep;
 
@@ -376,9 +378,10 @@ static void cmd_query_device(struct ud_client *c, const struct uroce_ctrl_hdr *h
 /* IBA 14.2.5.6 PortPhysicalState, as ibv_port_attr.phys_state carries it. */
 enum { UD_PHYS_POLLING = 2, UD_PHYS_DISABLED = 3, UD_PHYS_LINK_UP = 5 };
 
-static void cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			   const struct uroce_ctrl_query_port_req *req)
+void ud_cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		       const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_query_port_req *req = payload;
 	struct uroce_ctrl_query_port_rep rep;
 	uint32_t speed = ud.port_open ? uroce_eth_link_speed(&ud.port) : 0;
 
@@ -417,9 +420,10 @@ static void cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	REPLY(c, h, 0, &rep, sizeof(rep));
 }
 
-static void cmd_query_gid(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const struct uroce_ctrl_query_gid_req *req)
+void ud_cmd_query_gid(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_query_gid_req *req = payload;
 	struct uroce_ctrl_query_gid_rep rep = {.gid_type = IBV_GID_TYPE_ROCE_V2};
 
 	if (req->port != 1 || req->index >= UROCE_TP_MAX_GID) {
@@ -438,7 +442,8 @@ static void reply_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, ui
 	REPLY(c, h, handle ? 0 : -ENOMEM, &rep, sizeof(rep));
 }
 
-static void cmd_alloc_pd(struct ud_client *c, const struct uroce_ctrl_hdr *h)
+void ud_cmd_alloc_pd(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+		     const void *payload UD_UNUSED, const int *fds UD_UNUSED)
 {
 	struct uroce_tp_pd *pd = uroce_tp_alloc_pd(ud.dev);
 	uint32_t handle;
@@ -453,9 +458,11 @@ static void cmd_alloc_pd(struct ud_client *c, const struct uroce_ctrl_hdr *h)
 	reply_handle(c, h, handle);
 }
 
-static void cmd_map_region(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			   const struct uroce_ctrl_map_region_req *req, int fd)
+void ud_cmd_map_region(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		       const int *fds)
 {
+	const struct uroce_ctrl_map_region_req *req = payload;
+	int fd = fds[0];
 	struct ud_region *r;
 	struct stat st;
 	uint32_t handle;
@@ -484,9 +491,10 @@ static void cmd_map_region(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	reply_handle(c, h, handle);
 }
 
-static void cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-		       const struct uroce_ctrl_reg_mr_req *req)
+void ud_cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		   const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_reg_mr_req *req = payload;
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
 	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
 	struct uroce_ctrl_reg_mr_rep rep = {0};
@@ -561,7 +569,8 @@ fail:
 	REPLY(c, h, rc, NULL, 0);
 }
 
-static void cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h)
+void ud_cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload UD_UNUSED, const int *fds UD_UNUSED)
 {
 	struct uroce_ctrl_handle rep;
 	struct ud_channel *ch = calloc(1, sizeof(*ch));
@@ -591,9 +600,10 @@ static void cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr 
 
 #define QUEUE_RING_OFFSET 256u /* after the region header and struct uroce_ctrl_queue_ctl */
 
-static void cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const struct uroce_ctrl_create_cq_req *req)
+void ud_cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_create_cq_req *req = payload;
 	struct uroce_ctrl_create_cq_rep rep = {.ctl_offset = 64, .ring_offset = 128};
 	struct ud_channel *ch = NULL;
 	struct ud_cq *q;
@@ -651,9 +661,10 @@ static void cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	ud_client_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
 }
 
-static void cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			   const struct uroce_ctrl_create_srq_req *req)
+void ud_cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		       const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_create_srq_req *req = payload;
 	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
 	struct ibv_srq_init_attr init = {.attr = req->attr};
 	struct uroce_ctrl_create_srq_rep rep = {.ring_offset = QUEUE_RING_OFFSET};
@@ -713,9 +724,10 @@ static void cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	ud_client_reply(c, h, 0, &rep, sizeof(rep), &s->region.fd, 1);
 }
 
-static void cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const struct uroce_ctrl_create_qp_req *req)
+void ud_cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_create_qp_req *req = payload;
 	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
 	struct ud_cq *scq = ud_obj_get(c, req->send_cq, UD_OBJ_CQ);
 	struct ud_cq *rcq = ud_obj_get(c, req->recv_cq, UD_OBJ_CQ);
@@ -828,9 +840,10 @@ static int resolve(struct ud_client *c, const struct uroce_ctrl_hdr *h, const vo
 	return 0;
 }
 
-static bool cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const struct uroce_ctrl_modify_qp_req *req)
+void ud_cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_modify_qp_req *req = payload;
 	struct ud_qp *q = ud_obj_get(c, req->qp, UD_OBJ_QP);
 	struct ibv_qp_attr attr = req->attr;
 	uint8_t mac[6], *dmac = NULL;
@@ -838,15 +851,15 @@ static bool cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 
 	if (!q) {
 		REPLY(c, h, -EINVAL, NULL, 0);
-		return true;
+		return;
 	}
 	if (req->mask & IBV_QP_AV) {
 		rc = resolve(c, h, req, &attr.ah_attr, mac);
 		if (rc == 0)
-			return false;
+			return; /* it waits in c->pending (resolve) */
 		if (rc < 0) {
 			REPLY(c, h, rc, NULL, 0);
-			return true;
+			return;
 		}
 		dmac = mac;
 	}
@@ -870,12 +883,12 @@ static bool cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		ud_qp_publish_retired(q);
 	}
 	REPLY(c, h, rc, NULL, 0);
-	return true;
 }
 
-static void cmd_query_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			 const struct uroce_ctrl_query_qp_req *req)
+void ud_cmd_query_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		     const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_query_qp_req *req = payload;
 	struct ud_qp *q = ud_obj_get(c, req->qp, UD_OBJ_QP);
 	struct uroce_ctrl_query_qp_rep rep;
 	struct ibv_qp_init_attr init;
@@ -893,9 +906,10 @@ static void cmd_query_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	REPLY(c, h, rc, &rep, sizeof(rep));
 }
 
-static bool cmd_create_ah(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const struct uroce_ctrl_create_ah_req *req)
+void ud_cmd_create_ah(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_create_ah_req *req = payload;
 	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
 	struct uroce_tp_ah *ah;
 	uint8_t mac[6];
@@ -904,30 +918,30 @@ static bool cmd_create_ah(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 
 	if (!pd) {
 		REPLY(c, h, -EINVAL, NULL, 0);
-		return true;
+		return;
 	}
 	rc = resolve(c, h, req, &req->attr, mac);
 	if (rc == 0)
-		return false;
+		return; /* it waits in c->pending (resolve) */
 	if (rc < 0) {
 		REPLY(c, h, rc, NULL, 0);
-		return true;
+		return;
 	}
 	ah = uroce_tp_create_ah(pd, &req->attr, mac);
 	if (!ah) {
 		REPLY(c, h, -errno, NULL, 0);
-		return true;
+		return;
 	}
 	handle = ud_obj_add(c, UD_OBJ_AH, ah);
 	if (!handle)
 		uroce_tp_destroy_ah(ah);
 	reply_handle(c, h, handle);
-	return true;
 }
 
-static void cmd_stats(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-		      const struct uroce_ctrl_stats_req *req)
+void ud_cmd_stats(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		  const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_stats_req *req = payload;
 	static uint8_t buf[UROCE_CTRL_MSG_MAX];
 	struct uroce_ctrl_stats_rep *rep = (void *)buf;
 	uint32_t max = (uint32_t)((sizeof(buf) - sizeof(struct uroce_ctrl_hdr) - sizeof(*rep)) /
@@ -939,9 +953,10 @@ static void cmd_stats(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	REPLY(c, h, 0, rep, (uint32_t)(sizeof(*rep) + (size_t)n * sizeof(struct uroce_ctrl_stat)));
 }
 
-static void cmd_admin(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-		      const struct uroce_ctrl_admin_req *req)
+void ud_cmd_admin(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		  const int *fds UD_UNUSED)
 {
+	const struct uroce_ctrl_admin_req *req = payload;
 	int rc = -EINVAL;
 
 	switch (req->op) {
@@ -1015,14 +1030,82 @@ static void cmd_destroy(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	REPLY(c, h, rc, NULL, 0);
 }
 
+/* The commands that take a handle and destroy what it names (cmd_destroy). */
+#define UD_CMD_DESTROY(name, type)                                                       \
+	void ud_cmd_##name(struct ud_client *c, const struct uroce_ctrl_hdr *h,          \
+			   const void *payload, const int *fds UD_UNUSED)                \
+	{                                                                                \
+		cmd_destroy(c, h, payload, type);                                        \
+	}
+UD_CMD_DESTROY(dealloc_pd, UD_OBJ_PD)
+UD_CMD_DESTROY(unmap_region, UD_OBJ_REGION)
+UD_CMD_DESTROY(dereg_mr, UD_OBJ_MR)
+UD_CMD_DESTROY(destroy_channel, UD_OBJ_CHANNEL)
+UD_CMD_DESTROY(destroy_cq, UD_OBJ_CQ)
+UD_CMD_DESTROY(destroy_srq, UD_OBJ_SRQ)
+UD_CMD_DESTROY(destroy_qp, UD_OBJ_QP)
+UD_CMD_DESTROY(destroy_ah, UD_OBJ_AH)
+#undef UD_CMD_DESTROY
+
+void ud_cmd_modify_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		       const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_modify_srq_req *r = payload;
+	struct ud_srq *s = ud_obj_get(c, r->srq, UD_OBJ_SRQ);
+	struct ibv_srq_attr a = r->attr;
+
+	REPLY(c, h, s ? uroce_tp_modify_srq(s->tp, &a, r->mask) : -EINVAL, NULL, 0);
+}
+
+void ud_cmd_query_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		      const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_handle *r = payload;
+	struct ud_srq *s = ud_obj_get(c, r->handle, UD_OBJ_SRQ);
+	struct uroce_ctrl_query_srq_rep rep;
+
+	memset(&rep, 0, sizeof(rep));
+	REPLY(c, h, s ? uroce_tp_query_srq(s->tp, &rep.attr) : -EINVAL, &rep, sizeof(rep));
+}
+
+void ud_cmd_attach_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_mcast_req *r = payload;
+	struct ud_qp *q = ud_obj_get(c, r->qp, UD_OBJ_QP);
+
+	REPLY(c, h, q ? ud_mcast_attach(q, &r->gid) : -EINVAL, NULL, 0);
+}
+
+void ud_cmd_detach_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds UD_UNUSED)
+{
+	const struct uroce_ctrl_mcast_req *r = payload;
+	struct ud_qp *q = ud_obj_get(c, r->qp, UD_OBJ_QP);
+
+	REPLY(c, h, q ? ud_mcast_detach(q, &r->gid) : -EINVAL, NULL, 0);
+}
+
+void ud_cmd_capture_start(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			  const void *payload UD_UNUSED, const int *fds)
+{
+	REPLY(c, h, ud_capture_start_fd(fds[0]), NULL, 0);
+}
+
+/* The dispatch: one handler per row of UROCE_CTRL_COMMANDS, at the command's number. */
+#define UD_CMD_HANDLER(NAME, name, ...) [UROCE_CTRL_##NAME] = ud_cmd_##name,
+static ud_cmd_handler *const ud_cmd_handlers[] = {UROCE_CTRL_COMMANDS(UD_CMD_HANDLER)};
+#undef UD_CMD_HANDLER
+_Static_assert(sizeof(ud_cmd_handlers) / sizeof(ud_cmd_handlers[0]) == UROCE_CTRL_CMD_END,
+	       "a handler for every command up to UROCE_CTRL_CMD_END");
+
 bool ud_handle(struct ud_client *c, const uint8_t *msg, uint32_t len, const int *fds,
 	       unsigned int nfds)
 {
+	const struct uroce_ctrl_cmd_info *info;
 	struct uroce_ctrl_hdr h;
-	const void *p = msg + sizeof(h);
 
 	(void)len;
-	(void)nfds;
 	memcpy(&h, msg, sizeof(h));
 	if (h.cmd != UROCE_CTRL_HELLO && !c->region.addr) {
 		/* Nothing before HELLO: it is where versions are compared. */
@@ -1031,126 +1114,25 @@ bool ud_handle(struct ud_client *c, const uint8_t *msg, uint32_t len, const int 
 			close(fds[0]);
 		return true;
 	}
-	switch (h.cmd) {
-	case UROCE_CTRL_HELLO:
-		cmd_hello(c, &h, p);
-		break;
-	case UROCE_CTRL_QUERY_DEVICE:
-		cmd_query_device(c, &h);
-		break;
-	case UROCE_CTRL_QUERY_PORT:
-		cmd_query_port(c, &h, p);
-		break;
-	case UROCE_CTRL_QUERY_GID:
-		cmd_query_gid(c, &h, p);
-		break;
-	case UROCE_CTRL_ALLOC_PD:
-		cmd_alloc_pd(c, &h);
-		break;
-	case UROCE_CTRL_DEALLOC_PD:
-		cmd_destroy(c, &h, p, UD_OBJ_PD);
-		break;
-	case UROCE_CTRL_MAP_REGION:
-		cmd_map_region(c, &h, p, fds[0]);
-		break;
-	case UROCE_CTRL_UNMAP_REGION:
-		cmd_destroy(c, &h, p, UD_OBJ_REGION);
-		break;
-	case UROCE_CTRL_REG_MR:
-		cmd_reg_mr(c, &h, p);
-		break;
-	case UROCE_CTRL_DEREG_MR:
-		cmd_destroy(c, &h, p, UD_OBJ_MR);
-		break;
-	case UROCE_CTRL_CREATE_CHANNEL:
-		cmd_create_channel(c, &h);
-		break;
-	case UROCE_CTRL_DESTROY_CHANNEL:
-		cmd_destroy(c, &h, p, UD_OBJ_CHANNEL);
-		break;
-	case UROCE_CTRL_CREATE_CQ:
-		cmd_create_cq(c, &h, p);
-		break;
-	case UROCE_CTRL_DESTROY_CQ:
-		cmd_destroy(c, &h, p, UD_OBJ_CQ);
-		break;
-	case UROCE_CTRL_CREATE_SRQ:
-		cmd_create_srq(c, &h, p);
-		break;
-	case UROCE_CTRL_MODIFY_SRQ: {
-		const struct uroce_ctrl_modify_srq_req *r = p;
-		struct ud_srq *s = ud_obj_get(c, r->srq, UD_OBJ_SRQ);
-		struct ibv_srq_attr a = r->attr;
-
-		REPLY(c, &h, s ? uroce_tp_modify_srq(s->tp, &a, r->mask) : -EINVAL, NULL, 0);
-		break;
+	info = uroce_ctrl_cmd_info(h.cmd);
+	if (!info) {
+		REPLY(c, &h, -EINVAL, NULL, 0);
+		return true;
 	}
-	case UROCE_CTRL_QUERY_SRQ: {
-		const struct uroce_ctrl_handle *r = p;
-		struct ud_srq *s = ud_obj_get(c, r->handle, UD_OBJ_SRQ);
-		struct uroce_ctrl_query_srq_rep rep;
-
-		memset(&rep, 0, sizeof(rep));
-		REPLY(c, &h, s ? uroce_tp_query_srq(s->tp, &rep.attr) : -EINVAL, &rep, sizeof(rep));
-		break;
-	}
-	case UROCE_CTRL_DESTROY_SRQ:
-		cmd_destroy(c, &h, p, UD_OBJ_SRQ);
-		break;
-	case UROCE_CTRL_CREATE_QP:
-		cmd_create_qp(c, &h, p);
-		break;
-	case UROCE_CTRL_MODIFY_QP:
-		return cmd_modify_qp(c, &h, p);
-	case UROCE_CTRL_QUERY_QP:
-		cmd_query_qp(c, &h, p);
-		break;
-	case UROCE_CTRL_DESTROY_QP:
-		cmd_destroy(c, &h, p, UD_OBJ_QP);
-		break;
-	case UROCE_CTRL_CREATE_AH:
-		return cmd_create_ah(c, &h, p);
-	case UROCE_CTRL_DESTROY_AH:
-		cmd_destroy(c, &h, p, UD_OBJ_AH);
-		break;
-	case UROCE_CTRL_STATS:
-		cmd_stats(c, &h, p);
-		break;
-	case UROCE_CTRL_ADMIN:
-	case UROCE_CTRL_CAPTURE_START:
+	if ((info->flags & UROCE_CTRL_CMD_ADMIN) && !c->admin) {
 		/* Capture sees every tenant's payloads; faults and cm-drop hurt everyone's
 		 * traffic: root and control.admin_group only. */
-		if (!c->admin) {
-			ud.cnt.admin_refused++;
-			UD_WARN("client %s[%d] (uid %u): %s refused: not an administrator "
-				"(root or control.admin_group)",
-				c->name, c->pid, (unsigned int)c->uid, uroce_ctrl_cmd_name(h.cmd));
-			if (nfds)
-				close(fds[0]);
-			REPLY(c, &h, -EPERM, NULL, 0);
-		} else if (h.cmd == UROCE_CTRL_ADMIN) {
-			cmd_admin(c, &h, p);
-		} else {
-			REPLY(c, &h, ud_capture_start_fd(fds[0]), NULL, 0);
-		}
-		break;
-	case UROCE_CTRL_CM_CREATE_CHANNEL ... UROCE_CTRL_CM_LEAVE_MCAST:
-		ud_cm_handle(c, &h, p);
-		break;
-	case UROCE_CTRL_ATTACH_MCAST:
-	case UROCE_CTRL_DETACH_MCAST: {
-		const struct uroce_ctrl_mcast_req *r = p;
-		struct ud_qp *q = ud_obj_get(c, r->qp, UD_OBJ_QP);
-
-		REPLY(c, &h, !q ? -EINVAL : h.cmd == UROCE_CTRL_ATTACH_MCAST ? ud_mcast_attach(q, &r->gid)
-								     : ud_mcast_detach(q, &r->gid),
-		      NULL, 0);
-		break;
+		ud.cnt.admin_refused++;
+		UD_WARN("client %s[%d] (uid %u): %s refused: not an administrator "
+			"(root or control.admin_group)",
+			c->name, c->pid, (unsigned int)c->uid, info->name);
+		if (nfds)
+			close(fds[0]);
+		REPLY(c, &h, -EPERM, NULL, 0);
+		return true;
 	}
-	default:
-		REPLY(c, &h, -EINVAL, NULL, 0);
-	}
-	return true;
+	ud_cmd_handlers[h.cmd](c, &h, msg + sizeof(h), fds);
+	return !c->pending.active;
 }
 
 void ud_handle_resolved(struct ud_client *c, const uint8_t *mac, int err)

@@ -32,6 +32,9 @@
 #include "uroce_transport.h"
 #include "uroce_wire.h"
 
+/* A parameter a function has for its type's sake (a handler that takes no fds). */
+#define UD_UNUSED __attribute__((unused))
+
 /* ---- logging ------------------------------------------------------------------------ */
 
 extern int ud_log_level; /* enum uroce_conf_log_level */
@@ -277,6 +280,23 @@ void ud_client_reply(struct ud_client *c, const struct uroce_ctrl_hdr *req, int 
 void ud_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], const uint8_t *mac,
 		       int err);
 
+/* ---- the commands ------------------------------------------------------------------- */
+
+/*
+ * One handler per row of UROCE_CTRL_COMMANDS (uroce_ctrl.h): ud_cmd_<name>(), in
+ * objects.c (CM_* in cm.c), called through objects.c's dispatch table. It gets a request
+ * that uroce_ctrl_check_request() passed, from a client past HELLO and, for admin-only
+ * commands, an administrator: @p payload is exactly the row's request struct (tail
+ * included), @p fds exactly its descriptors, which the handler then owns. It answers with
+ * ud_client_reply(), or leaves the request in c->pending (resolve(), objects.c), to be
+ * handled again once the neighbour is known.
+ */
+typedef void ud_cmd_handler(struct ud_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload, const int *fds);
+#define UD_CMD_DECLARE(NAME, name, ...) ud_cmd_handler ud_cmd_##name;
+UROCE_CTRL_COMMANDS(UD_CMD_DECLARE)
+#undef UD_CMD_DECLARE
+
 /* objects.c */
 /* Handles one validated request. @return true when it was answered (false: it waits for
  * neighbour resolution and is kept in c->pending). */
@@ -304,7 +324,6 @@ void ud_cm_fini(void);
 /* Timers and deferred work; every turn of the poll loop. */
 void ud_cm_process(void);
 void ud_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
-void ud_cm_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload);
 /* Destroys the connection's CM ids (REJ/DREQ on the wire) and channels. */
 void ud_cm_free_client(struct ud_client *c);
 /* A neighbour resolution for a CM id has settled; false if @p cookie is not a CM id's. */

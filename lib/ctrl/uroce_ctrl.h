@@ -66,8 +66,9 @@ extern "C" {
  *   rep_fds  descriptors that come with a successful reply (an error reply has none)
  *   flags    UROCE_CTRL_CMD_*, or 0
  *
- * From the rows come enum uroce_ctrl_cmd, and the names, sizes and fd counts that
- * uroce_ctrl_check_request() holds every request to (struct uroce_ctrl_cmd_info).
+ * From the rows come enum uroce_ctrl_cmd; the names, sizes and fd counts that
+ * uroce_ctrl_check_request() holds every request to (struct uroce_ctrl_cmd_info); and
+ * uroced's dispatch (a const array of the handlers, by number) and administrators' gate.
  *
  * To add a command: one row at the end here (and its payload structs below, if new) plus
  * its handler ud_cmd_<name>() in app/uroced (objects.c; CM_* in cm.c). Raise
