@@ -23,6 +23,8 @@ int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t 
 		.cmd = (uint16_t)cmd,
 		.len = (uint32_t)(sizeof(h) + req_len),
 	};
+	const struct uroce_ctrl_cmd_info *info = uroce_ctrl_cmd_info(cmd);
+	bool tail = info && (info->flags & UROCE_CTRL_CMD_REP_TAIL);
 	uint8_t *buf;
 	unsigned int got = 0;
 	long n;
@@ -69,10 +71,10 @@ int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t 
 	}
 	if (rc == 0) {
 		/* A successful reply carries exactly the payload the command defines, or for
-		 * variable replies (STATS) at most the caller's buffer. */
+		 * replies with a tail (STATS) at most the caller's buffer. */
 		size_t got_len = (size_t)n - sizeof(h);
 
-		if (cmd == UROCE_CTRL_STATS ? got_len > rep_len : got_len != rep_len) {
+		if (tail ? got_len > rep_len : got_len != rep_len) {
 			rc = -EPROTO;
 			goto bad;
 		}
@@ -82,7 +84,7 @@ int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t 
 			rc = -EPROTO;
 			goto bad;
 		}
-		if (cmd == UROCE_CTRL_STATS)
+		if (tail)
 			rc = (int)got_len;
 		goto out;
 	}

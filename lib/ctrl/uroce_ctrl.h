@@ -67,8 +67,10 @@ extern "C" {
  *   flags    UROCE_CTRL_CMD_*, or 0
  *
  * From the rows come enum uroce_ctrl_cmd; the names, sizes and fd counts that
- * uroce_ctrl_check_request() holds every request to (struct uroce_ctrl_cmd_info); and
- * uroced's dispatch (a const array of the handlers, by number) and administrators' gate.
+ * uroce_ctrl_check_request() holds every request to (struct uroce_ctrl_cmd_info);
+ * uroced's dispatch (a const array of the handlers, by number) and administrators' gate;
+ * the commands the control fuzzer sends and the replies it expects (test/fuzz); and
+ * lib/client's reading of replies with a tail.
  *
  * To add a command: one row at the end here (and its payload structs below, if new) plus
  * its handler ud_cmd_<name>() in app/uroced (objects.c; CM_* in cm.c). Raise

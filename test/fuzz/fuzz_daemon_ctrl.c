@@ -8,11 +8,13 @@
  *
  * Oracles: nothing crashes or reads out of bounds (ASan/UBSan); every request gets
  * exactly one reply (or waits for a neighbour, which never answers here, and is then
- * failed by the harness); and when the connection goes, every object and mapping of
- * it is freed (the daemon's own counters return to zero).
+ * failed by the harness), and a successful one carries the payload and descriptors its
+ * command's row says; and when the connection goes, every object and mapping of it is
+ * freed (the daemon's own counters return to zero).
  *
  * Input: records [kind (1), length (1), bytes...]:
- *   kind % 4 == 0: a request, header fixed up (magic, version, len, cmd = byte 0 % N)
+ *   kind % 4 == 0: a request, header fixed up (magic, version, len; cmd: byte 0 % N + 1,
+ *                  so byte 0 = cmd - 1 for the N commands of UROCE_CTRL_COMMANDS)
  *   kind % 4 == 1: a request as given (header included), unfixed
  *   kind % 4 == 2: a send WQE written into QP handle (byte 0) 's SQ ring and committed
  *   kind % 4 == 3: a recv WQE into a QP's RQ ring; then the data path runs once
@@ -45,14 +47,22 @@ static unsigned int replies;
 void ud_client_reply(struct ud_client *c, const struct uroce_ctrl_hdr *req, int status,
 		     const void *payload, uint32_t len, const int *fds, unsigned int nfds)
 {
+	const struct uroce_ctrl_cmd_info *info = uroce_ctrl_cmd_info(req->cmd);
+
 	(void)c;
-	(void)req;
 	(void)payload;
 	CHECK(status <= 0);
 	CHECK(status != 0 || len <= UROCE_CTRL_MSG_MAX);
 	CHECK(nfds <= UROCE_CTRL_MAX_FDS);
 	for (unsigned int i = 0; status == 0 && i < nfds; i++)
 		CHECK(fds[i] >= 0);
+	if (status == 0) {
+		/* What the command's row promises the client (lib/client checks the same). */
+		CHECK(info);
+		CHECK((info->flags & UROCE_CTRL_CMD_REP_TAIL) ? len >= info->rep_size
+							       : len == info->rep_size);
+		CHECK(nfds == info->rep_fds);
+	}
 	replies++;
 }
 
@@ -164,27 +174,6 @@ static void setup_once(void)
 	CHECK(ud_cm_init(1) == 0);
 }
 
-static const uint16_t cmds[] = {
-	UROCE_CTRL_QUERY_DEVICE, UROCE_CTRL_QUERY_PORT, UROCE_CTRL_QUERY_GID,
-	UROCE_CTRL_ALLOC_PD, UROCE_CTRL_DEALLOC_PD, UROCE_CTRL_MAP_REGION,
-	UROCE_CTRL_UNMAP_REGION, UROCE_CTRL_REG_MR, UROCE_CTRL_DEREG_MR,
-	UROCE_CTRL_CREATE_CHANNEL, UROCE_CTRL_DESTROY_CHANNEL, UROCE_CTRL_CREATE_CQ,
-	UROCE_CTRL_DESTROY_CQ, UROCE_CTRL_CREATE_SRQ, UROCE_CTRL_MODIFY_SRQ,
-	UROCE_CTRL_QUERY_SRQ, UROCE_CTRL_DESTROY_SRQ, UROCE_CTRL_CREATE_QP,
-	UROCE_CTRL_MODIFY_QP, UROCE_CTRL_QUERY_QP, UROCE_CTRL_DESTROY_QP,
-	UROCE_CTRL_CREATE_AH, UROCE_CTRL_DESTROY_AH, UROCE_CTRL_STATS, UROCE_CTRL_ADMIN,
-	UROCE_CTRL_HELLO,
-	UROCE_CTRL_CM_CREATE_CHANNEL, UROCE_CTRL_CM_DESTROY_CHANNEL, UROCE_CTRL_CM_GET_EVENT,
-	UROCE_CTRL_CM_CREATE_ID, UROCE_CTRL_CM_DESTROY_ID, UROCE_CTRL_CM_MIGRATE_ID,
-	UROCE_CTRL_CM_BIND, UROCE_CTRL_CM_RESOLVE_ADDR, UROCE_CTRL_CM_RESOLVE_ROUTE,
-	UROCE_CTRL_CM_QUERY_ROUTE, UROCE_CTRL_CM_LISTEN, UROCE_CTRL_CM_CONNECT,
-	UROCE_CTRL_CM_ACCEPT, UROCE_CTRL_CM_REJECT, UROCE_CTRL_CM_DISCONNECT,
-	UROCE_CTRL_CM_ESTABLISH, UROCE_CTRL_CM_INIT_QP_ATTR, UROCE_CTRL_CM_SET_OPTION,
-	UROCE_CTRL_CM_JOIN_MCAST, UROCE_CTRL_CM_LEAVE_MCAST, UROCE_CTRL_ATTACH_MCAST,
-	UROCE_CTRL_DETACH_MCAST,
-	UROCE_CTRL_CAPTURE_START,
-};
-
 /* A sealed memfd of @p size (bounded), as the client library makes for MRs. */
 static int make_region_fd(uint64_t size)
 {
@@ -209,16 +198,18 @@ static void request(struct ud_client *c, uint8_t *msg, uint32_t len)
 	int fd = -1;
 
 	memcpy(&h, msg, sizeof(h));
-	if (h.cmd == UROCE_CTRL_MAP_REGION && len >= sizeof(h) + sizeof(uint64_t)) {
+	if (h.cmd == UROCE_CTRL_MAP_REGION) {
 		uint64_t size;
 
-		memcpy(&size, msg + sizeof(h), sizeof(size));
-		fd = make_region_fd(size);
-		if (fd < 0)
-			fd = make_region_fd(4096); /* a sealed fd of another size: refused */
-		nfds = fd >= 0;
-	}
-	if (h.cmd == UROCE_CTRL_CAPTURE_START) {
+		if (len >= sizeof(h) + sizeof(size)) {
+			memcpy(&size, msg + sizeof(h), sizeof(size));
+			fd = make_region_fd(size);
+			if (fd < 0) /* a sealed fd of another size: refused */
+				fd = make_region_fd(4096);
+			nfds = fd >= 0;
+		}
+	} else if (uroce_ctrl_request_fds(h.cmd) == 1) {
+		/* Any other command that takes a file (CAPTURE_START) gets one to write. */
 		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		nfds = fd >= 0;
 	}
@@ -294,7 +285,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (n == 0)
 				break;
-			h.cmd = cmds[p[0] % (sizeof(cmds) / sizeof(cmds[0]))];
+			/* Every command: the rows are numbered 1 to UROCE_CTRL_CMD_END - 1. */
+			h.cmd = (uint16_t)(1 + p[0] % (UROCE_CTRL_CMD_END - 1));
 			want = uroce_ctrl_request_size(h.cmd);
 			memset(msg, 0, sizeof(msg));
 			memcpy(msg + sizeof(h), p + 1, (size_t)n - 1);

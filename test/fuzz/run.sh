@@ -159,22 +159,25 @@ nipseeds=$(find "$ipseeds" -type f | wc -l)
 
 # fuzz_daemon_ctrl's input (see the top of fuzz_daemon_ctrl.c): records [kind, len, bytes].
 # Seed: a PD, a CQ, an RC QP, a shared region and an MR on it, then receive WQEs posted
-# through the ring, so mutations start from live objects.
+# through the ring, so mutations start from live objects. A request's first byte is its
+# command's number - 1: the row's place in UROCE_CTRL_COMMANDS (lib/ctrl/uroce_ctrl.h).
 rm -rf "$ctrlseeds"
 mkdir -p "$ctrlseeds"
-python3 - "$ctrlseeds" <<'PY'
-import os, struct, sys
-def req(idx, payload=b''):
-    body = bytes([idx]) + payload
+python3 - "$ctrlseeds" lib/ctrl/uroce_ctrl.h <<'PY'
+import os, re, struct, sys
+table = re.search(r'#define UROCE_CTRL_COMMANDS\(X\)((?:.*\\\n)*.*)', open(sys.argv[2]).read())
+rows = re.findall(r'\bX\((\w+),', table.group(1))
+def req(name, payload=b''):
+    body = bytes([rows.index(name)]) + payload
     return bytes([0, len(body)]) + body
-seq = req(3)                                              # ALLOC_PD -> 1
-seq += req(11, struct.pack('<iIiI', 16, 0, 0, 0))         # CREATE_CQ -> 2
-seq += req(17, struct.pack('<IIIIII', 1, 2, 2, 0, 2, 1) + struct.pack('<5I', 4, 4, 1, 1, 0))
-seq += req(5, struct.pack('<Q', 8192))                    # MAP_REGION -> 4
-seq += req(7, struct.pack('<IIQQQII', 1, 7, 0x10000, 100, 0x10000, 0, 0) + struct.pack('<IIQQ', 4, 0, 0, 4096))
+seq = req('ALLOC_PD')                                             # -> 1
+seq += req('CREATE_CQ', struct.pack('<iIiI', 16, 0, 0, 0))        # -> 2
+seq += req('CREATE_QP', struct.pack('<IIIIII', 1, 2, 2, 0, 2, 1) + struct.pack('<5I', 4, 4, 1, 1, 0))
+seq += req('MAP_REGION', struct.pack('<Q', 8192))                 # -> 4
+seq += req('REG_MR', struct.pack('<IIQQQII', 1, 7, 0x10000, 100, 0x10000, 0, 0) + struct.pack('<IIQQ', 4, 0, 0, 4096))
 wqe = struct.pack('<QII', 9, 1, 0) + struct.pack('<QII', 0x10000, 64, 0)
 seq += bytes([3, 1 + len(wqe), 3]) + wqe
-seq += req(23, struct.pack('<II', 0, 0))                  # STATS
+seq += req('STATS', struct.pack('<II', 0, 0))
 with open(os.path.join(sys.argv[1], 'objects'), 'wb') as f:
     f.write(seq)
 PY
