@@ -139,16 +139,46 @@ static void privatize(uintptr_t lo, uintptr_t hi, int prot)
 }
 
 /* The mappings of /proc/self/maps that are our memfds, collected before any is changed
- * (the file must not change while it is read). */
+ * (the file must not change while it is read). The list lives in memory of its own
+ * (mmap), never on the heap: until privatize() has run, the heap pages beside registered
+ * buffers are still the parent's, and a malloc() here would write the parent's heap
+ * metadata under it (pyverbs_fork caught glibc aborting on a corrupted free list). */
 struct vma {
 	uintptr_t lo, hi;
 	int prot;
 };
 
-static size_t find_shared_vmas(struct vma **out)
+struct vma_list {
+	struct vma *v;
+	size_t n, cap; /* cap: entries the mapping holds */
+};
+
+static void vma_list_add(struct vma_list *l, struct vma vma)
 {
-	size_t n = 0, cap = 0, have = 0;
-	struct vma *v = NULL;
+	if (l->n == l->cap) {
+		size_t old = l->cap * sizeof(*l->v), cap = l->cap ? 2 * l->cap : 256;
+		void *m = l->v ? mremap(l->v, old, cap * sizeof(*l->v), MREMAP_MAYMOVE)
+			       : mmap(NULL, cap * sizeof(*l->v), PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			child_give_up("mmap");
+		l->v = m;
+		l->cap = cap;
+	}
+	l->v[l->n++] = vma;
+}
+
+static void vma_list_free(struct vma_list *l)
+{
+	if (l->v)
+		munmap(l->v, l->cap * sizeof(*l->v));
+	*l = (struct vma_list){0};
+}
+
+static void find_shared_vmas(struct vma_list *out)
+{
+	size_t have = 0;
 	char buf[8192];
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
@@ -170,24 +200,14 @@ static size_t find_shared_vmas(struct vma **out)
 			*nl = 0;
 			if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu", &lo, &hi, perm, &off, &maj,
 				   &min, &ino) == 7 &&
-			    perm[3] == 's' && is_share_memfd(makedev(maj, min), ino)) {
-				if (n == cap) {
-					struct vma *m;
-
-					cap = cap ? 2 * cap : 16;
-					m = realloc(v, cap * sizeof(*v));
-					if (!m)
-						child_give_up("realloc");
-					v = m;
-				}
-				v[n++] = (struct vma){
-					.lo = lo,
-					.hi = hi,
-					.prot = (perm[0] == 'r' ? PROT_READ : 0) |
-						(perm[1] == 'w' ? PROT_WRITE : 0) |
-						(perm[2] == 'x' ? PROT_EXEC : 0),
-				};
-			}
+			    perm[3] == 's' && is_share_memfd(makedev(maj, min), ino))
+				vma_list_add(out, (struct vma){
+							  .lo = lo,
+							  .hi = hi,
+							  .prot = (perm[0] == 'r' ? PROT_READ : 0) |
+								  (perm[1] == 'w' ? PROT_WRITE : 0) |
+								  (perm[2] == 'x' ? PROT_EXEC : 0),
+						  });
 			line = nl + 1;
 		}
 		have -= (size_t)(line - buf);
@@ -196,8 +216,6 @@ static size_t find_shared_vmas(struct vma **out)
 			break;
 	}
 	close(fd);
-	*out = v;
-	return n;
 }
 
 static void fork_prepare(void)
@@ -234,19 +252,21 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	struct uroce_client_ctx *ctx;
-	struct vma *v = NULL;
-	size_t i, n = 0;
+	struct vma_list vmas = {0};
+	size_t i;
 
+	/* Nothing here may touch the heap before privatize(): see find_shared_vmas(). */
 	if (cl_fork_done[0] >= 0)
 		close(cl_fork_done[0]);
 	if (cl_fork_contexts)
-		n = find_shared_vmas(&v);
-	for (i = 0; i < n; i++)
-		privatize(v[i].lo, v[i].hi, v[i].prot);
-	free(v);
+		find_shared_vmas(&vmas);
+	for (i = 0; i < vmas.n; i++)
+		privatize(vmas.v[i].lo, vmas.v[i].hi, vmas.v[i].prot);
+	vma_list_free(&vmas);
 	if (cl_fork_done[1] >= 0) {
+		/* On a failed write the parent reads EOF when we close: the same to it. */
 		if (write(cl_fork_done[1], "", 1) < 0)
-			n = 0; /* the parent reads EOF when we close: the same to it */
+			i = 0;
 		close(cl_fork_done[1]);
 	}
 	cl_fork_done[0] = cl_fork_done[1] = -1;
