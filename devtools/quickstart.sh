@@ -108,10 +108,19 @@ run_suite() {
 }
 
 test_all() {
-	local failed=0 fuzz_seconds=${FUZZ_SECONDS:-120}
+	local failed=0 format_failed=0 fuzz_seconds=${FUZZ_SECONDS:-120}
 	logs=()
 	install_missing
 	check_pcaps
+
+	# Whitespace and line length (.editorconfig): a mis-formatted file fails the run, after
+	# the builds and tests have still said what they have to say.
+	say "format check (devtools/check_format.sh)"
+	if ! bash devtools/check_format.sh; then
+		say "format check failed"
+		format_failed=1
+		failed=1
+	fi
 
 	# The rxe interop test boots Linux rxe in a VM; its image is built once (about
 	# 3 min) by the test itself. Without the packages it is skipped, not failed.
@@ -136,6 +145,7 @@ test_all() {
 	meson test -C build --benchmark --verbose --logbase benchmarklog || failed=1
 
 	python3 devtools/test_summary.py "${logs[@]}" || failed=1
+	[ "$format_failed" = 0 ] || say "format check failed: devtools/check_format.sh lists the lines"
 	return $failed
 }
 

@@ -111,7 +111,8 @@ static int write_variants(const char *dir, const char *file, uint64_t n,
 		uint32_t plen = pkt->payload_len, len;
 
 		if (v == 0 || v == 2) {
-			/* The IPv4-mapped GID form of the addresses, as rxe's GID table has them. */
+			/* The IPv4-mapped GID form of the addresses, as rxe's GID table has
+			 * them. */
 			h.ip_version = 6;
 			uroce_gid_from_ipv4(h.ip_src, pkt->hdr.ip_src + 12);
 			uroce_gid_from_ipv4(h.ip_dst, pkt->hdr.ip_dst + 12);
@@ -165,7 +166,8 @@ static int decode_file(const char *file, int verbose, const char *extract_dir, i
 		if (err != UROCE_WIRE_OK) {
 			st.errors[err]++;
 			if (verbose)
-				printf("%6" PRIu64 " error: %s\n", r.index, uroce_wire_strerror(err));
+				printf("%6" PRIu64 " error: %s\n", r.index,
+				       uroce_wire_strerror(err));
 			continue;
 		}
 		n = uroce_wire_build(rebuilt, sizeof(rebuilt), &pkt.hdr, pkt.payload,
@@ -206,7 +208,8 @@ static int decode_file(const char *file, int verbose, const char *extract_dir, i
 			       st.per_opcode[o]);
 	for (int e = 1; e < UROCE_WIRE_E__COUNT; e++)
 		if (st.errors[e])
-			printf("    error %-34s %8" PRIu64 "\n", uroce_wire_strerror(e), st.errors[e]);
+			printf("    error %-34s %8" PRIu64 "\n", uroce_wire_strerror(e),
+			       st.errors[e]);
 	if (st.rebuild_mismatch)
 		printf("    error %-34s %8" PRIu64 "\n", "rebuild_differs", st.rebuild_mismatch);
 	return bad || write_failed ? 1 : 0;

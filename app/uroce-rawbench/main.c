@@ -99,12 +99,18 @@ static void usage(const char *prog)
 static int parse_opts(int argc, char **argv, struct rb_opts *o)
 {
 	static const struct option longopts[] = {
-		{"role", required_argument, NULL, 'r'},	    {"mode", required_argument, NULL, 'M'},
-		{"size", required_argument, NULL, 's'},	    {"count", required_argument, NULL, 'c'},
-		{"duration", required_argument, NULL, 'd'}, {"warmup", required_argument, NULL, 'W'},
-		{"timeout", required_argument, NULL, 't'},  {"wait", required_argument, NULL, 'w'},
-		{"mtu", required_argument, NULL, 'm'},	    {"mbuf-size", required_argument, NULL, 'b'},
-		{"port", required_argument, NULL, 'p'},	    {"help", no_argument, NULL, 'h'},
+		{"role", required_argument, NULL, 'r'},
+		{"mode", required_argument, NULL, 'M'},
+		{"size", required_argument, NULL, 's'},
+		{"count", required_argument, NULL, 'c'},
+		{"duration", required_argument, NULL, 'd'},
+		{"warmup", required_argument, NULL, 'W'},
+		{"timeout", required_argument, NULL, 't'},
+		{"wait", required_argument, NULL, 'w'},
+		{"mtu", required_argument, NULL, 'm'},
+		{"mbuf-size", required_argument, NULL, 'b'},
+		{"port", required_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool role = false, mode = false;

@@ -87,7 +87,8 @@ int oob_connect(const char *host, int port, int timeout_ms)
 	/* The server may not listen yet: retry until the deadline, as rxe-verbs-op does. */
 	for (;;) {
 		for (t = res; t; t = t->ai_next) {
-			int fd = socket(t->ai_family, t->ai_socktype | SOCK_CLOEXEC, t->ai_protocol);
+			int fd =
+				socket(t->ai_family, t->ai_socktype | SOCK_CLOEXEC, t->ai_protocol);
 
 			if (fd < 0)
 				continue;

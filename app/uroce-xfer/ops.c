@@ -415,8 +415,8 @@ static int client_check_wc(struct ops_run *r, struct client_case *c, const struc
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		stat_fail(s, "%s %s size %lu: completion error %s (%d) for wr_id %lu", tn, on,
-			  (unsigned long)c->size, uroce_client_wc_status_str(wc->status), wc->status,
-			  (unsigned long)wc->wr_id);
+			  (unsigned long)c->size, uroce_client_wc_status_str(wc->status),
+			  wc->status, (unsigned long)wc->wr_id);
 		return -1;
 	}
 	if (wc->wr_id != expect_id) {
@@ -436,8 +436,8 @@ static int client_check_wc(struct ops_run *r, struct client_case *c, const struc
 		uint32_t k;
 
 		if (bad >= 0) {
-			stat_fail(s, "%s read size %lu #%u: byte %ld is 0x%02x, expected 0x%02x", tn,
-				  (unsigned long)c->size, expect_id, bad, slot[bad],
+			stat_fail(s, "%s read size %lu #%u: byte %ld is 0x%02x, expected 0x%02x",
+				  tn, (unsigned long)c->size, expect_id, bad, slot[bad],
 				  xfer_pattern_byte(c->cseed, c->size, expect_id, (size_t)bad));
 			return -1;
 		}
@@ -534,7 +534,8 @@ static int client_case(struct ops_run *r, enum ops_tp tp, enum ops_op op, uint64
 	}
 	c.peer_qpn = rd.qpn;
 	if (ops_qp_connect(r, &q, tp, rd.qpn, rd.psn)) {
-		stat_fail(s, "%s %s size %lu: cannot connect the QP", tn, on, (unsigned long)c.size);
+		stat_fail(s, "%s %s size %lu: cannot connect the QP", tn, on,
+			  (unsigned long)c.size);
 		errors++;
 		stop = true;
 	}
@@ -776,22 +777,29 @@ static void server_verify_recvs(struct ops_run *r, struct server_case *c, uint32
 		}
 		if (found == UINT32_MAX) {
 			if (imm)
-				res_fail(c, "receive #%u: immediate 0x%08x is no message after #%u%s",
+				res_fail(c,
+					 "receive #%u: immediate 0x%08x is no message after #%u%s",
 					 k, ntohl(wc->imm_data), next ? next - 1 : 0,
 					 next ? " (duplicate or reordered?)" : "");
 			else
-				res_fail(c, "receive #%u: data differs from message #%u at byte %ld "
-					 "(0x%02x)", k, next, bad,
-					 bad >= 0 ? r->buf[(size_t)k * c->stride + (size_t)bad] : 0);
+				res_fail(c,
+					 "receive #%u: data differs from message #%u at byte %ld "
+					 "(0x%02x)",
+					 k, next, bad,
+					 bad >= 0 ? r->buf[(size_t)k * c->stride + (size_t)bad] :
+						    0);
 			continue;
 		}
 		/* Data: SEND lands in receive slot k; WRITE_WITH_IMM at its own slot. */
 		if (c->size && !slot_holds(r, c, in_place ? found : k, found, &bad)) {
-			res_fail(c, "message #%u: byte %ld differs (0x%02x, expected 0x%02x)", found,
-				 bad, r->buf[(size_t)(in_place ? found : k) * c->stride + (size_t)bad],
+			res_fail(c, "message #%u: byte %ld differs (0x%02x, expected 0x%02x)",
+				 found, bad,
+				 r->buf[(size_t)(in_place ? found : k) * c->stride + (size_t)bad],
 				 (size_t)bad < (c->tp == TP_UD ? OPS_GRH : 0u) + c->size ?
-				 xfer_pattern_byte(c->cseed, c->size, found, (size_t)bad -
-						   (c->tp == TP_UD ? OPS_GRH : 0u)) : OPS_FILL);
+					 xfer_pattern_byte(
+						 c->cseed, c->size, found,
+						 (size_t)bad - (c->tp == TP_UD ? OPS_GRH : 0u)) :
+					 OPS_FILL);
 			continue;
 		}
 		c->res.verified++;
@@ -828,8 +836,10 @@ static void server_verify_writes(struct ops_run *r, struct server_case *c, bool 
 				       OPS_FILL;
 
 			if (p[k] != want && p[k] != OPS_FILL) {
-				res_fail(c, "write #%u: byte %u is 0x%02x: neither the data (0x%02x) "
-					 "nor the fill", i, k, p[k], want);
+				res_fail(c,
+					 "write #%u: byte %u is 0x%02x: neither the data (0x%02x) "
+					 "nor the fill",
+					 i, k, p[k], want);
 				break;
 			}
 		}
@@ -1051,7 +1061,8 @@ static int server_case(struct ops_run *r, const struct ops_case_msg *m)
 			uint64_t v = get_u64(r->buf);
 
 			if (v != ap.final)
-				res_fail(&c, "target is 0x%016lx after %u atomics, expected 0x%016lx",
+				res_fail(&c,
+					 "target is 0x%016lx after %u atomics, expected 0x%016lx",
 					 (unsigned long)v, c.count, (unsigned long)ap.final);
 			else
 				c.res.verified++;

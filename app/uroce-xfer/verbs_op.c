@@ -120,7 +120,8 @@ int xfer_verbs_op(const struct xfer_opts *o)
 	snprintf(line, sizeof(line),
 		 "{\"qpn\": %u, \"psn\": %u, \"gid\": \"%s\", \"rkey\": %u, \"addr\": %lu, "
 		 "\"impl\": \"uroce-xfer\"}\n",
-		 uroce_client_qp_ibv(qp)->qp_num, psn, g, mr->ibv.rkey, (unsigned long)(uintptr_t)buf);
+		 uroce_client_qp_ibv(qp)->qp_num, psn, g, mr->ibv.rkey,
+		 (unsigned long)(uintptr_t)buf);
 	fd = active ? oob_connect(o->server, o->port, o->timeout_ms) :
 		      oob_listen_accept(o->port, o->timeout_ms * 4);
 	if (fd < 0 || oob_write(fd, line, strlen(line), o->timeout_ms) ||
@@ -143,8 +144,9 @@ int xfer_verbs_op(const struct xfer_opts *o)
 	if (xfer_qp_init(qp, IBV_QPT_RC, dev.ib_port, acc, 0))
 		goto out;
 	for (i = 0; i < rq; i++) {
-		struct ibv_sge sge = { .addr = (uintptr_t)(buf + i * slot), .length = (uint32_t)slot,
-				       .lkey = mr->ibv.lkey };
+		struct ibv_sge sge = {.addr = (uintptr_t)(buf + i * slot),
+				      .length = (uint32_t)slot,
+				      .lkey = mr->ibv.lkey};
 		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
 
 		if (uroce_client_post_recv(qp, &wr, &bad)) {
@@ -231,8 +233,10 @@ int xfer_verbs_op(const struct xfer_opts *o)
 					if (buf[k] != 0)
 						break;
 				if (k < size) {
-					xfer_err("read #%u: byte %u is 0x%02x, the peer's buffer is "
-						 "zero", i, k, buf[k]);
+					xfer_err(
+						"read #%u: byte %u is 0x%02x, the peer's buffer is "
+						"zero",
+						i, k, buf[k]);
 					errors++;
 				}
 			}
@@ -241,8 +245,8 @@ int xfer_verbs_op(const struct xfer_opts *o)
 
 				memcpy(&got, buf, sizeof(got));
 				if (got != i) {
-					xfer_err("%s #%u returned %lu, expected %u", vop_names[op], i,
-						 (unsigned long)got, i);
+					xfer_err("%s #%u returned %lu, expected %u", vop_names[op],
+						 i, (unsigned long)got, i);
 					errors++;
 				}
 			}
@@ -270,9 +274,11 @@ int xfer_verbs_op(const struct xfer_opts *o)
 					 uroce_client_wc_status_str(wc.status));
 				goto out;
 			}
-			printf("server: recv completion opcode %d byte_len %u imm 0x%x\n", wc.opcode,
-			       wc.byte_len, wc.wc_flags & IBV_WC_WITH_IMM ? ntohl(wc.imm_data) : 0);
-			if (wc.opcode != (op == V_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV) ||
+			printf("server: recv completion opcode %d byte_len %u imm 0x%x\n",
+			       wc.opcode, wc.byte_len,
+			       wc.wc_flags & IBV_WC_WITH_IMM ? ntohl(wc.imm_data) : 0);
+			if (wc.opcode !=
+				    (op == V_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV) ||
 			    wc.byte_len != size || wc.wr_id != got ||
 			    !!(wc.wc_flags & IBV_WC_WITH_IMM) != imm ||
 			    (imm && ntohl(wc.imm_data) != 0x1000 + got)) {

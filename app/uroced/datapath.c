@@ -272,7 +272,8 @@ static bool cq_drain(struct ud_cq *q, unsigned int *moved)
 				if (q->channel) {
 					uint64_t one = 1;
 
-					if (write(q->channel->efd, &one, sizeof(one)) != sizeof(one))
+					if (write(q->channel->efd, &one, sizeof(one)) !=
+					    sizeof(one))
 						UD_WARN("CQ event lost: %s", strerror(errno));
 				}
 			}
@@ -283,7 +284,8 @@ static bool cq_drain(struct ud_cq *q, unsigned int *moved)
 
 			/* ibv_req_notify_cq(solicited_only): solicited receives and every error
 			 * completion wake the waiter (IBA 11.4.2.2). */
-			if ((wc[i].wc_flags & UROCE_TP_WC_SOLICITED) || wc[i].status != IBV_WC_SUCCESS)
+			if ((wc[i].wc_flags & UROCE_TP_WC_SOLICITED) ||
+			    wc[i].status != IBV_WC_SUCCESS)
 				solicited = true;
 			wc[i].wc_flags &= ~(unsigned int)UROCE_TP_WC_SOLICITED;
 			if (tq && uroce_tp_qp_user(tq))

@@ -110,7 +110,8 @@ int uroce_eth_eal_init(int argc, char **argv)
 	if (!no_huge && !in_memory) {
 		uint64_t free_pages =
 			read_u64_file("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages") +
-			read_u64_file("/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages");
+			read_u64_file(
+				"/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages");
 		bool mounted = hugetlbfs_mounted();
 
 		if (free_pages == 0 || !mounted) {
@@ -121,7 +122,8 @@ int uroce_eth_eal_init(int argc, char **argv)
 				mb = 512;
 			fprintf(stderr,
 				"uroce: %s: falling back to --no-huge -m %lu; reserve some with "
-				"echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages%s\n",
+				"echo 1024 > "
+				"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages%s\n",
 				free_pages == 0 ? "no free hugepages" : "no hugetlbfs mounted", mb,
 				mounted ? "" : " and mount -t hugetlbfs none /dev/hugepages");
 			add[nadd++] = "--no-huge";
@@ -329,7 +331,8 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 		if (ret != 0) {
 			p->sw_mtu = true;
 			fprintf(stderr,
-				"uroce: %s (%s): the PMD refuses MTU %u (%s; it reports max MTU %u): "
+				"uroce: %s (%s): the PMD refuses MTU %u "
+				"(%s; it reports max MTU %u): "
 				"using it as a software MTU, large frames travel as mbuf chains\n",
 				p->name, p->driver, mtu, rte_strerror(-ret), max_mtu);
 		}
@@ -503,9 +506,10 @@ uint16_t uroce_eth_rx(struct uroce_eth_port *p, uint16_t queue, struct uroce_eth
 				continue;
 			}
 			if (unlikely(rq->scratch == NULL)) {
-				rq->scratch = rte_malloc("uroce_eth_scratch",
-							 (size_t)rq->slot_size * UROCE_ETH_BURST_MAX,
-							 RTE_CACHE_LINE_SIZE);
+				rq->scratch =
+					rte_malloc("uroce_eth_scratch",
+						   (size_t)rq->slot_size * UROCE_ETH_BURST_MAX,
+						   RTE_CACHE_LINE_SIZE);
 				if (rq->scratch == NULL) {
 					rq->oversize++;
 					continue;

@@ -59,7 +59,8 @@ int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t 
 		goto bad;
 	}
 	if (h.version != UROCE_CTRL_VERSION) {
-		fprintf(stderr, "uroce: uroced speaks control protocol version %u, this library %u\n",
+		fprintf(stderr,
+			"uroce: uroced speaks control protocol version %u, this library %u\n",
 			h.version, UROCE_CTRL_VERSION);
 		rc = -EPROTO;
 		goto bad;

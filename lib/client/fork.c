@@ -201,13 +201,14 @@ static void find_shared_vmas(struct vma_list *out)
 			if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu", &lo, &hi, perm, &off, &maj,
 				   &min, &ino) == 7 &&
 			    perm[3] == 's' && is_share_memfd(makedev(maj, min), ino))
-				vma_list_add(out, (struct vma){
-							  .lo = lo,
-							  .hi = hi,
-							  .prot = (perm[0] == 'r' ? PROT_READ : 0) |
-								  (perm[1] == 'w' ? PROT_WRITE : 0) |
-								  (perm[2] == 'x' ? PROT_EXEC : 0),
-						  });
+				vma_list_add(out,
+					     (struct vma){
+						     .lo = lo,
+						     .hi = hi,
+						     .prot = (perm[0] == 'r' ? PROT_READ : 0) |
+							     (perm[1] == 'w' ? PROT_WRITE : 0) |
+							     (perm[2] == 'x' ? PROT_EXEC : 0),
+					     });
 			line = nl + 1;
 		}
 		have -= (size_t)(line - buf);

@@ -50,7 +50,8 @@ static bool share_intact(const struct cl_share *sh)
 		unsigned long lo, hi, off, ino;
 		unsigned int maj, min;
 
-		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6)
+		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) !=
+		    6)
 			continue;
 		if (hi <= covered || lo >= sh->end)
 			continue;

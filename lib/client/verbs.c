@@ -188,7 +188,8 @@ int uroce_client_get_cq_event(struct uroce_client_channel *ch, struct uroce_clie
 			continue;
 		/* acquire: pairs with the daemon's release increment (not strictly needed:
 		 * the eventfd read already orders), kept for clarity of the protocol. */
-		if (atomic_load_explicit(&cq->ctl->events, memory_order_acquire) != cq->events_seen) {
+		if (atomic_load_explicit(&cq->ctl->events, memory_order_acquire) !=
+		    cq->events_seen) {
 			cq->events_seen++;
 			*out = cq;
 			pthread_mutex_unlock(&ctx->lock);

@@ -23,7 +23,11 @@
 #define CM_METHOD_SEND 0x03
 
 /* "Message (MRAed / rejected)" codes, IBA 12.6.6 / 12.6.7. */
-enum cm_msg_response { CM_MSG_RESPONSE_REQ = 0, CM_MSG_RESPONSE_REP = 1, CM_MSG_RESPONSE_OTHER = 2 };
+enum cm_msg_response {
+	CM_MSG_RESPONSE_REQ = 0,
+	CM_MSG_RESPONSE_REP = 1,
+	CM_MSG_RESPONSE_OTHER = 2
+};
 
 /* REJ reasons used here (IBA 12.6.7.2, table 109). */
 enum cm_rej_reason {

@@ -434,7 +434,8 @@ static void req_input(struct uroce_cm *cm, const struct cm_msg *m,
 		/* nobody listens on the service ID: cm_req_handler's "invalid service ID";
 		 * a listener on the port that does not take it: rdma_cm refuses (consumer) */
 		cm->counters.rx_no_listener++;
-		issue_rej(cm, m, port_listened ? CM_REJ_CONSUMER_DEFINED : CM_REJ_INVALID_SERVICE_ID,
+		issue_rej(cm, m,
+			  port_listened ? CM_REJ_CONSUMER_DEFINED : CM_REJ_INVALID_SERVICE_ID,
 			  from);
 		return;
 	}

@@ -163,7 +163,8 @@ static void req_encode(uint8_t *a, const struct cm_req *r)
 	wr24(a + 44, r->starting_psn);
 	a[47] = bits(r->local_cm_response_timeout, 0, 5) | bits(r->retry_count, 5, 3);
 	wr16(a + 48, r->pkey);
-	a[50] = bits(r->path_mtu, 0, 4) | bits(r->rdc_exists, 4, 1) | bits(r->rnr_retry_count, 5, 3);
+	a[50] = bits(r->path_mtu, 0, 4) | bits(r->rdc_exists, 4, 1) |
+		bits(r->rnr_retry_count, 5, 3);
 	a[51] = bits(r->max_cm_retries, 0, 4) | bits(r->srq, 4, 1) |
 		bits(r->extended_transport_type, 5, 3);
 	path_encode(a + 52, &r->primary);

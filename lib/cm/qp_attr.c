@@ -75,7 +75,8 @@ int uroce_cm_init_qp_attr(const struct uroce_cm_id *id, struct ibv_qp_attr *attr
 		attr->path_mtu = (enum ibv_mtu)id->path_mtu;
 		attr->dest_qp_num = id->remote_qpn;
 		attr->rq_psn = id->seq_num; /* rdma_init_qp_attr(): our own advertised PSN */
-		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
 		if (id->qpt == IBV_QPT_RC) {
 			attr->max_dest_rd_atomic = id->responder_resources;
 			attr->min_rnr_timer = 0; /* ib_cm's cm_init_qp_rtr_attr() */
@@ -91,7 +92,8 @@ int uroce_cm_init_qp_attr(const struct uroce_cm_id *id, struct ibv_qp_attr *attr
 			attr->retry_cnt = id->retry_count;
 			attr->rnr_retry = id->rnr_retry_count;
 			attr->max_rd_atomic = id->initiator_depth;
-			attr->timeout = id->ack_timeout_set ? id->ack_timeout : id->local_ack_timeout;
+			attr->timeout =
+				id->ack_timeout_set ? id->ack_timeout : id->local_ack_timeout;
 			*mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
 				 IBV_QP_TIMEOUT;
 		}

@@ -109,7 +109,8 @@ static int set_uint(const struct uroce_conf_key *k, void *obj, const char *v, ch
 	}
 	if (base == 10 && v[0] == '0' && v[1] != '\0') {
 		/* 0660 in a decimal key is most likely someone expecting octal. */
-		msgf(msg, len, "'%s' has a leading zero (the value is decimal)", cut(v, c, sizeof(c)));
+		msgf(msg, len, "'%s' has a leading zero (the value is decimal)",
+		     cut(v, c, sizeof(c)));
 		return -1;
 	}
 	if (rc == -2 || x < k->min || x > k->max) {
@@ -201,7 +202,8 @@ static int set_string(const struct uroce_conf_key *k, void *obj, const char *v, 
 	}
 	for (size_t i = 0; i < n; i++) {
 		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
-			msgf(msg, len, "control character 0x%02x in the value", (unsigned char)v[i]);
+			msgf(msg, len, "control character 0x%02x in the value",
+			     (unsigned char)v[i]);
 			return -1;
 		}
 		if (v[i] == '"') {
@@ -270,7 +272,8 @@ static int set_ip_list(const struct uroce_conf_key *k, void *obj, const char *v,
 			return -1;
 		}
 		if (!host_ip(af, addrs[n])) {
-			msgf(msg, len, "%s is not a host address (unspecified, multicast or broadcast)", a);
+			msgf(msg, len,
+			     "%s is not a host address (unspecified, multicast or broadcast)", a);
 			return -1;
 		}
 		for (uint32_t i = 0; i < n; i++) {
@@ -332,7 +335,8 @@ static int set_mac(const struct uroce_conf_key *k, void *obj, const char *v, cha
 		return -1;
 	}
 	if (memcmp(m, zero, 6) == 0) {
-		msgf(msg, len, "%s is not a host address (leave the value empty for the default)", v);
+		msgf(msg, len, "%s is not a host address (leave the value empty for the default)",
+		     v);
 		return -1;
 	}
 	memcpy(field(obj, k->off), m, 6);
@@ -560,7 +564,8 @@ static int assign(const struct uroce_conf_table *t, void *obj, char *line,
 
 	*idx = -1;
 	if (eq == NULL) {
-		msgf(msg, len, "expected %s: '%s'", cmdline ? "section.key=value" : "key = value or [section]",
+		msgf(msg, len, "expected %s: '%s'",
+		     cmdline ? "section.key=value" : "key = value or [section]",
 		     cut(trim(line), c, sizeof(c)));
 		return -1;
 	}
@@ -692,19 +697,22 @@ int uroce_conf_table_parse(const struct uroce_conf_table *t, void *obj, const ch
 				size_t m = 0;
 				char c[64];
 
-				m += (size_t)snprintf(msg, sizeof(msg), "unknown section [%s]; sections:",
-						      cut(sec, c, sizeof(c)));
+				m += (size_t)snprintf(
+					msg, sizeof(msg),
+					"unknown section [%s]; sections:", cut(sec, c, sizeof(c)));
 				for (size_t i = 0; i < t->nkeys && m < sizeof(msg); i++)
-					if (i == 0 || strcmp(t->keys[i].section, t->keys[i - 1].section) != 0)
-						m += (size_t)snprintf(msg + m, sizeof(msg) - m, " %s",
-								      t->keys[i].section);
+					if (i == 0 ||
+					    strcmp(t->keys[i].section, t->keys[i - 1].section) != 0)
+						m += (size_t)snprintf(msg + m, sizeof(msg) - m,
+								      " %s", t->keys[i].section);
 				goto bad;
 			}
 			snprintf(section, sizeof(section), "%s", sec);
 			have_section = 1;
 			continue;
 		}
-		if (assign(t, work, s, have_section ? section : NULL, 0, &idx, msg, sizeof(msg)) != 0)
+		if (assign(t, work, s, have_section ? section : NULL, 0, &idx, msg, sizeof(msg)) !=
+		    0)
 			goto bad;
 		if (seen[idx] != 0) {
 			msgf(msg, sizeof(msg), "%s.%s is set twice (first on line %u)",
@@ -832,7 +840,8 @@ static void describe(const struct uroce_conf_key *k, char *buf, size_t len)
 	case UROCE_CONF_CHOICE:
 		n = (size_t)snprintf(buf, len, "one of");
 		for (int i = 0; k->choices[i] != NULL && n < len; i++)
-			n += (size_t)snprintf(buf + n, len - n, "%s %s", i ? "," : "", k->choices[i]);
+			n += (size_t)snprintf(buf + n, len - n, "%s %s", i ? "," : "",
+					      k->choices[i]);
 		break;
 	case UROCE_CONF_IPV4:
 	case UROCE_CONF_IPV6:

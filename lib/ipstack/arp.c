@@ -84,7 +84,8 @@ enum uroce_ip_verdict arp_input(struct uroce_ip_stack *s, const struct ip_rx *rx
 		uroce_gid_from_ipv4(gid, spa);
 		n = neigh_lookup(s, gid);
 		if (n != NULL) {
-			bool confirm = op == ARP_OP_REPLY && for_us && mac_eq(rx->eth_dst, s->cfg.mac);
+			bool confirm =
+				op == ARP_OP_REPLY && for_us && mac_eq(rx->eth_dst, s->cfg.mac);
 
 			neigh_update(s, n, sha, confirm ? NEIGH_REACHABLE : NEIGH_STALE, rx->now);
 			learned = true;

@@ -28,7 +28,8 @@ static bool rc_addr_is_any(const struct sockaddr *addr)
 	if (addr->sa_family == AF_INET)
 		return ((const struct sockaddr_in *)(const void *)addr)->sin_addr.s_addr ==
 		       htonl(INADDR_ANY);
-	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr);
+	return IN6_IS_ADDR_UNSPECIFIED(
+		&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr);
 }
 
 static __be16 rc_addr_port(const struct sockaddr *addr)

@@ -46,7 +46,8 @@ int uroce_shm_create(struct uroce_shm_region *r, const char *name, uint64_t size
 	if (allow_huge) {
 		/* Hugepages: one TLB entry per 2 MiB for the daemon's poll core, and pages the
 		 * kernel never swaps. The reservation may be empty: fall back then. */
-		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB | MFD_HUGE_2MB);
+		fd = memfd_create(name,
+				  MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB | MFD_HUGE_2MB);
 		if (fd >= 0) {
 			uint64_t hsize = round_up(size, HUGE_2MB);
 
@@ -186,5 +187,6 @@ bool uroce_shm_sealed(int fd)
 {
 	int seals = fcntl(fd, F_GET_SEALS);
 
-	return seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW);
+	return seals >= 0 &&
+	       (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW);
 }

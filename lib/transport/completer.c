@@ -415,8 +415,8 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 				return;
 			}
 			qp->comp.rnr_psn = qp->comp.psn;
-			tp_set_rnr_deadline(qp, now_ns + uroce_rnr_timer_ns(
-							    uroce_aeth_value(pkt->hdr.aeth.syndrome)));
+			tp_set_rnr_deadline(qp, now_ns + uroce_rnr_timer_ns(uroce_aeth_value(
+								 pkt->hdr.aeth.syndrome)));
 			tp_set_deadline(qp, UINT64_MAX);
 			return;
 		case COMPST_ERROR:

@@ -50,9 +50,10 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 
 	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC &&
 	     init->qp_type != IBV_QPT_UD) ||
-	    init->send_cq == NULL || init->recv_cq == NULL || cap->max_send_wr > UROCE_TP_MAX_QP_WR ||
-	    cap->max_recv_wr > UROCE_TP_MAX_QP_WR || cap->max_send_sge > UROCE_TP_MAX_SGE ||
-	    cap->max_recv_sge > UROCE_TP_MAX_SGE || cap->max_inline_data > UROCE_TP_MAX_INLINE ||
+	    init->send_cq == NULL || init->recv_cq == NULL ||
+	    cap->max_send_wr > UROCE_TP_MAX_QP_WR || cap->max_recv_wr > UROCE_TP_MAX_QP_WR ||
+	    cap->max_send_sge > UROCE_TP_MAX_SGE || cap->max_recv_sge > UROCE_TP_MAX_SGE ||
+	    cap->max_inline_data > UROCE_TP_MAX_INLINE ||
 	    (init->srq && init->srq->pd->dev != dev)) {
 		errno = EINVAL;
 		return NULL;

@@ -38,7 +38,8 @@ static uint32_t msg_psns(uint32_t len, uint32_t mtu)
 static enum ibv_wc_status check_local(struct uroce_tp_qp *qp, const struct tp_send_slot *s)
 {
 	const struct uroce_tp_send_wqe *w = &s->wqe;
-	unsigned int access = (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) ? IBV_ACCESS_LOCAL_WRITE : 0;
+	unsigned int access =
+		(s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) ? IBV_ACCESS_LOCAL_WRITE : 0;
 
 	if (qp->type == IBV_QPT_UD && s->length > qp->mtu)
 		return IBV_WC_LOC_LEN_ERR;
@@ -46,8 +47,8 @@ static enum ibv_wc_status check_local(struct uroce_tp_qp *qp, const struct tp_se
 		return IBV_WC_SUCCESS;
 	for (uint32_t i = 0; i < w->num_sge; i++)
 		if (w->sg_list[i].length > 0 &&
-		    tp_mr_check(qp->pd, w->sg_list[i].lkey, w->sg_list[i].addr, w->sg_list[i].length,
-				access, false) == NULL)
+		    tp_mr_check(qp->pd, w->sg_list[i].lkey, w->sg_list[i].addr,
+				w->sg_list[i].length, access, false) == NULL)
 			return IBV_WC_LOC_PROT_ERR;
 	return IBV_WC_SUCCESS;
 }
@@ -91,11 +92,15 @@ static uint8_t pkt_opcode(const struct uroce_tp_qp *qp, const struct tp_send_slo
 		bool inv = s->wqe.opcode == IBV_WR_SEND_WITH_INV;
 
 		if (first && last)
-			op = imm ? UROCE_OP_SEND_ONLY_IMM : inv ? UROCE_OP_SEND_ONLY_INV : UROCE_OP_SEND_ONLY;
+			op = imm ? UROCE_OP_SEND_ONLY_IMM :
+			     inv ? UROCE_OP_SEND_ONLY_INV :
+				   UROCE_OP_SEND_ONLY;
 		else if (first)
 			op = UROCE_OP_SEND_FIRST;
 		else if (last)
-			op = imm ? UROCE_OP_SEND_LAST_IMM : inv ? UROCE_OP_SEND_LAST_INV : UROCE_OP_SEND_LAST;
+			op = imm ? UROCE_OP_SEND_LAST_IMM :
+			     inv ? UROCE_OP_SEND_LAST_INV :
+				   UROCE_OP_SEND_LAST;
 		else
 			op = UROCE_OP_SEND_MIDDLE;
 		break;
@@ -152,12 +157,14 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	if (oi->hdrs & UROCE_HDR_RETH) {
 		h.reth.va = w->remote_addr + qp->req.offset;
 		h.reth.rkey = w->rkey;
-		h.reth.dma_len = remaining; /* from this packet on (a retried READ asks for the rest) */
+		h.reth.dma_len =
+			remaining; /* from this packet on (a retried READ asks for the rest) */
 	}
 	if (oi->hdrs & UROCE_HDR_ATOMICETH) {
 		h.atomiceth.va = w->remote_addr;
 		h.atomiceth.rkey = w->rkey;
-		h.atomiceth.swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->swap : w->compare_add;
+		h.atomiceth.swap_add =
+			w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->swap : w->compare_add;
 		h.atomiceth.compare = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->compare_add : 0;
 	}
 	if (oi->hdrs & UROCE_HDR_IMMDT)
@@ -231,7 +238,8 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 			if (qp->state == IBV_QPS_SQD)
 				break; /* SQD: finish messages in flight, start none (IBA 10.3.1) */
 			if ((s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) &&
-			    qp->req.rd_atomic >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
+			    qp->req.rd_atomic >=
+				    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
 				break;
 			if ((s->wqe.send_flags & IBV_SEND_FENCE) && fence_blocks(qp))
 				break;

@@ -177,8 +177,9 @@ static enum resp_state chk_length(struct resp_ctx *c)
 	if (c->f & (UROCE_OPF_SEND | UROCE_OPF_WRITE)) {
 		/* IBA 9.7.4.1.4: FIRST and MIDDLE carry exactly the path MTU, LAST 1..MTU,
 		 * ONLY 0..MTU. */
-		if (!(c->f & UROCE_OPF_LAST) ? len != qp->mtu
-					     : (len > qp->mtu || (!(c->f & UROCE_OPF_FIRST) && len == 0)))
+		if (!(c->f & UROCE_OPF_LAST) ?
+			    len != qp->mtu :
+			    (len > qp->mtu || (!(c->f & UROCE_OPF_FIRST) && len == 0)))
 			return bad_request(c);
 	}
 	return RESPST_CHK_RKEY;
@@ -544,7 +545,8 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 			break;
 		case RESPST_ERR_INVALID_REQ:
 			if (qp->resp.has_rwqe)
-				rwqe_complete(qp, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, &pkt->hdr);
+				rwqe_complete(qp, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0,
+					      &pkt->hdr);
 			error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ), pkt->hdr.bth.psn);
 			return;
 		case RESPST_ERR_ACCESS:
@@ -555,7 +557,8 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 		case RESPST_ERR_REM_OP:
 			rwqe_complete(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, &pkt->hdr);
 			if (qp->type == IBV_QPT_RC) {
-				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_OP_ERR), pkt->hdr.bth.psn);
+				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_OP_ERR),
+					    pkt->hdr.bth.psn);
 				return;
 			}
 			st = RESPST_UC_DROP;
@@ -565,7 +568,8 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 			 * WQE completes in error and the requester is told invalid request. */
 			rwqe_complete(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, &pkt->hdr);
 			if (qp->type == IBV_QPT_RC) {
-				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ), pkt->hdr.bth.psn);
+				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ),
+					    pkt->hdr.bth.psn);
 				return;
 			}
 			st = RESPST_UC_DROP;
@@ -679,7 +683,8 @@ static bool resp_run(struct uroce_tp_qp *qp)
 				continue;
 			if (rs->ack_pending && !rs->nak_pending &&
 			    uroce_psn_diff(rs->ack_psn, r->cur_psn) < 0) {
-				if (send_ack(qp, uroce_aeth_ack(UROCE_AETH_CREDIT_INVALID), rs->ack_psn))
+				if (send_ack(qp, uroce_aeth_ack(UROCE_AETH_CREDIT_INVALID),
+					     rs->ack_psn))
 					return false;
 				rs->ack_pending = false;
 			}
@@ -693,7 +698,8 @@ static bool resp_run(struct uroce_tp_qp *qp)
 					 * access NAK at that PSN, then stop (IBA 9.7.5.1.3). */
 					for (uint32_t j = 0; j < rs->res_count; j++)
 						res_at(qp, j)->queued = false;
-					nak(qp, uroce_aeth_nak(UROCE_NAK_REM_ACCESS_ERR), r->cur_psn);
+					nak(qp, uroce_aeth_nak(UROCE_NAK_REM_ACCESS_ERR),
+					    r->cur_psn);
 					if (send_ack(qp, rs->nak_syndrome, rs->nak_psn) == 0)
 						rs->nak_pending = false;
 					tp_qp_to_error(qp);

@@ -44,7 +44,8 @@ static void sift_down(struct uroce_tp_dev *dev, uint32_t i)
 
 		if (c >= dev->heap_n)
 			break;
-		if (c + 1 < dev->heap_n && tp_qp_timer(dev->heap[c + 1]) < tp_qp_timer(dev->heap[c]))
+		if (c + 1 < dev->heap_n &&
+		    tp_qp_timer(dev->heap[c + 1]) < tp_qp_timer(dev->heap[c]))
 			c++;
 		if (tp_qp_timer(dev->heap[c]) >= key)
 			break;

@@ -273,7 +273,8 @@ int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const u
 /* The QP's earliest timer: retransmission or RNR wait, UINT64_MAX for none. */
 static inline uint64_t tp_qp_timer(const struct uroce_tp_qp *qp)
 {
-	return qp->comp.deadline < qp->comp.rnr_deadline ? qp->comp.deadline : qp->comp.rnr_deadline;
+	return qp->comp.deadline < qp->comp.rnr_deadline ? qp->comp.deadline :
+							   qp->comp.rnr_deadline;
 }
 /* Every change of a QP's timers goes through these, to keep the heap in order. */
 void tp_set_deadline(struct uroce_tp_qp *qp, uint64_t at);

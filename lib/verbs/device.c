@@ -71,9 +71,11 @@ UV_EXPORT_1_1(ibv_get_device_list) struct ibv_device **ibv_get_device_list(int *
 	pthread_mutex_unlock(&uv_devices_lock);
 	free(found);
 	if (i == 0)
-		fprintf(stderr, "uroce: no uroced running (looked for %s%s): start uroced or set %s"
+		fprintf(stderr,
+			"uroce: no uroced running (looked for %s%s): start uroced or set %s"
 			" to its control socket\n",
-			explicit_list ? "$" UROCE_CTRL_SOCKET_ENV "=" : UROCE_CLIENT_SOCKET_DIR "/*.sock",
+			explicit_list ? "$" UROCE_CTRL_SOCKET_ENV "=" :
+					UROCE_CLIENT_SOCKET_DIR "/*.sock",
 			explicit_list ? getenv(UROCE_CTRL_SOCKET_ENV) : "", UROCE_CTRL_SOCKET_ENV);
 	if (num_devices)
 		*num_devices = i;
@@ -233,7 +235,8 @@ UV_EXPORT_1_1(ibv_close_device) int ibv_close_device(struct ibv_context *context
 
 /* ---- queries ------------------------------------------------------------------------------- */
 
-UV_EXPORT_1_1(ibv_query_device) int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+UV_EXPORT_1_1(ibv_query_device)
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {
 	return uv_err(uroce_client_query_device(uv_cl(context), attr));
 }
@@ -267,8 +270,8 @@ UV_EXPORT_1_1(ibv_query_port) int ibv_query_port(struct ibv_context *context, ui
 			     UV_COMPAT_PORT_ATTR_LEN);
 }
 
-UV_EXPORT_1_1(ibv_query_gid) int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
-			    union ibv_gid *gid)
+UV_EXPORT_1_1(ibv_query_gid)
+int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
 	/* rdma-core returns -1 (errno set) for a bad index. */
 	int rc = uroce_client_query_gid(uv_cl(context), port_num, index, gid);
@@ -381,8 +384,8 @@ UV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 }
 
 /* One P_Key, the default (full membership), as on RoCE. */
-UV_EXPORT_1_1(ibv_query_pkey) int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
-			     __be16 *pkey)
+UV_EXPORT_1_1(ibv_query_pkey)
+int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
 {
 	struct ibv_port_attr a;
 
@@ -407,7 +410,8 @@ UV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, 
 
 /* ---- async events ---------------------------------------------------------------------------- */
 
-UV_EXPORT_1_1(ibv_get_async_event) int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+UV_EXPORT_1_1(ibv_get_async_event)
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
 	int rc = uroce_client_get_async_event(uv_cl(context), event);
 

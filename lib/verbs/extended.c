@@ -201,7 +201,7 @@ struct ibv_qp *uv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 	return qp;
 }
 
-/* ---- the post API: ibv_qp_to_qp_ex and ibv_wr_* ----------------------------------------------- */
+/* ---- the post API: ibv_qp_to_qp_ex and ibv_wr_* ---------------------------------------------- */
 
 /* A WR of the batch: sg_list is set at wr_complete (the arrays may move while it grows).
  * Inline data is copied at once (the caller may reuse its buffer), into the batch's

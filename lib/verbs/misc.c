@@ -165,7 +165,7 @@ UV_EXPORT int ibv_dofork_range(void *base, size_t size)
 	return 0;
 }
 
-/* ---- sysfs ------------------------------------------------------------------------------------ */
+/* ---- sysfs ----------------------------------------------------------------------------------- */
 
 UV_EXPORT const char *ibv_get_sysfs_path(void)
 {
@@ -202,7 +202,7 @@ UV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, 
 	return (int)n;
 }
 
-/* ---- kernel ABI structs to verbs structs (rdma-core's marshall.h) ----------------------------- */
+/* ---- kernel ABI structs to verbs structs (rdma-core's marshall.h) ---------------------------- */
 
 UV_EXPORT void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src)
 {

@@ -39,7 +39,8 @@ static struct ibv_mr *uv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, ui
 	return mr ? &mr->ibv : NULL;
 }
 
-UV_EXPORT_1_1(ibv_reg_mr) struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+UV_EXPORT_1_1(ibv_reg_mr)
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	return uv_reg_mr(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
 }
@@ -76,8 +77,8 @@ UV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return uv_err(uroce_client_destroy_channel((struct uroce_client_channel *)(void *)channel));
 }
 
-UV_EXPORT_1_1(ibv_get_cq_event) int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-			       void **cq_context)
+UV_EXPORT_1_1(ibv_get_cq_event)
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct uroce_client_cq *ccq;
 	int rc = uroce_client_get_cq_event((struct uroce_client_channel *)(void *)channel, &ccq);
@@ -133,8 +134,9 @@ struct ibv_cq *uv_create_cq(struct ibv_context *context, int cqe, void *cq_conte
 	return cq;
 }
 
-UV_EXPORT_1_1(ibv_create_cq) struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-				       struct ibv_comp_channel *channel, int comp_vector)
+UV_EXPORT_1_1(ibv_create_cq)
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
 {
 	return uv_create_cq(context, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS);
 }
@@ -165,7 +167,8 @@ UV_EXPORT_1_1(ibv_resize_cq) int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 
 /* ---- SRQ ------------------------------------------------------------------------------- */
 
-UV_EXPORT_1_1(ibv_create_srq) struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+UV_EXPORT_1_1(ibv_create_srq)
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct uroce_client_srq *s;
 	struct ibv_srq *srq;
@@ -186,7 +189,8 @@ UV_EXPORT_1_1(ibv_create_srq) struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, 
 	return srq;
 }
 
-UV_EXPORT_1_1(ibv_modify_srq) int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+UV_EXPORT_1_1(ibv_modify_srq)
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
 	return uv_err(uroce_client_modify_srq(uroce_client_srq_from_ibv(srq), attr, mask));
 }
@@ -241,18 +245,21 @@ struct ibv_qp *uv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 	return qp;
 }
 
-UV_EXPORT_1_1(ibv_create_qp) struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+UV_EXPORT_1_1(ibv_create_qp)
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	return uv_create_qp(pd, attr, 0);
 }
 
-UV_EXPORT_1_1(ibv_modify_qp) int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+UV_EXPORT_1_1(ibv_modify_qp)
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	return uv_err(uroce_client_modify_qp(uroce_client_qp_from_ibv(qp), attr, attr_mask));
 }
 
-UV_EXPORT_1_1(ibv_query_qp) int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			   struct ibv_qp_init_attr *init_attr)
+UV_EXPORT_1_1(ibv_query_qp)
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr)
 {
 	return uv_err(
 		uroce_client_query_qp(uroce_client_qp_from_ibv(qp), attr, attr_mask, init_attr));
@@ -300,7 +307,8 @@ UV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode o
 
 /* ---- AH -------------------------------------------------------------------------------- */
 
-UV_EXPORT_1_1(ibv_create_ah) struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+UV_EXPORT_1_1(ibv_create_ah)
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct uroce_client_ah *ah =
 		uroce_client_create_ah((struct uroce_client_pd *)(void *)pd, attr);

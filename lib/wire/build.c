@@ -197,7 +197,8 @@ uint32_t uroce_wire_build(void *buf, uint32_t cap, const struct uroce_wire_hdr *
 	/* The UDP checksum covers the ICRC, so it comes last; the ICRC masks it. */
 	if (h->udp_csum) {
 		uint8_t *udp = f + bth_off - UROCE_UDP_HLEN;
-		uint16_t c = wire_udp_csum(f + l3_off, h->ip_version, udp, frame_len - (bth_off - UROCE_UDP_HLEN));
+		uint16_t c = wire_udp_csum(f + l3_off, h->ip_version, udp,
+					   frame_len - (bth_off - UROCE_UDP_HLEN));
 		/* RFC 768: a computed zero is sent as all ones, zero meaning "no checksum". */
 		wire_put16(udp + 6, c == 0 ? 0xffff : c);
 	}

@@ -24,7 +24,8 @@
 
 /* SEND and RDMA WRITE opcodes exist for RC and UC alike (UC lacks everything else). */
 #define SEND_WRITE_OPS(tr)                                                                  \
-	OP(tr, SEND_FIRST, "SEND_FIRST", F(PAYLOAD) | F(REQ) | F(SEND) | F(FIRST) | F(RWQE), 0, 0), \
+	OP(tr, SEND_FIRST, "SEND_FIRST",                                                    \
+	   F(PAYLOAD) | F(REQ) | F(SEND) | F(FIRST) | F(RWQE), 0, 0),                       \
 	OP(tr, SEND_MIDDLE, "SEND_MIDDLE", F(PAYLOAD) | F(REQ) | F(SEND) | F(MIDDLE), 0, 0), \
 	OP(tr, SEND_LAST, "SEND_LAST", F(PAYLOAD) | F(REQ) | F(SEND) | F(LAST), 0, 0),      \
 	OP(tr, SEND_LAST_IMM, "SEND_LAST_WITH_IMMEDIATE",                                   \

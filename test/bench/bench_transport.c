@@ -123,7 +123,8 @@ static void setup_pair(struct setup *s, const struct bench_case *c)
 		s->mem[i] = malloc(MEM_BYTES);
 		if (s->mem[i])
 			memset(s->mem[i], 0x5a, MEM_BYTES); /* touched now, not in the timed loop */
-		s->mr[i] = uroce_tp_reg_mr(s->pd[i], (uint64_t)(uintptr_t)s->mem[i], s->mem[i], MEM_BYTES,
+		s->mr[i] = uroce_tp_reg_mr(s->pd[i], (uint64_t)(uintptr_t)s->mem[i], s->mem[i],
+					   MEM_BYTES,
 					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		if (!s->dev[i] || !s->pd[i] || !s->mem[i] || !s->mr[i])
 			die("setup");
@@ -151,7 +152,8 @@ static void setup_pair(struct setup *s, const struct bench_case *c)
 		a.port_num = 1;
 		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
 		rc = uroce_tp_modify_qp(s->qp[i], &a,
-					IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+					IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						IBV_QP_ACCESS_FLAGS,
 					NULL, 0);
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_RTR;
@@ -165,9 +167,9 @@ static void setup_pair(struct setup *s, const struct bench_case *c)
 		uroce_gid_from_ipv4(a.ah_attr.grh.dgid.raw,
 				    (const uint8_t[4]){10, 0, 0, (uint8_t)(2 - i)});
 		rc |= uroce_tp_modify_qp(s->qp[i], &a,
-					 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-						 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-						 IBV_QP_MIN_RNR_TIMER,
+					 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+						 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+						 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
 					 dmac, 0);
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_RTS;
@@ -177,8 +179,9 @@ static void setup_pair(struct setup *s, const struct bench_case *c)
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 1;
 		rc |= uroce_tp_modify_qp(s->qp[i], &a,
-					 IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-						 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+					 IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+						 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+						 IBV_QP_MAX_QP_RD_ATOMIC,
 					 NULL, 0);
 		if (rc)
 			die("modify_qp");
@@ -191,10 +194,11 @@ static void add_idle_qps(struct setup *s, const struct bench_case *c)
 	for (int i = 0; i < 2; i++) {
 		s->idle[i] = calloc(c->idle_qps ? c->idle_qps : 1, sizeof(*s->idle[i]));
 		for (uint32_t k = 0; k < c->idle_qps; k++) {
-			struct uroce_tp_qp_init init = {.qp_type = IBV_QPT_UD,
-							.send_cq = s->scq[i],
-							.recv_cq = s->rcq[i],
-							.cap = {.max_send_wr = 1, .max_recv_wr = 1}};
+			struct uroce_tp_qp_init init = {
+				.qp_type = IBV_QPT_UD,
+				.send_cq = s->scq[i],
+				.recv_cq = s->rcq[i],
+				.cap = {.max_send_wr = 1, .max_recv_wr = 1}};
 			struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 1};
 			int rc;
 
@@ -202,12 +206,14 @@ static void add_idle_qps(struct setup *s, const struct bench_case *c)
 			if (!s->idle[i][k])
 				die("create idle qp");
 			rc = uroce_tp_modify_qp(s->idle[i][k], &a,
-						IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+						IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							IBV_QP_QKEY,
 						NULL, 0);
 			a.qp_state = IBV_QPS_RTR;
 			rc |= uroce_tp_modify_qp(s->idle[i][k], &a, IBV_QP_STATE, NULL, 0);
 			a.qp_state = IBV_QPS_RTS;
-			rc |= uroce_tp_modify_qp(s->idle[i][k], &a, IBV_QP_STATE | IBV_QP_SQ_PSN, NULL, 0);
+			rc |= uroce_tp_modify_qp(s->idle[i][k], &a, IBV_QP_STATE | IBV_QP_SQ_PSN,
+						 NULL, 0);
 			if (rc)
 				die("modify idle qp");
 		}
@@ -341,14 +347,19 @@ int main(int argc, char **argv)
 	static struct bench_case cases[] = {
 		{.name = "SEND 8 B", .op = OP_SEND, .size = 8, .mtu = IBV_MTU_1024, .icrc = true},
 		{.name = "SEND 8 B", .op = OP_SEND, .size = 8, .mtu = IBV_MTU_1024, .icrc = false},
-		{.name = "SEND 8 B +10k", .op = OP_SEND, .size = 8, .mtu = IBV_MTU_1024, .icrc = true,
-		 .idle_qps = 10000},
+		{.name = "SEND 8 B +10k", .op = OP_SEND, .size = 8, .mtu = IBV_MTU_1024,
+		 .icrc = true, .idle_qps = 10000},
 		{.name = "WRITE 8 B", .op = OP_WRITE, .size = 8, .mtu = IBV_MTU_1024, .icrc = true},
-		{.name = "WRITE 8 B", .op = OP_WRITE, .size = 8, .mtu = IBV_MTU_1024, .icrc = false},
-		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_1024, .icrc = true},
-		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_1024, .icrc = false},
-		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_4096, .icrc = true},
-		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_4096, .icrc = false},
+		{.name = "WRITE 8 B", .op = OP_WRITE, .size = 8, .mtu = IBV_MTU_1024,
+		 .icrc = false},
+		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_1024,
+		 .icrc = true},
+		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_1024,
+		 .icrc = false},
+		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_4096,
+		 .icrc = true},
+		{.name = "WRITE 64 KiB", .op = OP_WRITE, .size = 65536, .mtu = IBV_MTU_4096,
+		 .icrc = false},
 	};
 	const int ncases = sizeof(cases) / sizeof(cases[0]);
 	double memcpy_small[64], memcpy_big[64];
@@ -392,13 +403,15 @@ int main(int argc, char **argv)
 	}
 	for (int r = 0; r < reps; r++) {
 		for (int k = 0; k < ncases; k++)
-			cases[k].results[cases[k].nres++] = (double)run(&cases[k], msgs[k]) / (double)msgs[k];
+			cases[k].results[cases[k].nres++] =
+				(double)run(&cases[k], msgs[k]) / (double)msgs[k];
 		memcpy_small[r] = (double)run_memcpy(8, 10000000) / 1e7;
 		memcpy_big[r] = (double)run_memcpy(65536, 20000) / 2e4;
 	}
 
 	printf("uroce-bench-transport: lib/transport ceilings, two RC endpoints on one core,\n");
-	printf("in-memory lossless wire (each frame copied once), %d WRs in flight over %d buffers\n"
+	printf("in-memory lossless wire (each frame copied once), %d WRs in flight over %d "
+	       "buffers\n"
 	       "(cache-resident), median of %d\n\n",
 	       DEPTH, BUFS, reps);
 	printf("%-14s %5s %5s %12s %12s %10s %9s\n", "operation", "mtu", "icrc", "ns/msg", "msgs/s",
@@ -415,10 +428,11 @@ int main(int argc, char **argv)
 	}
 	qsort(memcpy_small, (size_t)reps, sizeof(double), cmp_double);
 	qsort(memcpy_big, (size_t)reps, sizeof(double), cmp_double);
-	printf("%-14s %5s %5s %12.1f %12.0f %10.2f\n", "memcpy 8 B", "-", "-", memcpy_small[reps / 2],
-	       1e9 / memcpy_small[reps / 2], 64 / memcpy_small[reps / 2]);
-	printf("%-14s %5s %5s %12.1f %12.0f %10.2f\n", "memcpy 64 KiB", "-", "-", memcpy_big[reps / 2],
-	       1e9 / memcpy_big[reps / 2], 65536.0 * 8 / memcpy_big[reps / 2]);
+	printf("%-14s %5s %5s %12.1f %12.0f %10.2f\n", "memcpy 8 B", "-", "-",
+	       memcpy_small[reps / 2], 1e9 / memcpy_small[reps / 2], 64 / memcpy_small[reps / 2]);
+	printf("%-14s %5s %5s %12.1f %12.0f %10.2f\n", "memcpy 64 KiB", "-", "-",
+	       memcpy_big[reps / 2], 1e9 / memcpy_big[reps / 2],
+	       65536.0 * 8 / memcpy_big[reps / 2]);
 	free(wire.slot);
 	return 0;
 }

@@ -417,10 +417,11 @@ static int pin_cpu(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: uroce-bench-wire [--quick] [--reps N] [--only OP]\n"
-			"  --quick   3 repetitions of ~2 ms batches (CI)\n"
-			"  --reps N  N repetitions (default 11; median reported)\n"
-			"  --only OP that operation and memcpy only, e.g. --only parse+icrc (profiling)\n");
+	fprintf(stderr,
+		"usage: uroce-bench-wire [--quick] [--reps N] [--only OP]\n"
+		"  --quick   3 repetitions of ~2 ms batches (CI)\n"
+		"  --reps N  N repetitions (default 11; median reported)\n"
+		"  --only OP that operation and memcpy only, e.g. --only parse+icrc (profiling)\n");
 }
 
 int main(int argc, char **argv)

@@ -104,12 +104,18 @@ static void usage(FILE *f)
 static int parse_opts(int argc, char **argv, struct ub_opts *o)
 {
 	static const struct option lo[] = {
-		{"role", required_argument, NULL, 'r'},	   {"addr", required_argument, NULL, 'a'},
-		{"port", required_argument, NULL, 'p'},	   {"mode", required_argument, NULL, 'M'},
-		{"size", required_argument, NULL, 's'},	   {"iters", required_argument, NULL, 'n'},
-		{"warmup", required_argument, NULL, 'W'},  {"duration", required_argument, NULL, 'd'},
-		{"wait", required_argument, NULL, 'w'},	   {"cpu", required_argument, NULL, 'c'},
-		{"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+		{"role", required_argument, NULL, 'r'},
+		{"addr", required_argument, NULL, 'a'},
+		{"port", required_argument, NULL, 'p'},
+		{"mode", required_argument, NULL, 'M'},
+		{"size", required_argument, NULL, 's'},
+		{"iters", required_argument, NULL, 'n'},
+		{"warmup", required_argument, NULL, 'W'},
+		{"duration", required_argument, NULL, 'd'},
+		{"wait", required_argument, NULL, 'w'},
+		{"cpu", required_argument, NULL, 'c'},
+		{"timeout", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool role = false, size = false;
@@ -513,7 +519,9 @@ static int run_client(const struct ub_opts *o)
 		close(fd);
 		return 1;
 	}
-	rc = handshake(fd, o, end) != 0 ? 1 : o->blast ? run_blast(fd, o) : run_pingpong(fd, o, end);
+	rc = handshake(fd, o, end) != 0 ? 1 :
+	     o->blast			? run_blast(fd, o) :
+					  run_pingpong(fd, o, end);
 	close(fd);
 	return rc;
 }

@@ -1058,11 +1058,11 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "socket", 1, NULL, 'S' }, { "port", 1, NULL, 'p' }, { "size", 1, NULL, 's' },
-		{ "iters", 1, NULL, 'n' }, { "window", 1, NULL, 'w' }, { "mtu", 1, NULL, 'm' },
-		{ "timeout", 1, NULL, 't' }, { "batch", 1, NULL, 'b' }, { "cpu", 1, NULL, 'c' },
-		{ "quick", 0, NULL, 'q' }, { "spin", 0, NULL, 'Y' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
-	};
+		{"socket", 1, NULL, 'S'},  {"port", 1, NULL, 'p'},   {"size", 1, NULL, 's'},
+		{"iters", 1, NULL, 'n'},   {"window", 1, NULL, 'w'}, {"mtu", 1, NULL, 'm'},
+		{"timeout", 1, NULL, 't'}, {"batch", 1, NULL, 'b'},  {"cpu", 1, NULL, 'c'},
+		{"quick", 0, NULL, 'q'},   {"spin", 0, NULL, 'Y'},   {"help", 0, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
 	struct vb_opts o = { .port = 18515, .size = -1, .iters = -1, .window = 32, .mtu = 0,
 			     .timeout_ms = 30000, .batch = 64, .cpu = 1 };
 	const char *mode = NULL;

@@ -197,7 +197,8 @@ Test(cm_mad, write_bw_two_connections)
 	struct captured_mad c[16];
 	int n = load_cm_mads("rdma_cm_write_bw.pcap", c, 16);
 	cr_assert_eq(n, 10);
-	static const uint16_t attrs[] = {0x10, 0x13, 0x14, 0x10, 0x13, 0x14, 0x15, 0x16, 0x15, 0x16};
+	static const uint16_t attrs[] = {0x10, 0x13, 0x14, 0x10, 0x13,
+					 0x14, 0x15, 0x16, 0x15, 0x16};
 	struct cm_msg m;
 	for (int i = 0; i < n; i++) {
 		cr_assert_eq(cm_msg_decode(c[i].mad, 256, &m), CM_DECODE_OK);
@@ -352,7 +353,8 @@ Test(cm_mad, refusals)
 	for (int byte = 0; byte < 4; byte++) {
 		memcpy(b, c[0].mad, 256);
 		b[byte] ^= 0x01;
-		cr_assert_eq(cm_msg_decode(b, 256, &m), CM_DECODE_MALFORMED, "header byte %d", byte);
+		cr_assert_eq(cm_msg_decode(b, 256, &m), CM_DECODE_MALFORMED, "header byte %d",
+			     byte);
 	}
 	memcpy(b, c[0].mad, 256);
 	b[17] = 0x20;

@@ -26,7 +26,8 @@ static struct uroce_cm_id *client(struct sim *s, enum rdma_port_space ps, enum i
 	cr_assert_not_null(c);
 	struct sockaddr_in src = sim_addr(0, 0), dst = sim_addr(1, port);
 	struct uroce_cm_path p = sim_path(s, 0);
-	cr_assert_eq(uroce_cm_set_route(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, &p), 0);
+	cr_assert_eq(uroce_cm_set_route(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, &p),
+		     0);
 	return c;
 }
 

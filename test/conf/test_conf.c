@@ -116,7 +116,8 @@ Test(conf, table_is_sane)
 		cr_expect_lt(k->off + k->size, sizeof(struct uroce_conf) + 1);
 		for (size_t j = 0; j < i; j++)
 			cr_expect(strcmp(k->section, t->keys[j].section) != 0 ||
-				  strcmp(k->name, t->keys[j].name) != 0, "%s.%s twice", k->section, k->name);
+					  strcmp(k->name, t->keys[j].name) != 0,
+				  "%s.%s twice", k->section, k->name);
 		/* sections are contiguous, so the printed file has one header each */
 		if (i > 1 && strcmp(k->section, t->keys[i - 1].section) != 0)
 			for (size_t j = 0; j + 1 < i; j++)
@@ -229,22 +230,27 @@ Test(conf, syntax_errors)
 	expect_error("\n[ports]\n",
 		     "t.conf:2: unknown section [ports]; sections: port host control transport cm "
 		     "lcore fault capture log");
-	expect_error("[port]\nmtu 1500\n", "t.conf:2: expected key = value or [section]: 'mtu 1500'");
+	expect_error("[port]\nmtu 1500\n",
+		     "t.conf:2: expected key = value or [section]: 'mtu 1500'");
 	expect_error("[port]\n= 1500\n", "t.conf:2: no key before '='");
 	expect_error("[port]\nMTU = 1500\n",
 		     "t.conf:2: 'MTU' is not a key (lower-case letters, digits, '_', '.')");
 	expect_error("[port]\nmtu = \"1500\n", "t.conf:2: port.mtu: unterminated quoted value");
-	expect_error("[port]\nname = \"a\" b\n", "t.conf:2: port.name: text after the closing quote");
+	expect_error("[port]\nname = \"a\" b\n",
+		     "t.conf:2: port.name: text after the closing quote");
 	expect_error("[port]\nname = a\"b\n",
 		     "t.conf:2: port.name: a double quote inside a value is not allowed");
-	expect_error("[port]\nname = a\tb\n", "t.conf:2: port.name: control character 0x09 in the value");
-	expect_error("[port]\nname = \x01\n", "t.conf:2: port.name: control character 0x01 in the value");
+	expect_error("[port]\nname = a\tb\n",
+		     "t.conf:2: port.name: control character 0x09 in the value");
+	expect_error("[port]\nname = \x01\n",
+		     "t.conf:2: port.name: control character 0x01 in the value");
 
 	struct uroce_conf c;
 	char nul[] = "[port]\nmtu = 15\0" "00\n";
 
 	uroce_conf_defaults(&c);
-	cr_expect_eq(uroce_conf_parse(&c, nul, sizeof(nul) - 1, "t.conf", err, sizeof(err)), -EINVAL);
+	cr_expect_eq(uroce_conf_parse(&c, nul, sizeof(nul) - 1, "t.conf", err, sizeof(err)),
+		     -EINVAL);
 	cr_expect_str_eq(err, "t.conf:2: NUL byte in the line");
 
 	char *long_line = malloc(UROCE_CONF_LINE_MAX + 20);
@@ -300,7 +306,8 @@ Test(conf, unsigned_integers)
 	expect_error("transport.seed = 18446744073709551616\n",
 		     "t.conf:1: transport.seed: 18446744073709551616 is out of range "
 		     "0..18446744073709551615");
-	expect_error("port.mtu = -1\n", "t.conf:1: port.mtu: '-1' is not an unsigned decimal integer");
+	expect_error("port.mtu = -1\n",
+		     "t.conf:1: port.mtu: '-1' is not an unsigned decimal integer");
 	expect_error("port.mtu = +1500\n",
 		     "t.conf:1: port.mtu: '+1500' is not an unsigned decimal integer");
 	expect_error("port.mtu = 0x5dc\n",
@@ -345,11 +352,14 @@ Test(conf, doubles)
 	cr_expect(c.fault.rx_corrupt == 1e-6);
 	cr_expect(c.fault.tx_reorder == 0.5);
 	cr_expect(c.fault.rx_reorder == 1.0);
-	expect_error("fault.rx_drop = 1.0001\n", "t.conf:1: fault.rx_drop: 1.0001 is out of range 0..1");
-	expect_error("fault.rx_drop = -0.1\n", "t.conf:1: fault.rx_drop: -0.1 is out of range 0..1");
+	expect_error("fault.rx_drop = 1.0001\n",
+		     "t.conf:1: fault.rx_drop: 1.0001 is out of range 0..1");
+	expect_error("fault.rx_drop = -0.1\n",
+		     "t.conf:1: fault.rx_drop: -0.1 is out of range 0..1");
 	expect_error("fault.rx_drop = nan\n", "t.conf:1: fault.rx_drop: 'nan' is not a number");
 	expect_error("fault.rx_drop = inf\n", "t.conf:1: fault.rx_drop: 'inf' is not a number");
-	expect_error("fault.rx_drop = 0x1p-3\n", "t.conf:1: fault.rx_drop: '0x1p-3' is not a number");
+	expect_error("fault.rx_drop = 0x1p-3\n",
+		     "t.conf:1: fault.rx_drop: '0x1p-3' is not a number");
 	expect_error("fault.rx_drop = 1e999\n", "t.conf:1: fault.rx_drop: '1e999' is not a number");
 	expect_error("fault.rx_drop = 0.5.5\n", "t.conf:1: fault.rx_drop: '0.5.5' is not a number");
 	expect_error("fault.rx_drop = .\n", "t.conf:1: fault.rx_drop: '.' is not a number");
@@ -411,34 +421,43 @@ Test(conf, ipv4_lists)
 	cr_expect_eq(c.host.n_ipv4, 3);
 	inet_ntop(AF_INET, &c.host.ipv4[1], a, sizeof(a));
 	cr_expect_str_eq(a, "192.168.0.7");
-	expect_ok(&c, "host.ipv4 = 1.0.0.1,1.0.0.2,1.0.0.3,1.0.0.4,1.0.0.5,1.0.0.6,1.0.0.7,1.0.0.8\n");
+	expect_ok(&c,
+		  "host.ipv4 = 1.0.0.1,1.0.0.2,1.0.0.3,1.0.0.4,1.0.0.5,1.0.0.6,1.0.0.7,1.0.0.8\n");
 	cr_expect_eq(c.host.n_ipv4, 8);
 	expect_ok(&c, "host.ipv4 =\n");
 	cr_expect_eq(c.host.n_ipv4, 0);
 
 	expect_error("host.ipv4 = 1.0.0.1,1.0.0.2,1.0.0.3,1.0.0.4,1.0.0.5,1.0.0.6,1.0.0.7,1.0.0.8,"
 		     "1.0.0.9\n", "t.conf:1: host.ipv4: more than 8 addresses");
-	expect_error("host.ipv4 = 10.0.0.256\n", "t.conf:1: host.ipv4: '10.0.0.256' is not an IPv4 address");
-	expect_error("host.ipv4 = 10.0.1\n", "t.conf:1: host.ipv4: '10.0.1' is not an IPv4 address");
+	expect_error("host.ipv4 = 10.0.0.256\n",
+		     "t.conf:1: host.ipv4: '10.0.0.256' is not an IPv4 address");
+	expect_error("host.ipv4 = 10.0.1\n",
+		     "t.conf:1: host.ipv4: '10.0.1' is not an IPv4 address");
 	expect_error("host.ipv4 = ::1\n", "t.conf:1: host.ipv4: '::1' is not an IPv4 address");
 	expect_error("host.ipv4 = 10.0.0.1 10.0.0.2\n",
 		     "t.conf:1: host.ipv4: '10.0.0.1 10.0.0.2' is not an IPv4 address");
-	expect_error("host.ipv4 = 10.0.0.1,,10.0.0.2\n", "t.conf:1: host.ipv4: empty element in the list");
+	expect_error("host.ipv4 = 10.0.0.1,,10.0.0.2\n",
+		     "t.conf:1: host.ipv4: empty element in the list");
 	expect_error("host.ipv4 = 10.0.0.1,\n", "t.conf:1: host.ipv4: empty element in the list");
 	expect_error("host.ipv4 = ,10.0.0.1\n", "t.conf:1: host.ipv4: empty element in the list");
-	expect_error("host.ipv4 = 10.0.0.1, 10.0.0.1\n", "t.conf:1: host.ipv4: 10.0.0.1 is listed twice");
-	expect_error("host.ipv4 = 0.0.0.0\n",
-		     "t.conf:1: host.ipv4: 0.0.0.0 is not a host address (unspecified, multicast or "
-		     "broadcast)");
-	expect_error("host.ipv4 = 224.0.0.1\n",
-		     "t.conf:1: host.ipv4: 224.0.0.1 is not a host address (unspecified, multicast or "
-		     "broadcast)");
+	expect_error("host.ipv4 = 10.0.0.1, 10.0.0.1\n",
+		     "t.conf:1: host.ipv4: 10.0.0.1 is listed twice");
+	expect_error(
+		"host.ipv4 = 0.0.0.0\n",
+		"t.conf:1: host.ipv4: 0.0.0.0 is not a host address (unspecified, multicast or "
+		"broadcast)");
+	expect_error(
+		"host.ipv4 = 224.0.0.1\n",
+		"t.conf:1: host.ipv4: 224.0.0.1 is not a host address (unspecified, multicast or "
+		"broadcast)");
 	expect_error("host.ipv4 = 255.255.255.255\n",
 		     "t.conf:1: host.ipv4: 255.255.255.255 is not a host address (unspecified, "
 		     "multicast or broadcast)");
-	expect_error("host.ipv4 = 1111111111111111111111111111111111111111111111111111111111111111111\n",
-		     "t.conf:1: host.ipv4: '111111111111111111111111111111111111111111111111111111111111...' "
-		     "is not an IPv4 address");
+	expect_error(
+		"host.ipv4 = 1111111111111111111111111111111111111111111111111111111111111111111\n",
+		"t.conf:1: host.ipv4: "
+		"'111111111111111111111111111111111111111111111111111111111111...' "
+		"is not an IPv4 address");
 }
 
 Test(conf, ipv6_lists)
@@ -454,16 +473,20 @@ Test(conf, ipv6_lists)
 	cr_expect_eq(c.host.n_ipv6, 8);
 	expect_error("host.ipv6 = 1::1,1::2,1::3,1::4,1::5,1::6,1::7,1::8,1::9\n",
 		     "t.conf:1: host.ipv6: more than 8 addresses");
-	expect_error("host.ipv6 = 10.0.0.1\n", "t.conf:1: host.ipv6: '10.0.0.1' is not an IPv6 address");
+	expect_error("host.ipv6 = 10.0.0.1\n",
+		     "t.conf:1: host.ipv6: '10.0.0.1' is not an IPv6 address");
 	expect_error("host.ipv6 = fe80::1%eth0\n",
 		     "t.conf:1: host.ipv6: 'fe80::1%eth0' is not an IPv6 address");
 	expect_error("host.ipv6 = 1:2:3:4:5:6:7:8:9\n",
 		     "t.conf:1: host.ipv6: '1:2:3:4:5:6:7:8:9' is not an IPv6 address");
-	expect_error("host.ipv6 = ::\n",
-		     "t.conf:1: host.ipv6: :: is not a host address (unspecified, multicast or broadcast)");
-	expect_error("host.ipv6 = ff02::1\n",
-		     "t.conf:1: host.ipv6: ff02::1 is not a host address (unspecified, multicast or "
-		     "broadcast)");
+	expect_error(
+		"host.ipv6 = ::\n",
+		"t.conf:1: host.ipv6: :: is not a host address (unspecified, multicast or "
+		"broadcast)");
+	expect_error(
+		"host.ipv6 = ff02::1\n",
+		"t.conf:1: host.ipv6: ff02::1 is not a host address (unspecified, multicast or "
+		"broadcast)");
 	expect_error("host.ipv6 = 2001:db8::1, 2001:db8:0::1\n",
 		     "t.conf:1: host.ipv6: 2001:db8:0::1 is listed twice");
 }
@@ -478,16 +501,26 @@ Test(conf, mac_addresses)
 	expect_ok(&c, "host.mac = 02-ab-cd-ef-01-23\n");
 	cr_expect_eq(memcmp(c.host.mac, want, 6), 0);
 	expect_ok(&c, "host.mac = 02-ab-cd-ef-01-23\nport.mtu = 1500\n");
-	expect_error("host.mac = 02:ab:cd:ef:01\n",
-		     "t.conf:1: host.mac: '02:ab:cd:ef:01' is not a MAC address (like 02:00:00:00:00:01)");
-	expect_error("host.mac = 02:ab:cd:ef:01:2g\n",
-		     "t.conf:1: host.mac: '02:ab:cd:ef:01:2g' is not a MAC address (like 02:00:00:00:00:01)");
-	expect_error("host.mac = 02:ab-cd:ef:01:23\n",
-		     "t.conf:1: host.mac: '02:ab-cd:ef:01:23' is not a MAC address (like 02:00:00:00:00:01)");
-	expect_error("host.mac = 02.ab.cd.ef.01.23\n",
-		     "t.conf:1: host.mac: '02.ab.cd.ef.01.23' is not a MAC address (like 02:00:00:00:00:01)");
-	expect_error("host.mac = 2:ab:cd:ef:01:23:\n",
-		     "t.conf:1: host.mac: '2:ab:cd:ef:01:23:' is not a MAC address (like 02:00:00:00:00:01)");
+	expect_error(
+		"host.mac = 02:ab:cd:ef:01\n",
+		"t.conf:1: host.mac: '02:ab:cd:ef:01' is not a MAC address (like "
+		"02:00:00:00:00:01)");
+	expect_error(
+		"host.mac = 02:ab:cd:ef:01:2g\n",
+		"t.conf:1: host.mac: '02:ab:cd:ef:01:2g' is not a MAC address (like "
+		"02:00:00:00:00:01)");
+	expect_error(
+		"host.mac = 02:ab-cd:ef:01:23\n",
+		"t.conf:1: host.mac: '02:ab-cd:ef:01:23' is not a MAC address (like "
+		"02:00:00:00:00:01)");
+	expect_error(
+		"host.mac = 02.ab.cd.ef.01.23\n",
+		"t.conf:1: host.mac: '02.ab.cd.ef.01.23' is not a MAC address (like "
+		"02:00:00:00:00:01)");
+	expect_error(
+		"host.mac = 2:ab:cd:ef:01:23:\n",
+		"t.conf:1: host.mac: '2:ab:cd:ef:01:23:' is not a MAC address (like "
+		"02:00:00:00:00:01)");
 	expect_error("host.mac = 01:00:5e:00:00:01\n",
 		     "t.conf:1: host.mac: 01:00:5e:00:00:01 is a multicast address");
 	expect_error("host.mac = ff:ff:ff:ff:ff:ff\n",
@@ -518,7 +551,8 @@ static const struct uroce_conf_table bool_table = {
 
 Test(conf, booleans_and_other_tables)
 {
-	const char *yes[] = {"yes", "true", "1", "YES", "True"}, *no[] = {"no", "false", "0", "No", "FALSE"};
+	const char *yes[] = {"yes", "true", "1", "YES", "True"},
+		   *no[] = {"no", "false", "0", "No", "FALSE"};
 	struct bools b;
 	char text[64];
 
@@ -530,14 +564,17 @@ Test(conf, booleans_and_other_tables)
 						    sizeof(err)), 0, "%s", err);
 		cr_expect(b.a && !b.b);
 	}
-	for (const char *const *bad = (const char *const[]){"y", "on", "2", "", "yess", NULL}; *bad; bad++) {
+	for (const char *const *bad = (const char *const[]){"y", "on", "2", "", "yess", NULL}; *bad;
+	     bad++) {
 		snprintf(text, sizeof(text), "s.a = %s\n", *bad);
 		cr_expect_eq(uroce_conf_table_parse(&bool_table, &b, text, strlen(text), "b", err,
 						    sizeof(err)), -EINVAL);
-		snprintf(text, sizeof(text), "b:1: s.a: '%s' is not a boolean (yes, no, true, false, 1, 0)", *bad);
+		snprintf(text, sizeof(text),
+			 "b:1: s.a: '%s' is not a boolean (yes, no, true, false, 1, 0)", *bad);
 		cr_expect_str_eq(err, text);
 	}
-	cr_expect_eq(uroce_conf_table_set(&bool_table, &b, "t.big=1099511627776", err, sizeof(err)), 0);
+	cr_expect_eq(uroce_conf_table_set(&bool_table, &b, "t.big=1099511627776", err, sizeof(err)),
+		     0);
 	cr_expect_eq(b.big, 1ull << 40);
 	cr_expect_eq(uroce_conf_table_set(&bool_table, &b, "t.big=1099511627777", err, sizeof(err)),
 		     -EINVAL);
@@ -589,8 +626,9 @@ Test(conf, set_overrides_the_file)
 Test(conf, a_failed_parse_changes_nothing)
 {
 	/* the good lines before the bad one are not applied either */
-	expect_error("[port]\nmtu = 9000\nname = x\n[host]\nipv4 = 10.0.0.1\nmac = 01:00:00:00:00:00\n",
-		     "t.conf:6: host.mac: 01:00:00:00:00:00 is a multicast address");
+	expect_error(
+		"[port]\nmtu = 9000\nname = x\n[host]\nipv4 = 10.0.0.1\nmac = 01:00:00:00:00:00\n",
+		"t.conf:6: host.mac: 01:00:00:00:00:00 is a multicast address");
 }
 
 Test(conf, load)

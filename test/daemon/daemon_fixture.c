@@ -198,9 +198,10 @@ static int to_rtr_rts(struct uroce_client_qp *qp, uint32_t dqpn, const union ibv
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 16;
-		return uroce_client_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-						   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-						   IBV_QP_MAX_QP_RD_ATOMIC);
+		return uroce_client_modify_qp(qp, &a,
+					      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+						      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+						      IBV_QP_MAX_QP_RD_ATOMIC);
 	}
 	return uroce_client_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
@@ -241,7 +242,8 @@ int fx_pair_create(struct fx_pair *p, const char *sock, enum ibv_qp_type type, e
 			return fx_pair_fail("create_qp", errno);
 	}
 	for (i = 0; i < 2; i++)
-		if (to_rtr_rts(p->qp[i], uroce_client_qp_ibv(p->qp[1 - i])->qp_num, &gid, type, mtu))
+		if (to_rtr_rts(p->qp[i], uroce_client_qp_ibv(p->qp[1 - i])->qp_num, &gid, type,
+			       mtu))
 			return fx_pair_fail("modify_qp to RTR/RTS", errno);
 	return 0;
 }

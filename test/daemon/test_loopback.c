@@ -109,8 +109,11 @@ static void send_sizes(enum ibv_qp_type type, enum ibv_mtu mtu)
 		size_t n = sizes[i];
 		struct buf src, dst;
 		struct ibv_sge sge;
-		struct ibv_send_wr wr = {.wr_id = 100 + i, .sg_list = &sge, .num_sge = 1,
-					 .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(0xabc0 + (uint32_t)i),
+		struct ibv_send_wr wr = {.wr_id = 100 + i,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_SEND_WITH_IMM,
+					 .imm_data = htonl(0xabc0 + (uint32_t)i),
 					 .send_flags = IBV_SEND_SIGNALED};
 		struct ibv_wc wc;
 
@@ -123,7 +126,8 @@ static void send_sizes(enum ibv_qp_type type, enum ibv_mtu mtu)
 		post_send(pr.qp[0], &wr);
 		expect(pr.cq[0], IBV_WC_SEND, 100 + i, 0);
 		cr_assert_eq(fx_wait(pr.cq[1], &wc), 0);
-		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", uroce_client_wc_status_str(wc.status));
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s",
+			     uroce_client_wc_status_str(wc.status));
 		cr_assert_eq(wc.opcode, IBV_WC_RECV);
 		cr_assert_eq(wc.byte_len, n);
 		cr_assert(wc.wc_flags & IBV_WC_WITH_IMM);
@@ -161,10 +165,15 @@ Test(loopback, rc_write_read_atomics)
 	fill(a.p, n, 7);
 
 	/* WRITE: lands in b's own pages (the pointer the test holds). */
-	sge = (struct ibv_sge){.addr = (uintptr_t)a.p, .length = (uint32_t)n, .lkey = a.mr->ibv.lkey};
-	wr = (struct ibv_send_wr){.wr_id = 1, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = {.remote_addr = (uintptr_t)b.p, .rkey = b.mr->ibv.rkey}};
+	sge = (struct ibv_sge){
+		.addr = (uintptr_t)a.p, .length = (uint32_t)n, .lkey = a.mr->ibv.lkey};
+	wr = (struct ibv_send_wr){
+		.wr_id = 1,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = (uintptr_t)b.p, .rkey = b.mr->ibv.rkey}};
 	post_send(pr.qp[0], &wr);
 	expect(pr.cq[0], IBV_WC_RDMA_WRITE, 1, 0);
 	cr_assert_eq(memcmp(a.p, b.p, n), 0, "RDMA WRITE data");
@@ -181,9 +190,13 @@ Test(loopback, rc_write_read_atomics)
 	t = (uint64_t *)(void *)b.p;
 	*t = 40;
 	sge = (struct ibv_sge){.addr = (uintptr_t)r.p, .length = 8, .lkey = r.mr->ibv.lkey};
-	wr = (struct ibv_send_wr){.wr_id = 3, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
-				  .wr.atomic = {.remote_addr = (uintptr_t)b.p, .rkey = b.mr->ibv.rkey,
+	wr = (struct ibv_send_wr){.wr_id = 3,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.atomic = {.remote_addr = (uintptr_t)b.p,
+						.rkey = b.mr->ibv.rkey,
 						.compare_add = 2}};
 	post_send(pr.qp[0], &wr);
 	expect(pr.cq[0], IBV_WC_FETCH_ADD, 3, 0);
@@ -201,10 +214,14 @@ Test(loopback, rc_write_read_atomics)
 	/* WRITE with immediate consumes a receive. */
 	post_recv(pr.qp[1], &r, 9);
 	sge = (struct ibv_sge){.addr = (uintptr_t)a.p, .length = 5000, .lkey = a.mr->ibv.lkey};
-	wr = (struct ibv_send_wr){.wr_id = 5, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .imm_data = htonl(77),
-				  .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = {.remote_addr = (uintptr_t)b.p + 100, .rkey = b.mr->ibv.rkey}};
+	wr = (struct ibv_send_wr){
+		.wr_id = 5,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm_data = htonl(77),
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = (uintptr_t)b.p + 100, .rkey = b.mr->ibv.rkey}};
 	post_send(pr.qp[0], &wr);
 	expect(pr.cq[0], IBV_WC_RDMA_WRITE, 5, 0);
 	expect(pr.cq[1], IBV_WC_RECV_RDMA_WITH_IMM, 9, 5000);
@@ -236,14 +253,18 @@ Test(loopback, verbs_errors)
 	buf_make(&pr, &a, 4096);
 	/* too many SGEs: EINVAL and bad_wr names the WR */
 	for (i = 0; i < 9; i++)
-		sge[i] = (struct ibv_sge){.addr = (uintptr_t)a.p, .length = 8, .lkey = a.mr->ibv.lkey};
+		sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)a.p, .length = 8, .lkey = a.mr->ibv.lkey};
 	wr = (struct ibv_send_wr){.wr_id = 1, .sg_list = sge, .num_sge = 9, .opcode = IBV_WR_SEND};
 	cr_assert_eq(uroce_client_post_send(pr.qp[0], &wr, &bad), EINVAL);
 	cr_assert_eq(bad, &wr);
 	/* misaligned atomic */
-	wr = (struct ibv_send_wr){.wr_id = 2, .sg_list = sge, .num_sge = 1,
-				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
-				  .wr.atomic = {.remote_addr = (uintptr_t)a.p + 4, .rkey = a.mr->ibv.rkey}};
+	wr = (struct ibv_send_wr){
+		.wr_id = 2,
+		.sg_list = sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		.wr.atomic = {.remote_addr = (uintptr_t)a.p + 4, .rkey = a.mr->ibv.rkey}};
 	cr_assert_eq(uroce_client_post_send(pr.qp[0], &wr, &bad), EINVAL);
 	/* a full send queue: exactly max_send_wr outstanding, then ENOMEM. The peer has
 	 * no receives, so RNR keeps every SEND outstanding. */
@@ -300,10 +321,15 @@ Test(loopback, mr_shares_pages_in_place)
 	fill(dst, ps, 99);
 	dmr = uroce_client_reg_mr(pr.pd, dst, ps, IBV_ACCESS_LOCAL_WRITE);
 	cr_assert_not_null(dmr);
-	sge = (struct ibv_sge){.addr = (uintptr_t)dst, .length = (uint32_t)ps, .lkey = dmr->ibv.lkey};
-	wr = (struct ibv_send_wr){.wr_id = 1, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = {.remote_addr = (uintptr_t)m + 2 * ps + 1, .rkey = mr2->ibv.rkey}};
+	sge = (struct ibv_sge){
+		.addr = (uintptr_t)dst, .length = (uint32_t)ps, .lkey = dmr->ibv.lkey};
+	wr = (struct ibv_send_wr){
+		.wr_id = 1,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = (uintptr_t)m + 2 * ps + 1, .rkey = mr2->ibv.rkey}};
 	post_send(pr.qp[0], &wr);
 	expect(pr.cq[0], IBV_WC_RDMA_WRITE, 1, 0);
 	cr_assert_eq(memcmp(m + 2 * ps + 1, dst, ps), 0);
@@ -313,10 +339,12 @@ Test(loopback, mr_shares_pages_in_place)
 	cr_assert_eq(uroce_client_dereg_mr(mr2), 0);
 	cr_assert_eq(uroce_client_dereg_mr(mr3), 0);
 	cr_assert_eq(munmap(m, 8 * ps), 0);
-	cr_assert_eq(mmap(m, 8 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-			  -1, 0), m);
+	cr_assert_eq(mmap(m, 8 * ps, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+		     m);
 	memset(m, 0, 8 * ps);
-	mr2 = uroce_client_reg_mr(pr.pd, m, 8 * ps, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	mr2 = uroce_client_reg_mr(pr.pd, m, 8 * ps,
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	cr_assert_not_null(mr2);
 	wr.wr_id = 2;
 	wr.wr.rdma.rkey = mr2->ibv.rkey;
@@ -356,10 +384,13 @@ Test(loopback, completion_channel)
 	/* A QP using this CQ for receives: the SEND's receive completion wakes us. */
 	{
 		struct uroce_client_qp *q2;
-		struct ibv_qp_init_attr a2 = {.qp_type = IBV_QPT_RC, .send_cq = uroce_client_cq_ibv(pr.cq[1]),
+		struct ibv_qp_init_attr a2 = {.qp_type = IBV_QPT_RC,
+					      .send_cq = uroce_client_cq_ibv(pr.cq[1]),
 					      .recv_cq = uroce_client_cq_ibv(cq),
-					      .cap = {.max_send_wr = 8, .max_recv_wr = 8,
-						      .max_send_sge = 1, .max_recv_sge = 1}};
+					      .cap = {.max_send_wr = 8,
+						      .max_recv_wr = 8,
+						      .max_send_sge = 1,
+						      .max_recv_sge = 1}};
 
 		q2 = uroce_client_create_qp(pr.pd, &a2);
 		cr_assert_not_null(q2);
@@ -370,10 +401,13 @@ Test(loopback, completion_channel)
 	 * receive on a QP whose recv CQ is ours. */
 	{
 		struct uroce_client_qp *q3;
-		struct ibv_qp_init_attr a3 = {.qp_type = IBV_QPT_UD, .send_cq = uroce_client_cq_ibv(cq),
+		struct ibv_qp_init_attr a3 = {.qp_type = IBV_QPT_UD,
+					      .send_cq = uroce_client_cq_ibv(cq),
 					      .recv_cq = uroce_client_cq_ibv(cq),
-					      .cap = {.max_send_wr = 8, .max_recv_wr = 8,
-						      .max_send_sge = 1, .max_recv_sge = 1}};
+					      .cap = {.max_send_wr = 8,
+						      .max_recv_wr = 8,
+						      .max_send_sge = 1,
+						      .max_recv_sge = 1}};
 		struct ibv_qp_attr at = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 1};
 		struct buf b;
 

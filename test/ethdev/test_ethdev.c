@@ -71,7 +71,8 @@ static void roundtrip(const uint32_t *lens, uint16_t n, bool want_linearized)
 			fill(buf, lens[got], got);
 			cr_assert_eq(fr[i].len, lens[got], "frame %u len %u", got, fr[i].len);
 			cr_assert_eq(memcmp(fr[i].data, buf, lens[got]), 0, "frame %u bytes", got);
-			cr_assert_eq(fr[i].linearized, want_linearized && lens[got] > port.mbuf_room,
+			cr_assert_eq(fr[i].linearized,
+				     want_linearized && lens[got] > port.mbuf_room,
 				     "frame %u linearized %d", got, fr[i].linearized);
 		}
 		uroce_eth_rx_done(&port, 0);

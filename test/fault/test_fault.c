@@ -196,7 +196,8 @@ static void check_reorder_depth(uint32_t depth, double rate)
 		cr_assert_lt(s, n);
 		cr_assert(!seen[s], "frame %u emitted twice", s);
 		seen[s] = 1;
-		cr_assert_leq(overtaken, depth, "frame %u overtaken by %lu", s, (unsigned long)overtaken);
+		cr_assert_leq(overtaken, depth, "frame %u overtaken by %lu", s,
+			      (unsigned long)overtaken);
 		hist[overtaken]++;
 	}
 	for (uint32_t d = 1; d <= depth; d++)

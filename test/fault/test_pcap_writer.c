@@ -88,7 +88,8 @@ Test(capture, write_then_read_back_exact_bytes_and_timestamps, .init = make_tmp,
 		uint32_t len = frame_len(i);
 
 		fill_frame(want, i, len);
-		cr_assert_eq(rec.ts_ns, frame_ts(i), "frame %u: ts %lu", i, (unsigned long)rec.ts_ns);
+		cr_assert_eq(rec.ts_ns, frame_ts(i), "frame %u: ts %lu", i,
+			     (unsigned long)rec.ts_ns);
 		cr_assert_eq(rec.caplen, len);
 		cr_assert_eq(rec.origlen, len + (i % 3));
 		cr_assert_eq(memcmp(rec.data, want, len), 0, "frame %u bytes differ", i);

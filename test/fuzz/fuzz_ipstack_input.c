@@ -228,7 +228,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (rc == -EAGAIN)
 				F.waiting[data[i + 1]]++;
 			if (rc == 0)
-				CHECK(memcmp(gid, gids[9], 16) != 0 || memcmp(mac, our_mac, 6) == 0);
+				CHECK(memcmp(gid, gids[9], 16) != 0 ||
+				      memcmp(mac, our_mac, 6) == 0);
 			if (rc == -EINVAL)
 				CHECK((data[i] & 15) == 13 || (data[i] & 15) == 14);
 			i += 2;

@@ -252,10 +252,11 @@ static void bring_up(struct fz *f, int i)
 	a.ah_attr.port_num = 1;
 	gid_v4(&a.ah_attr.grh.dgid, 1);
 	a.ah_attr.grh.hop_limit = 1;
-	CHECK(uroce_tp_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					     (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0),
-				 peer_mac, f->now) == 0);
+	CHECK(uroce_tp_modify_qp(
+		      qp, &a,
+		      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			      (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0),
+		      peer_mac, f->now) == 0);
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -264,10 +265,12 @@ static void bring_up(struct fz *f, int i)
 	a.retry_cnt = f->k.retry_cnt;
 	a.rnr_retry = f->k.rnr_retry;
 	a.max_rd_atomic = rd;
-	CHECK(uroce_tp_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-					     (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-							   IBV_QP_MAX_QP_RD_ATOMIC
-						 : 0),
+	CHECK(uroce_tp_modify_qp(qp, &a,
+				 IBV_QP_STATE | IBV_QP_SQ_PSN |
+					 (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+							  IBV_QP_RNR_RETRY |
+							  IBV_QP_MAX_QP_RD_ATOMIC :
+					       0),
 				 NULL, f->now) == 0);
 	CHECK(uroce_tp_qp_state(qp) == IBV_QPS_RTS);
 }

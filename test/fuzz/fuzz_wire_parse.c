@@ -118,7 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* A wrong ICRC is replaced by the right one, and the UDP checksum, which
 		 * covers the ICRC, changes with it. */
 		CHECK(!icrc_ok);
-		CHECK(i >= icrc_off || (pkt.hdr.udp_csum && (i == udp_csum_off || i == udp_csum_off + 1)));
+		CHECK(i >= icrc_off ||
+		      (pkt.hdr.udp_csum && (i == udp_csum_off || i == udp_csum_off + 1)));
 	}
 	/* Either way the ICRC written is the one computed over the input's bytes. */
 	CHECK(uroce_wire_icrc_load(rebuilt + icrc_off) == uroce_wire_icrc_compute(&pkt));

@@ -240,7 +240,8 @@ static bool resolve(struct rig *r, const char *addr, bool expect_cached)
 	printf("resolve %-10s -> %s in %.3f ms%s\n", addr, got, (double)(now_ns() - t0) / 1e6,
 	       rc == 0 ? " (cache)" : "");
 	if (memcmp(r->mac, kernel_mac, 6) != 0) {
-		fprintf(stderr, "FAIL resolve %s: got %s, the kernel veth is %s\n", addr, got, want);
+		fprintf(stderr, "FAIL resolve %s: got %s, the kernel veth is %s\n", addr, got,
+			want);
 		return false;
 	}
 	return true;
@@ -262,7 +263,8 @@ static bool neigh_shows_us(void)
 		char addr[64] = "", lladdr[32] = "";
 
 		fputs(line, stdout);
-		if (sscanf(line, "%63s lladdr %31s", addr, lladdr) == 2 && strcmp(lladdr, mac) == 0) {
+		if (sscanf(line, "%63s lladdr %31s", addr, lladdr) == 2 &&
+		    strcmp(lladdr, mac) == 0) {
 			v4 |= strcmp(addr, our_v4) == 0;
 			v6 |= strcmp(addr, our_v6) == 0;
 		}
@@ -345,14 +347,16 @@ static int child(void)
 				 "-W", "2", (char *)our_v4, NULL};
 		char *ping6[] = {"ip", "netns", "exec", ns_kernel, "ping", "-6", "-c", "3", "-i",
 				 "0.2", "-W", "2", (char *)our_v6, NULL};
-		char *ping_big[] = {"ip", "netns", "exec", ns_kernel, "ping", "-c", "2", "-i", "0.2",
-				    "-W", "2", "-s", "1400", "-M", "do", (char *)our_v4, NULL};
+		char *ping_big[] = {"ip",   "netns", "exec", ns_kernel,	     "ping", "-c",
+				    "2",    "-i",    "0.2",  "-W",	     "2",    "-s",
+				    "1400", "-M",    "do",   (char *)our_v4, NULL};
 		char *ping_ll[] = {"ip", "netns", "exec", ns_kernel, "ping", "-6", "-c", "2", "-i",
 				   "0.2", "-W", "2", ll_target, NULL};
 
 		ok = ok && run_cmd(&r, "ping -c 3 (IPv4)", ping4);
 		ok = ok && run_cmd(&r, "ping -6 -c 3", ping6);
-		ok = ok && run_cmd(&r, "ping -s 1400 -M do (IPv4, 1428-byte datagrams, DF)", ping_big);
+		ok = ok &&
+		     run_cmd(&r, "ping -s 1400 -M do (IPv4, 1428-byte datagrams, DF)", ping_big);
 		ok = ok && run_cmd(&r, "ping -6 to our link-local address", ping_ll);
 	}
 

@@ -188,7 +188,8 @@ Test(input, vlan_port)
 		     UROCE_IP_DROP);
 	cr_assert_eq(ipt_cnt()->wrong_vlan, 2);
 	/* Ours, PCP 5 set: answered, tagged with our VLAN (PCP 0). */
-	cr_assert_eq(ipt_input(f, fb_arp(f, 0xa000 | 100, BCAST, 1, PEER_MAC, PEER_V4, ZERO6, OUR_V4),
+	cr_assert_eq(ipt_input(f,
+			       fb_arp(f, 0xa000 | 100, BCAST, 1, PEER_MAC, PEER_V4, ZERO6, OUR_V4),
 			       0),
 		     UROCE_IP_CONSUMED);
 	cr_assert_eq(T.nframes, 1);
@@ -440,7 +441,8 @@ Test(input, counters_iterate_by_name)
 
 Test(input, bad_configurations_are_refused)
 {
-	static const uint8_t mc6[16] = {0xff, 0x02, [15] = 1}, v4m[16] = {[10] = 0xff, 0xff, 10, 0, 0, 1};
+	static const uint8_t mc6[16] = {0xff, 0x02, [15] = 1},
+			     v4m[16] = {[10] = 0xff, 0xff, 10, 0, 0, 1};
 	struct uroce_ip_cfg cfg;
 
 	for (unsigned k = 0; k < 11; k++) {

@@ -132,8 +132,9 @@ Test(neigh, advertisement_without_address_does_not_resolve)
 		     UROCE_IP_DROP);
 	cr_assert_eq(T.nres, 0);
 	/* Advertisements create no entry. */
-	cr_assert_eq(ipt_input(f, fb_na(f, 0, NULL, PEER_V6, OUR_V6, (const uint8_t[16]){0xfd, [15] = 9},
-					0x60, PEER_MAC),
+	cr_assert_eq(ipt_input(f,
+			       fb_na(f, 0, NULL, PEER_V6, OUR_V6,
+				     (const uint8_t[16]){0xfd, [15] = 9}, 0x60, PEER_MAC),
 			       1),
 		     UROCE_IP_DROP);
 	cr_assert_eq(ipt_cnt()->bad_nd, 1);
@@ -274,8 +275,9 @@ Test(neigh, na_override_rules)
 	cr_assert_arr_eq(mac, PEER_MAC, 6);
 	cr_assert_eq(T.nframes, 1);
 	/* With Override, unsolicited, to all-nodes: replaced. */
-	cr_assert_eq(ipt_input(f, fb_na(f, 0, NULL, PEER_V6, (const uint8_t[16]){0xff, 0x02, [15] = 1},
-					PEER_V6, 0x20, PEER2_MAC),
+	cr_assert_eq(ipt_input(f,
+			       fb_na(f, 0, NULL, PEER_V6, (const uint8_t[16]){0xff, 0x02, [15] = 1},
+				     PEER_V6, 0x20, PEER2_MAC),
 			       3),
 		     UROCE_IP_CONSUMED);
 	cr_assert_eq(uroce_ip_resolve(T.s, PEER_V6, 4, mac, 3), 0);
@@ -446,8 +448,8 @@ Test(neigh, lru_eviction_spares_pending_entries)
 	for (uint8_t i = 1; i <= 4; i++) {
 		ip[3] = i == 2 ? 4 : i == 4 ? 2 : i; /* .2 last: it evicts again */
 		uroce_gid_from_ipv4(gid, ip);
-		cr_assert_eq(uroce_ip_resolve(T.s, gid, 12, mac, 3), ip[3] == 2 ? -EAGAIN : 0, ".%u",
-			     ip[3]);
+		cr_assert_eq(uroce_ip_resolve(T.s, gid, 12, mac, 3), ip[3] == 2 ? -EAGAIN : 0,
+			     ".%u", ip[3]);
 	}
 	/* The pending one is still pending, and answers. */
 	ip[3] = 9;

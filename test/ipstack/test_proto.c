@@ -424,7 +424,8 @@ Test(nd, unicast_solicitation_without_option_answers_the_frame_source)
 {
 	uint8_t f[128];
 
-	cr_assert_eq(ipt_input(f, fb_ns(f, 0, PEER_V6, OUR_V6, OUR_V6, NULL), 0), UROCE_IP_CONSUMED);
+	cr_assert_eq(ipt_input(f, fb_ns(f, 0, PEER_V6, OUR_V6, OUR_V6, NULL), 0),
+		     UROCE_IP_CONSUMED);
 	check_na(0, PEER_MAC, OUR_V6, PEER_V6, 0x60);
 	cr_assert_eq(ipt_cnt()->neigh_learned, 0, "no option, nothing learned");
 }
@@ -508,8 +509,9 @@ Test(nd, advertisement_of_our_address_is_a_conflict)
 		     UROCE_IP_CONSUMED);
 	cr_assert_eq(ipt_cnt()->addr_conflict, 1);
 	/* Solicited flag to a group: invalid (RFC 4861 7.1.2). */
-	cr_assert_eq(ipt_input(f, fb_na(f, 0, NULL, PEER_V6, ALL_NODES, PEER_V6, 0x60, PEER_MAC), 0),
-		     UROCE_IP_DROP);
+	cr_assert_eq(
+		ipt_input(f, fb_na(f, 0, NULL, PEER_V6, ALL_NODES, PEER_V6, 0x60, PEER_MAC), 0),
+		UROCE_IP_DROP);
 	cr_assert_eq(ipt_cnt()->bad_nd, 1);
 }
 

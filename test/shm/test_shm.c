@@ -267,14 +267,15 @@ Test(ring, two_processes_stress_in_order_and_intact, .timeout = 120)
 				struct elem *e = uroce_ring_prod_slot(&sq, 0);
 				e->seq = sent;
 				e->check = check_of(sent);
-				uroce_ring_prod_commit(&sq, 1); /* one doorbell per WQE, as a post */
+				uroce_ring_prod_commit(&sq,
+						       1); /* one doorbell per WQE, as a post */
 			}
 			got = uroce_ring_cons_avail(&cq);
 			for (uint32_t i = 0; i < got; i++) {
 				const struct elem *a = uroce_ring_cons_slot(&cq, i);
 
-				cr_assert_eq(a->seq, acked, "answer %lu for %lu", (unsigned long)a->seq,
-					     (unsigned long)acked);
+				cr_assert_eq(a->seq, acked, "answer %lu for %lu",
+					     (unsigned long)a->seq, (unsigned long)acked);
 				cr_assert_eq(a->check, ~check_of(acked));
 				acked++;
 			}
@@ -338,14 +339,16 @@ Test(ring, armed_completion_wakes_the_consumer_exactly_once, .timeout = 120)
 				uroce_ring_arm(&cq, false);
 				if (uroce_ring_cons_avail(&cq) > 0)
 					continue;
-				cr_assert_eq(poll(&p, 1, 10000), 1, "no wake-up: a lost notification");
+				cr_assert_eq(poll(&p, 1, 10000), 1,
+					     "no wake-up: a lost notification");
 				cr_assert_eq(read(efd, &v, 8), 8);
 				sleeps++;
 				continue;
 			}
 			for (uint32_t i = 0; i < got; i++, seen++)
-				cr_assert_eq(((const struct elem *)uroce_ring_cons_slot(&cq, i))->seq,
-					     (uint64_t)seen);
+				cr_assert_eq(
+					((const struct elem *)uroce_ring_cons_slot(&cq, i))->seq,
+					(uint64_t)seen);
 			uroce_ring_cons_release(&cq, got);
 		}
 		cr_log_info("%d sleeps on the eventfd", sleeps);

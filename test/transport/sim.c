@@ -186,13 +186,17 @@ bool sim_run(struct sim *s, uint64_t until_ns, bool (*done)(void *arg), void *ar
 				struct uroce_wire_pkt p;
 
 				if (uroce_wire_parse(f.data, f.len, &p) == UROCE_WIRE_OK)
-					fprintf(stderr, "%12.3f us  -> h%d %-32s qp %06x psn %06x%s len %u syn %02x\n",
+					fprintf(stderr,
+						"%12.3f us  -> h%d %-32s qp %06x psn %06x%s len %u "
+						"syn %02x\n",
 						(double)s->now / 1e3, f.dst,
-						uroce_opcode_info(p.hdr.bth.opcode)->name, p.hdr.bth.dqpn,
-						p.hdr.bth.psn, p.hdr.bth.ack_req ? " A" : "", p.payload_len,
+						uroce_opcode_info(p.hdr.bth.opcode)->name,
+						p.hdr.bth.dqpn, p.hdr.bth.psn,
+						p.hdr.bth.ack_req ? " A" : "", p.payload_len,
 						p.hdr.aeth.syndrome);
 				else
-					fprintf(stderr, "%12.3f us  -> h%d (malformed)\n", (double)s->now / 1e3, f.dst);
+					fprintf(stderr, "%12.3f us  -> h%d (malformed)\n",
+						(double)s->now / 1e3, f.dst);
 			}
 			uroce_tp_rx(s->host[f.dst].dev, f.data, f.len, s->now);
 			free(f.data);
@@ -256,12 +260,12 @@ void sim_connect(struct sim *s, struct uroce_tp_qp *a, int host_a, struct uroce_
 		attr.ah_attr.port_num = 1;
 		attr.ah_attr.grh.dgid = s->host[peer].gid;
 		attr.ah_attr.grh.hop_limit = 1;
-		rc = uroce_tp_modify_qp(qp[i], &attr,
-					IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-						IBV_QP_RQ_PSN |
-						(rc_qp ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER
-						       : 0),
-					s->host[peer].mac, s->now);
+		rc = uroce_tp_modify_qp(
+			qp[i], &attr,
+			IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				IBV_QP_RQ_PSN |
+				(rc_qp ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0),
+			s->host[peer].mac, s->now);
 		SIM_CHECK(rc == 0);
 
 		memset(&attr, 0, sizeof(attr));
@@ -274,8 +278,9 @@ void sim_connect(struct sim *s, struct uroce_tp_qp *a, int host_a, struct uroce_
 		rc = uroce_tp_modify_qp(qp[i], &attr,
 					IBV_QP_STATE | IBV_QP_SQ_PSN |
 						(rc_qp ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-								 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC
-						       : 0),
+								 IBV_QP_RNR_RETRY |
+								 IBV_QP_MAX_QP_RD_ATOMIC :
+							 0),
 					NULL, s->now);
 		SIM_CHECK(rc == 0);
 	}

@@ -87,7 +87,9 @@ struct scenario {
 	int nconn;
 	char fail[512];
 	char flushed[256];
-	struct uroce_tp_counters counters[2]; /* kept from the devices at teardown */ /* a WR_FLUSH_ERR is a consequence: reported if nothing else is */
+	struct uroce_tp_counters counters[2];
+		/* kept from the devices at teardown */ /* a WR_FLUSH_ERR is a consequence: reported
+							   if nothing else is */
 };
 
 static uint8_t *g_mem[2];
@@ -192,7 +194,8 @@ static void gen_ops(struct scenario *sc, int ci, int si)
 		o->imm = (uint32_t)(ci << 24 | si << 16 | s->nops);
 		o->signaled = sim_rand(&sc->sim) % 5 != 0;
 		o->fence = sim_rand(&sc->sim) % 20 == 0;
-		if (o->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || o->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		if (o->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+		    o->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
 			o->len = 8;
 			o->src = mem_alloc(sc, s->host, 8, 8);
 			o->dst = s->atomic_addr;
@@ -208,13 +211,14 @@ static void gen_ops(struct scenario *sc, int ci, int si)
 			}
 		} else {
 			o->src = mem_alloc(sc, s->host, o->len, 64);
-			if (o->opcode == IBV_WR_RDMA_WRITE || o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+			if (o->opcode == IBV_WR_RDMA_WRITE ||
+			    o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 			    o->opcode == IBV_WR_RDMA_READ)
 				o->dst = mem_alloc(sc, peer, o->len, 64);
 			if (o->src == UINT64_MAX || o->dst == UINT64_MAX)
 				break; /* out of memory for this seed: fewer ops */
-			o->inline_ = o->len <= UROCE_TP_MAX_INLINE && o->opcode != IBV_WR_RDMA_READ &&
-				     sim_rand(&sc->sim) % 3 == 0;
+			o->inline_ = o->len <= UROCE_TP_MAX_INLINE &&
+				     o->opcode != IBV_WR_RDMA_READ && sim_rand(&sc->sim) % 3 == 0;
 			/* What the requester sends, or for a READ what the responder holds. */
 			for (uint32_t i = 0; i < o->len; i++) {
 				uint8_t v = pattern(sc->seed, ci, si, s->nops, i);
@@ -284,7 +288,8 @@ static void post_op(struct scenario *sc, struct conn *c, int si, int k)
 		/* UD names its destination in every WR. */
 		w.ah = s->ah;
 		w.remote_qpn = uroce_tp_qp_num(c->s[1 - si].qp);
-		w.remote_qkey = sim_rand(&sc->sim) % 2 ? 0x11111111 : 0x80000000; /* or "the QP's" */
+		w.remote_qkey =
+			sim_rand(&sc->sim) % 2 ? 0x11111111 : 0x80000000; /* or "the QP's" */
 	}
 	rc = uroce_tp_post_send(s->qp, &w, sc->sim.now);
 	if (rc)
@@ -337,13 +342,15 @@ static int identify(struct scenario *sc, int ci, int psi, const struct ibv_wc *w
 		bool imm = wc->wc_flags & IBV_WC_WITH_IMM;
 
 		if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-			if (o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM && ntohl(wc->imm_data) == o->imm)
+			if (o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM &&
+			    ntohl(wc->imm_data) == o->imm)
 				return k;
 			continue;
 		}
 		if (o->opcode != IBV_WR_SEND && o->opcode != IBV_WR_SEND_WITH_IMM)
 			continue;
-		if (imm != (o->opcode == IBV_WR_SEND_WITH_IMM) || (imm && ntohl(wc->imm_data) != o->imm))
+		if (imm != (o->opcode == IBV_WR_SEND_WITH_IMM) ||
+		    (imm && ntohl(wc->imm_data) != o->imm))
 			continue;
 		if (wc->byte_len == o->len && data_matches(sc, data, ci, psi, k, o->len))
 			return k;
@@ -362,7 +369,8 @@ static void check_recv(struct scenario *sc, int ci, int si, const struct ibv_wc 
 
 	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
 		if (!sc->flushed[0])
-			snprintf(sc->flushed, sizeof(sc->flushed), "conn %d side %d: receive flushed", ci, si);
+			snprintf(sc->flushed, sizeof(sc->flushed),
+				 "conn %d side %d: receive flushed", ci, si);
 		return;
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -403,12 +411,13 @@ static void check_recv(struct scenario *sc, int ci, int si, const struct ibv_wc 
 		return;
 	}
 	if (identify(sc, ci, psi, wc, data, k) != k) {
-		FAIL(sc, "conn %d side %d: receive %d is not peer op %d (len %u, opcode %d)", ci, si,
-		     s->recv_done, k, wc->byte_len, wc->opcode);
+		FAIL(sc, "conn %d side %d: receive %d is not peer op %d (len %u, opcode %d)", ci,
+		     si, s->recv_done, k, wc->byte_len, wc->opcode);
 		return;
 	}
 	if (wc->src_qp != uroce_tp_qp_num(p->qp) || wc->qp_num != uroce_tp_qp_num(s->qp))
-		FAIL(sc, "conn %d side %d: receive names QPs %x/%x", ci, si, wc->qp_num, wc->src_qp);
+		FAIL(sc, "conn %d side %d: receive names QPs %x/%x", ci, si, wc->qp_num,
+		     wc->src_qp);
 	s->recv_next_op = k + 1;
 	s->recv_done++;
 }
@@ -502,21 +511,29 @@ static void check_memory(struct scenario *sc)
 				switch (o->opcode) {
 				case IBV_WR_RDMA_WRITE:
 				case IBV_WR_RDMA_WRITE_WITH_IMM:
-					if (!data_matches(sc, host_ptr(sc, peer, o->dst), ci, si, k, o->len))
-						FAIL(sc, "conn %d side %d: WRITE op %d (%u B) target differs",
+					if (!data_matches(sc, host_ptr(sc, peer, o->dst), ci, si, k,
+							  o->len))
+						FAIL(sc,
+						     "conn %d side %d: WRITE op %d (%u B) target "
+						     "differs",
 						     ci, si, k, o->len);
 					break;
 				case IBV_WR_RDMA_READ:
-					if (!data_matches(sc, host_ptr(sc, s->host, o->src), ci, si, k, o->len))
-						FAIL(sc, "conn %d side %d: READ op %d (%u B) result differs",
+					if (!data_matches(sc, host_ptr(sc, s->host, o->src), ci, si,
+							  k, o->len))
+						FAIL(sc,
+						     "conn %d side %d: READ op %d (%u B) result "
+						     "differs",
 						     ci, si, k, o->len);
 					break;
 				case IBV_WR_ATOMIC_FETCH_AND_ADD:
 				case IBV_WR_ATOMIC_CMP_AND_SWP:
 					memcpy(&v, host_ptr(sc, s->host, o->src), 8);
 					if (v != o->expect_orig)
-						FAIL(sc, "conn %d side %d: atomic op %d returned %" PRIx64
-							 ", serial execution gives %" PRIx64,
+						FAIL(sc,
+						     "conn %d side %d: atomic op %d returned "
+						     "%" PRIx64
+						     ", serial execution gives %" PRIx64,
 						     ci, si, k, v, o->expect_orig);
 					break;
 				default:
@@ -526,8 +543,10 @@ static void check_memory(struct scenario *sc)
 			if (s->atomic_addr) {
 				memcpy(&v, host_ptr(sc, peer, s->atomic_addr), 8);
 				if (v != s->atomic_final)
-					FAIL(sc, "conn %d side %d: atomic counter %" PRIx64 ", expected %" PRIx64
-						 " (an atomic ran twice or not at all)",
+					FAIL(sc,
+					     "conn %d side %d: atomic counter %" PRIx64
+					     ", expected %" PRIx64
+					     " (an atomic ran twice or not at all)",
 					     ci, si, v, s->atomic_final);
 			}
 		}
@@ -609,7 +628,8 @@ static const char *run_seed(struct scenario *sc)
 			s->scq = uroce_tp_create_cq(sim->host[si].dev, 256);
 			s->rcq = uroce_tp_create_cq(sim->host[si].dev, 256);
 			if (si == 1 && c->type == IBV_QPT_RC && sim_rand(sim) % 4 == 0) {
-				struct ibv_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = 1}};
+				struct ibv_srq_init_attr sa = {
+					.attr = {.max_wr = 64, .max_sge = 1}};
 
 				c->srq = uroce_tp_create_srq(sc->mem[1].pd, &sa);
 			}
@@ -674,7 +694,8 @@ static const char *run_seed(struct scenario *sc)
 		sim_run(sim, sim->now + 3000000, all_done, sc); /* 3 ms with short queues */
 		for (int ci = 0; ci < sc->nconn; ci++)
 			for (int si = 0; si < 2; si++)
-				post_recvs(sc, &sc->conn[ci], &sc->conn[ci].s[si], sc->conn[ci].s[si].late);
+				post_recvs(sc, &sc->conn[ci], &sc->conn[ci].s[si],
+					   sc->conn[ci].s[si].late);
 	}
 	if (!sim_run(sim, sim->now + 120000000000ull, all_done, sc) && !sc->fail[0] &&
 	    !sc->flushed[0])
@@ -715,7 +736,8 @@ static void teardown(struct scenario *sc)
 		for (int si = 0; si < 2; si++) {
 			struct side *s = &c->s[si];
 
-			if ((s->scq && uroce_tp_destroy_cq(s->scq)) || (s->rcq && uroce_tp_destroy_cq(s->rcq)))
+			if ((s->scq && uroce_tp_destroy_cq(s->scq)) ||
+			    (s->rcq && uroce_tp_destroy_cq(s->rcq)))
 				FAIL(sc, "destroy_cq");
 		}
 	}
@@ -788,7 +810,8 @@ int main(int argc, char **argv)
 			slowest = took, slowest_seed = seed;
 		if (why) {
 			failed++;
-			printf("sim: seed %" PRIu64 " FAILED: %s (re-run: --seed %" PRIu64 "%s -v)\n",
+			printf("sim: seed %" PRIu64 " FAILED: %s (re-run: --seed %" PRIu64
+			       "%s -v)\n",
 			       seed, why, seed, big ? " --big" : "");
 		} else {
 			passed++;
@@ -804,21 +827,23 @@ int main(int argc, char **argv)
 			}
 		}
 		if (verbose || single)
-			printf("sim: seed %" PRIu64 ": %s; frames sent %" PRIu64 " delivered %" PRIu64
-			       " dropped %" PRIu64 " duplicated %" PRIu64 " corrupted %" PRIu64
-			       " busy %" PRIu64 ", virtual time %.3f ms\n",
+			printf("sim: seed %" PRIu64 ": %s; frames sent %" PRIu64
+			       " delivered %" PRIu64 " dropped %" PRIu64 " duplicated %" PRIu64
+			       " corrupted %" PRIu64 " busy %" PRIu64 ", virtual time %.3f ms\n",
 			       seed, why ? "failed" : "ok", sc.sim.sent, sc.sim.delivered,
 			       sc.sim.dropped, sc.sim.duplicated, sc.sim.corrupted, sc.sim.busy,
 			       (double)sc.sim.now / 1e6);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (seconds > 0 && (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 >
-					   seconds)
+		if (seconds > 0 &&
+		    (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 > seconds)
 			break;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("sim: seeds %" PRIu64 "..%" PRIu64 " in %.1f s (slowest: seed %" PRIu64 ", %.3f s)\n",
+	printf("sim: seeds %" PRIu64 "..%" PRIu64 " in %.1f s (slowest: seed %" PRIu64
+	       ", %.3f s)\n",
 	       first, first + passed + failed - 1,
-	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, slowest_seed, slowest);
+	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, slowest_seed,
+	       slowest);
 	printf("sim: %" PRIu64 " passed, %" PRIu64 " failed\n", passed, failed);
 	free(g_mem[0]);
 	free(g_mem[1]);

@@ -70,7 +70,8 @@ static int wrap_tx(void *ctx, const uint8_t *frame, uint32_t len)
 		g_tx.busy[h->id]--;
 		return -EAGAIN; /* the link is full: the transport must try again later */
 	}
-	cr_assert_eq(uroce_wire_parse(frame, len, &p), UROCE_WIRE_OK, "host %d sent a bad frame", h->id);
+	cr_assert_eq(uroce_wire_parse(frame, len, &p), UROCE_WIRE_OK, "host %d sent a bad frame",
+		     h->id);
 	memset(&r, 0, sizeof(r));
 	r.hash = 0xcbf29ce484222325ull;
 	for (uint32_t i = 0; i < len; i++)
@@ -216,9 +217,10 @@ static void env_init_cfg(struct env *e, const struct uroce_tp_dev_cfg *cfg_in)
 		cr_assert_not_null(e->mem[h]);
 		e->iova[h] = 0x7f0000000000ull + ((uint64_t)h << 32);
 		e->pd[h] = uroce_tp_alloc_pd(dev);
-		e->mr[h] = uroce_tp_reg_mr(e->pd[h], e->iova[h], e->mem[h], MEM_SIZE,
-					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		e->mr[h] =
+			uroce_tp_reg_mr(e->pd[h], e->iova[h], e->mem[h], MEM_SIZE,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 		cr_assert_not_null(e->mr[h]);
 		uroce_tp_mr_keys(e->mr[h], &e->key[h], NULL);
 		e->sc[h].cq = uroce_tp_create_cq(dev, 128);
@@ -284,7 +286,8 @@ static void collect(struct env *e)
 		struct cqlog *l[2] = {&e->sc[h], &e->rc[h]};
 
 		for (int k = 0; k < 2; k++)
-			while (l[k]->n < 256 && uroce_tp_poll_cq(l[k]->cq, 1, &l[k]->wc[l[k]->n]) == 1)
+			while (l[k]->n < 256 &&
+			       uroce_tp_poll_cq(l[k]->cq, 1, &l[k]->wc[l[k]->n]) == 1)
 				l[k]->n++;
 	}
 }
@@ -576,7 +579,8 @@ Test(status, rnr_retry_exc_err)
 				if (g_tx.f[i].from == 0 && g_tx.f[i].psn == o.psn_a)
 					last = g_tx.f[i].at;
 			cr_assert_geq(last - first->at, rnr * uroce_rnr_timer_ns(14));
-			cr_assert_lt(last - first->at, rnr * (uroce_rnr_timer_ns(14) + 100 * US) + 1);
+			cr_assert_lt(last - first->at,
+				     rnr * (uroce_rnr_timer_ns(14) + 100 * US) + 1);
 		}
 		expect_wc(&e.sc[0].wc[0], 5, IBV_WC_RNR_RETRY_EXC_ERR);
 		expect_wc(&e.sc[0].wc[1], 6, IBV_WC_WR_FLUSH_ERR);
@@ -1441,7 +1445,8 @@ Test(modify, query_returns_what_was_set)
 	memset(&a, 0, sizeof(a));
 	a.min_rnr_timer = 3;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-	cr_assert_eq(uroce_tp_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER | IBV_QP_ACCESS_FLAGS, NULL, 0), 0);
+	cr_assert_eq(
+		uroce_tp_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER | IBV_QP_ACCESS_FLAGS, NULL, 0), 0);
 	uroce_tp_query_qp(qp, &q, NULL);
 	cr_assert_eq(q.min_rnr_timer, 3);
 	cr_assert_eq(q.qp_access_flags, IBV_ACCESS_REMOTE_READ);
@@ -1518,7 +1523,8 @@ Test(modify, reset_discards_without_completions)
 		if (from[k] == IBV_QPS_SQD || from[k] == IBV_QPS_ERR) {
 			memset(&a, 0, sizeof(a));
 			a.qp_state = from[k];
-			cr_assert_eq(uroce_tp_modify_qp(e.qp[1], &a, IBV_QP_STATE, NULL, e.s.now), 0);
+			cr_assert_eq(uroce_tp_modify_qp(e.qp[1], &a, IBV_QP_STATE, NULL, e.s.now),
+				     0);
 		}
 		cr_assert_eq(uroce_tp_qp_state(e.qp[1]), from[k]);
 		collect(&e);
@@ -1786,8 +1792,8 @@ Test(signal, unsignaled_then_signaled)
 	env_pair(&e, IBV_QPT_RC, &o);
 	fill(hp(&e, 0, 0), 3000, 4);
 	for (int i = 0; i < 3; i++) {
-		w = wr((uint64_t)i, IBV_WR_RDMA_WRITE, va(&e, 0, (uint64_t)i * 1000), 1000, e.key[0],
-		       i == 2);
+		w = wr((uint64_t)i, IBV_WR_RDMA_WRITE, va(&e, 0, (uint64_t)i * 1000), 1000,
+		       e.key[0], i == 2);
 		w.remote_addr = va(&e, 1, (uint64_t)i * 1000);
 		w.rkey = e.key[1];
 		post(&e, 0, &w);
@@ -2193,7 +2199,8 @@ Test(psn, wrap)
 
 			if (f->from == 0) {
 				cr_assert_eq(f->psn, expect, "request %u", i);
-				expect = uroce_psn_add(f->psn, f->opcode == OPC(RC, READ_REQUEST) ? 3 : 1);
+				expect = uroce_psn_add(f->psn,
+						       f->opcode == OPC(RC, READ_REQUEST) ? 3 : 1);
 				saw_ffffff |= f->psn == 0xffffff;
 				saw_0_after |= saw_ffffff && f->psn == 0;
 			} else if (f->opcode == OPC(RC, ACKNOWLEDGE) ||
@@ -2467,7 +2474,8 @@ Test(device, rx_drops_are_counted)
 	WRITE_HDR();
 	inject_raw(&e, &h, payload, sizeof(payload), 0, 30); /* truncated */
 	WRITE_HDR();
-	inject_raw(&e, &h, payload, sizeof(payload), 14 + 20 + 8 + 12 + 16 + 3, 0); /* payload bit */
+	inject_raw(&e, &h, payload, sizeof(payload), 14 + 20 + 8 + 12 + 16 + 3,
+		   0); /* payload bit */
 	WRITE_HDR();
 	h.bth.dqpn = 0xabcdef; /* no such QP */
 	inject(&e, &h, payload, sizeof(payload));
@@ -2628,7 +2636,8 @@ Test(device, deterministic)
 		fill(hp(&e, 0, 0), 4096, 3);
 		for (int i = 0; i < 16; i++) {
 			w = wr((uint64_t)i, i % 2 ? IBV_WR_RDMA_READ : IBV_WR_SEND,
-			       va(&e, 0, i % 2 ? 65536 + (uint64_t)i * 4096 : 0), 3000, e.key[0], true);
+			       va(&e, 0, i % 2 ? 65536 + (uint64_t)i * 4096 : 0), 3000, e.key[0],
+			       true);
 			w.remote_addr = va(&e, 1, 0);
 			w.rkey = e.key[1];
 			post(&e, 0, &w);
@@ -2639,7 +2648,8 @@ Test(device, deterministic)
 		if (run == 0) {
 			memcpy(first, g_tx.f, g_tx.n * sizeof(first[0]));
 			n_first = g_tx.n;
-			cr_assert_gt(cnt(&e, 0)->completer_retry_err, 0, "the losses caused retries");
+			cr_assert_gt(cnt(&e, 0)->completer_retry_err, 0,
+				     "the losses caused retries");
 		} else {
 			cr_assert_eq(g_tx.n, n_first);
 			for (uint32_t i = 0; i < n_first; i++) {
@@ -2724,9 +2734,11 @@ Test(device, create_errors)
 
 	/* ibv_reg_mr(3): remote write or atomic need local write. */
 	errno = 0;
-	cr_assert_null(uroce_tp_reg_mr(e.pd[0], va(&e, 0, 0), hp(&e, 0, 0), 64, IBV_ACCESS_REMOTE_WRITE));
+	cr_assert_null(
+		uroce_tp_reg_mr(e.pd[0], va(&e, 0, 0), hp(&e, 0, 0), 64, IBV_ACCESS_REMOTE_WRITE));
 	cr_assert_eq(errno, EINVAL);
-	cr_assert_null(uroce_tp_reg_mr(e.pd[0], va(&e, 0, 0), hp(&e, 0, 0), 64, IBV_ACCESS_REMOTE_ATOMIC));
+	cr_assert_null(
+		uroce_tp_reg_mr(e.pd[0], va(&e, 0, 0), hp(&e, 0, 0), 64, IBV_ACCESS_REMOTE_ATOMIC));
 	cr_assert_eq(errno, EINVAL);
 	mr = uroce_tp_reg_mr(e.pd[0], va(&e, 0, 0), hp(&e, 0, 0), 64, IBV_ACCESS_REMOTE_READ);
 	cr_assert_not_null(mr);

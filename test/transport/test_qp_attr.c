@@ -76,7 +76,8 @@ Test(qp_attr, required_plus_any_optional_subset_is_accepted)
 				if (tp_qp_attr_masks(types[t], c, n, &req, &opt) != 0)
 					continue;
 				transitions++;
-				cr_assert_eq(req & opt, 0, "%s %s->%s: required and optional overlap",
+				cr_assert_eq(req & opt, 0,
+					     "%s %s->%s: required and optional overlap",
 					     type_name(types[t]), state_names[c], state_names[n]);
 				int nopt = popcount(opt);
 				uint32_t rounds = nopt <= 12 ? 1u << nopt : 4096;
@@ -91,12 +92,13 @@ Test(qp_attr, required_plus_any_optional_subset_is_accepted)
 						      : rng_next(&seed) & ((1u << nopt) - 1);
 					int mask = req | subset(opt, pick);
 
-					if (tp_qp_attr_check(types[t], c, n, mask) != 0 && bad++ == 0)
+					if (tp_qp_attr_check(types[t], c, n, mask) != 0 &&
+					    bad++ == 0)
 						first_bad = mask;
 				}
 				cr_assert_eq(bad, 0, "%s %s->%s: %u masks refused, first 0x%x",
-					     type_name(types[t]), state_names[c], state_names[n], bad,
-					     first_bad);
+					     type_name(types[t]), state_names[c], state_names[n],
+					     bad, first_bad);
 			}
 		}
 	}
@@ -118,10 +120,11 @@ Test(qp_attr, missing_any_required_bit_is_refused)
 				for (int b = 0; b < NBITS; b++) {
 					if (!(req & bit(b)))
 						continue;
-					cr_assert_eq(tp_qp_attr_check(types[t], c, n, req & ~bit(b)),
-						     -EINVAL, "%s %s->%s without bit %d",
-						     type_name(types[t]), state_names[c],
-						     state_names[n], b);
+					cr_assert_eq(
+						tp_qp_attr_check(types[t], c, n, req & ~bit(b)),
+						-EINVAL, "%s %s->%s without bit %d",
+						type_name(types[t]), state_names[c], state_names[n],
+						b);
 					cr_assert_eq(tp_qp_attr_check(types[t], c, n,
 								      (req | opt) & ~bit(b)),
 						     -EINVAL, "%s %s->%s all but bit %d",
@@ -221,8 +224,9 @@ Test(qp_attr, absent_transitions_refuse_every_mask, .timeout = 120)
 				int rc = tp_qp_attr_masks(types[t], c, n, &req, &opt);
 
 				if (in_table(c, n)) {
-					cr_assert_eq(rc, 0, "%s %s->%s should exist", type_name(types[t]),
-						     state_names[c], state_names[n]);
+					cr_assert_eq(rc, 0, "%s %s->%s should exist",
+						     type_name(types[t]), state_names[c],
+						     state_names[n]);
 					continue;
 				}
 				absent++;
@@ -286,8 +290,10 @@ Test(qp_attr, bad_types_and_states_are_refused)
 			cr_assert_eq(req, 0);
 			cr_assert_eq(opt, 0);
 			for (int s = 0; s < NSTATES; s++) {
-				cr_assert_eq(tp_qp_attr_masks(types[t], bad, s, &req, &opt), -EINVAL);
-				cr_assert_eq(tp_qp_attr_masks(types[t], s, bad, &req, &opt), -EINVAL);
+				cr_assert_eq(tp_qp_attr_masks(types[t], bad, s, &req, &opt),
+					     -EINVAL);
+				cr_assert_eq(tp_qp_attr_masks(types[t], s, bad, &req, &opt),
+					     -EINVAL);
 				cr_assert_eq(tp_qp_attr_check(types[t], bad, s, IBV_QP_STATE),
 					     -EINVAL);
 				cr_assert_eq(tp_qp_attr_check(types[t], s, bad, IBV_QP_STATE),

@@ -109,7 +109,8 @@ static void cap_load(struct cap *c, const char *file)
 		cr_assert_not_null(k->data);
 		memcpy(k->data, rec.data, rec.caplen);
 		cr_assert_eq(uroce_wire_parse(k->data, k->len, &k->p), UROCE_WIRE_OK);
-		cr_assert_eq(uroce_wire_icrc_check(&k->p), UROCE_WIRE_OK, "%s #%u: bad ICRC", file, no);
+		cr_assert_eq(uroce_wire_icrc_check(&k->p), UROCE_WIRE_OK, "%s #%u: bad ICRC", file,
+			     no);
 		k->f = uroce_opcode_info(k->p.hdr.bth.opcode)->flags;
 	}
 	cr_assert_eq(rc, 0, "%s: damaged record after frame %u", path, no);
@@ -165,7 +166,8 @@ static int find_flows(const struct cap *c, struct flow *fl)
 		if (!is_rc(k) || !(k->f & UROCE_OPF_REQ))
 			continue;
 		for (j = 0; j < nf; j++)
-			if (memcmp(fl[j].req_ip, h->ip_src + 12, 4) == 0 && fl[j].resp_qpn == h->bth.dqpn)
+			if (memcmp(fl[j].req_ip, h->ip_src + 12, 4) == 0 &&
+			    fl[j].resp_qpn == h->bth.dqpn)
 				break;
 		if (j == nf) {
 			cr_assert_lt(nf, MAX_FLOWS, "%s: too many RC flows", c->file);
@@ -186,7 +188,8 @@ static int find_flows(const struct cap *c, struct flow *fl)
 		if (!is_rc(k) || !(k->f & UROCE_OPF_RESP))
 			continue;
 		for (int j = 0; j < nf; j++) {
-			if (memcmp(fl[j].resp_ip, h->ip_src + 12, 4) || memcmp(fl[j].req_ip, h->ip_dst + 12, 4))
+			if (memcmp(fl[j].resp_ip, h->ip_src + 12, 4) ||
+			    memcmp(fl[j].req_ip, h->ip_dst + 12, 4))
 				continue;
 			cr_assert_eq(found, -1, "%s #%u: response fits two flows", c->file, k->no);
 			found = j;
@@ -194,7 +197,8 @@ static int find_flows(const struct cap *c, struct flow *fl)
 		cr_assert_neq(found, -1, "%s #%u: response without requests", c->file, k->no);
 		if (fl[found].nrsp == 0)
 			fl[found].req_qpn = h->bth.dqpn;
-		cr_assert_eq(h->bth.dqpn, fl[found].req_qpn, "%s #%u: responses to two QPs", c->file, k->no);
+		cr_assert_eq(h->bth.dqpn, fl[found].req_qpn, "%s #%u: responses to two QPs",
+			     c->file, k->no);
 		push_idx(&fl[found].rsp, &fl[found].nrsp, i);
 	}
 	return nf;
@@ -226,8 +230,9 @@ static uint32_t flow_mtu(const struct cap *c, const struct flow *fl)
 			    !(k->f & UROCE_OPF_READ && k->f & UROCE_OPF_REQ)) {
 				if (mtu == 0)
 					mtu = k->p.payload_len;
-				cr_assert_eq(k->p.payload_len, mtu, "%s #%u: FIRST/MIDDLE of %u bytes, MTU %u",
-					     c->file, k->no, k->p.payload_len, mtu);
+				cr_assert_eq(k->p.payload_len, mtu,
+					     "%s #%u: FIRST/MIDDLE of %u bytes, MTU %u", c->file,
+					     k->no, k->p.payload_len, mtu);
 			}
 		}
 	}
@@ -255,8 +260,8 @@ static uint32_t req_npsn(const struct pkt *k, uint32_t mtu)
 
 static const char *nak_name(uint8_t v)
 {
-	static const char *const n[] = {"PSN_SEQ_ERR", "INVALID_REQ", "REM_ACCESS_ERR", "REM_OP_ERR",
-					"INVALID_RD_REQ"};
+	static const char *const n[] = {"PSN_SEQ_ERR", "INVALID_REQ", "REM_ACCESS_ERR",
+					"REM_OP_ERR", "INVALID_RD_REQ"};
 	return v < 5 ? n[v] : "reserved";
 }
 
@@ -301,7 +306,8 @@ static void describe(const struct uroce_wire_pkt *p, char *b, size_t n)
 		w += snprintf(b + w, n - (size_t)w, " RETH va 0x%" PRIx64 " rkey 0x%x len %u",
 			      h->reth.va, h->reth.rkey, h->reth.dma_len);
 	if ((size_t)w < n && (oi->hdrs & UROCE_HDR_ATOMICETH))
-		snprintf(b + w, n - (size_t)w, " AtomicETH va 0x%" PRIx64 " sa 0x%" PRIx64 " cmp 0x%" PRIx64,
+		snprintf(b + w, n - (size_t)w,
+			 " AtomicETH va 0x%" PRIx64 " sa 0x%" PRIx64 " cmp 0x%" PRIx64,
 			 h->atomiceth.va, h->atomiceth.swap_add, h->atomiceth.compare);
 }
 
@@ -338,7 +344,8 @@ static bool same_pkt(const struct uroce_wire_pkt *u, const struct uroce_wire_pkt
 		       a->reth.dma_len == b->reth.dma_len),
 	      "RETH");
 	FIELD(!(oi->hdrs & UROCE_HDR_ATOMICETH) ||
-		      (a->atomiceth.va == b->atomiceth.va && a->atomiceth.rkey == b->atomiceth.rkey &&
+		      (a->atomiceth.va == b->atomiceth.va &&
+		       a->atomiceth.rkey == b->atomiceth.rkey &&
 		       a->atomiceth.swap_add == b->atomiceth.swap_add &&
 		       a->atomiceth.compare == b->atomiceth.compare),
 	      "AtomicETH");
@@ -453,10 +460,11 @@ static void ep_connect(struct ep *e, const struct conn *c)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	rc = uroce_tp_modify_qp(e->qp, &a,
-				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, NULL,
-				NOW_BASE);
+	a.qp_access_flags =
+		IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	rc = uroce_tp_modify_qp(
+		e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+		NULL, NOW_BASE);
 	cr_assert_eq(rc, 0);
 
 	memset(&a, 0, sizeof(a));
@@ -471,8 +479,9 @@ static void ep_connect(struct ep *e, const struct conn *c)
 	uroce_gid_from_ipv4(a.ah_attr.grh.dgid.raw, c->peer_ip);
 	a.ah_attr.grh.hop_limit = 64;
 	rc = uroce_tp_modify_qp(e->qp, &a,
-				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					IBV_QP_MIN_RNR_TIMER,
 				c->peer_mac, NOW_BASE);
 	cr_assert_eq(rc, 0);
 
@@ -526,7 +535,8 @@ static void check_counters(const struct ep *e, const char *file)
 	cr_expect_eq(c->rcvd_malformed, 0, "%s: %" PRIu64 " malformed", file, c->rcvd_malformed);
 	cr_expect_eq(c->rcvd_icrc_err, 0, "%s: %" PRIu64 " ICRC errors", file, c->rcvd_icrc_err);
 	cr_expect_eq(c->rcvd_unknown_qp, 0, "%s: %" PRIu64 " unknown QP", file, c->rcvd_unknown_qp);
-	cr_expect_eq(c->rcvd_wrong_opcode, 0, "%s: %" PRIu64 " wrong opcode", file, c->rcvd_wrong_opcode);
+	cr_expect_eq(c->rcvd_wrong_opcode, 0, "%s: %" PRIu64 " wrong opcode", file,
+		     c->rcvd_wrong_opcode);
 	cr_expect_eq(uroce_tp_qp_state(e->qp), IBV_QPS_RTS, "%s: QP left RTS", file);
 }
 
@@ -566,8 +576,8 @@ struct model {
 
 static uint8_t *img_at(struct model *m, uint64_t va, uint64_t len, uint32_t no)
 {
-	cr_assert(va >= m->iova && va + len <= m->iova + m->len, "#%u: va 0x%" PRIx64 " outside the MR",
-		  no, va);
+	cr_assert(va >= m->iova && va + len <= m->iova + m->len,
+		  "#%u: va 0x%" PRIx64 " outside the MR", no, va);
 	return m->img + (va - m->iova);
 }
 
@@ -588,7 +598,8 @@ static void model_exec(struct model *m, const struct pkt *k, uint32_t mtu)
 			m->wr_va = h->reth.va;
 			m->wr_len = h->reth.dma_len;
 		}
-		memcpy(img_at(m, m->wr_va, k->p.payload_len, k->no), k->p.payload, k->p.payload_len);
+		memcpy(img_at(m, m->wr_va, k->p.payload_len, k->no), k->p.payload,
+		       k->p.payload_len);
 		m->wr_va += k->p.payload_len;
 	} else if (k->f & UROCE_OPF_ATOMIC) {
 		uint64_t v;
@@ -682,8 +693,8 @@ static void replay_flow(const struct cap *c, const struct flow *fl, const struct
 	char tag[96];
 
 	cr_assert_not_null(exp);
-	snprintf(tag, sizeof(tag), "%s (requests from %u.%u.%u.%u to QP 0x%x)", c->file, fl->req_ip[0],
-		 fl->req_ip[1], fl->req_ip[2], fl->req_ip[3], fl->resp_qpn);
+	snprintf(tag, sizeof(tag), "%s (requests from %u.%u.%u.%u to QP 0x%x)", c->file,
+		 fl->req_ip[0], fl->req_ip[1], fl->req_ip[2], fl->req_ip[3], fl->resp_qpn);
 
 	/* rxe's responses, in order; rxe's extra NAK after an RNR NAK is not uroce's policy
 	 * (see the top of the file). */
@@ -727,7 +738,8 @@ static void replay_flow(const struct cap *c, const struct flow *fl, const struct
 	}
 	if (r.hi == 0)
 		r.lo = 0x10000, r.hi = 0x10040; /* SENDs only: an MR anyway */
-	cr_assert_lt(r.hi - r.lo, 64ull << 20, "%s: requests span %" PRIu64 " bytes", tag, r.hi - r.lo);
+	cr_assert_lt(r.hi - r.lo, 64ull << 20, "%s: requests span %" PRIu64 " bytes", tag,
+		     r.hi - r.lo);
 	mem = calloc(1, r.hi - r.lo);
 	filled = calloc(1, r.hi - r.lo);
 	rbuf = calloc(nslots ? nslots : 1, slot_sz);
@@ -741,7 +753,8 @@ static void replay_flow(const struct cap *c, const struct flow *fl, const struct
 
 		if (k->f & UROCE_OPF_READ) {
 			q = request_for(c, fl, fl->rsp[j], UROCE_OPF_READ, k->p.hdr.bth.psn, mtu);
-			cr_assert_not_null(q, "%s #%u: READ response to no READ request", tag, k->no);
+			cr_assert_not_null(q, "%s #%u: READ response to no READ request", tag,
+					   k->no);
 			va = q->p.hdr.reth.va +
 			     (uint64_t)uroce_psn_diff(k->p.hdr.bth.psn, q->p.hdr.bth.psn) * mtu;
 			cr_assert(va >= r.lo && va + k->p.payload_len <= r.hi);
@@ -749,17 +762,20 @@ static void replay_flow(const struct cap *c, const struct flow *fl, const struct
 				uint64_t off = va - r.lo + b;
 
 				cr_assert(!filled[off] || mem[off] == k->p.payload[b],
-					  "%s #%u: READ data at 0x%" PRIx64 " differs from an earlier response's",
+					  "%s #%u: READ data at 0x%" PRIx64
+					  " differs from an earlier response's",
 					  tag, k->no, va + b);
 				mem[off] = k->p.payload[b];
 				filled[off] = 1;
 			}
 		} else if (k->f & UROCE_OPF_ATOMIC) {
 			q = request_for(c, fl, fl->rsp[j], UROCE_OPF_ATOMIC, k->p.hdr.bth.psn, mtu);
-			cr_assert_not_null(q, "%s #%u: ATOMIC ACK to no atomic request", tag, k->no);
+			cr_assert_not_null(q, "%s #%u: ATOMIC ACK to no atomic request", tag,
+					   k->no);
 			va = q->p.hdr.atomiceth.va;
 			if (!filled[va - r.lo]) {
-				/* uroce keeps the 64-bit value in host order, as a CPU atomic would */
+				/* uroce keeps the 64-bit value in host order, as a CPU atomic
+				 * would */
 				memcpy(mem + (va - r.lo), &k->p.hdr.atomic_orig, 8);
 				memset(filled + (va - r.lo), 1, 8);
 			}
@@ -789,8 +805,8 @@ static void replay_flow(const struct cap *c, const struct flow *fl, const struct
 				      .max_rd_atomic = 16,
 				      .timeout = 14});
 	mr = uroce_tp_reg_mr(e.pd, r.lo, mem, r.hi - r.lo,
-			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				     IBV_ACCESS_REMOTE_ATOMIC);
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	rmr = uroce_tp_reg_mr(e.pd, (uint64_t)(uintptr_t)rbuf, rbuf,
 			      (uint64_t)(nslots ? nslots : 1) * slot_sz, IBV_ACCESS_LOCAL_WRITE);
 	cr_assert(mr && rmr);
@@ -842,29 +858,35 @@ static void replay_flow(const struct cap *c, const struct flow *fl, const struct
 		cr_assert(uroce_opcode_info(u.hdr.bth.opcode)->flags & UROCE_OPF_RESP,
 			  "%s: uroce sent a request: %s", tag, du);
 		cr_assert_eq(u.hdr.udp_sport, uroce_udp_sport_connected(0, e.qpn, fl->req_qpn),
-			     "%s: uroce response %u: source port %u, formula %u", tag, i, u.hdr.udp_sport,
-			     uroce_udp_sport_connected(0, e.qpn, fl->req_qpn));
+			     "%s: uroce response %u: source port %u, formula %u", tag, i,
+			     u.hdr.udp_sport, uroce_udp_sport_connected(0, e.qpn, fl->req_qpn));
 		if (cur == nexp) {
-			cr_assert(o->lost_responses, "%s: uroce response %u has no rxe counterpart: %s",
-				  tag, i, du);
+			cr_assert(o->lost_responses,
+				  "%s: uroce response %u has no rxe counterpart: %s", tag, i, du);
 			skipped++;
-			cr_log_info("%s: uroce response %u not in the capture (lost there): %s", tag, i, du);
+			cr_log_info("%s: uroce response %u not in the capture (lost there): %s",
+				    tag, i, du);
 			continue;
 		}
 		x = exp[cur];
 		describe(&x->p, dx, sizeof(dx));
-		if (o->lost_responses &&
-		    (u.hdr.bth.opcode != x->p.hdr.bth.opcode || u.hdr.bth.psn != x->p.hdr.bth.psn)) {
+		if (o->lost_responses && (u.hdr.bth.opcode != x->p.hdr.bth.opcode ||
+					  u.hdr.bth.psn != x->p.hdr.bth.psn)) {
 			skipped++;
-			cr_log_info("%s: uroce response %u not in the capture (lost there): %s", tag, i, du);
+			cr_log_info("%s: uroce response %u not in the capture (lost there): %s",
+				    tag, i, du);
 			continue;
 		}
-		cr_assert(same_pkt(&u, &x->p, why, sizeof(why)),
-			  "%s: response %u differs in %s\n  uroce:           %s\n  rxe (frame #%u): %s",
-			  tag, cur, why, du, x->no, dx);
-		cr_assert_eq(x->p.hdr.udp_sport, uroce_udp_sport_connected(0, fl->resp_qpn, fl->req_qpn),
+		cr_assert(
+			same_pkt(&u, &x->p, why, sizeof(why)),
+			"%s: response %u differs in %s\n  uroce:           %s\n  rxe (frame #%u): "
+			"%s",
+			tag, cur, why, du, x->no, dx);
+		cr_assert_eq(x->p.hdr.udp_sport,
+			     uroce_udp_sport_connected(0, fl->resp_qpn, fl->req_qpn),
 			     "%s #%u: rxe's source port %u is not the formula's %u", tag, x->no,
-			     x->p.hdr.udp_sport, uroce_udp_sport_connected(0, fl->resp_qpn, fl->req_qpn));
+			     x->p.hdr.udp_sport,
+			     uroce_udp_sport_connected(0, fl->resp_qpn, fl->req_qpn));
 		cur++;
 	}
 	if (cur < nexp) {
@@ -876,31 +898,34 @@ static void replay_flow(const struct cap *c, const struct flow *fl, const struct
 			       tag, e.nout, cur, nexp, exp[cur]->no, dx);
 	}
 	if (o->lost_responses)
-		cr_assert_lt(skipped * 10, e.nout, "%s: %u of %u uroce responses not in the capture",
-			     tag, skipped, e.nout);
+		cr_assert_lt(skipped * 10, e.nout,
+			     "%s: %u of %u uroce responses not in the capture", tag, skipped,
+			     e.nout);
 	else
 		cr_assert_eq(skipped, 0);
 
 	/* Memory: WRITE data landed, atomics applied once each, READs changed nothing. */
 	for (uint64_t off = 0; off < m.len; off++)
 		if (mem[off] != m.img[off])
-			cr_assert_fail("%s: memory at 0x%" PRIx64 " is 0x%02x, expected 0x%02x", tag,
-				       m.iova + off, mem[off], m.img[off]);
+			cr_assert_fail("%s: memory at 0x%" PRIx64 " is 0x%02x, expected 0x%02x",
+				       tag, m.iova + off, mem[off], m.img[off]);
 
 	/* Receive completions: SENDs and WRITEs with immediate, in order, with their data. */
 	for (uint32_t w = 0; w < m.nwc; w++) {
 		struct ibv_wc wc;
 		const struct exp_wc *x = &m.wc[w];
 
-		cr_assert_eq(uroce_tp_poll_cq(e.rcq, 1, &wc), 1, "%s: %u receive completions, expected %u",
-			     tag, w, m.nwc);
+		cr_assert_eq(uroce_tp_poll_cq(e.rcq, 1, &wc), 1,
+			     "%s: %u receive completions, expected %u", tag, w, m.nwc);
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s: completion %u: status %d", tag, w,
 			     wc.status);
 		cr_assert_eq(wc.wr_id, w);
-		cr_assert_eq(wc.opcode, x->opcode, "%s: completion %u (frame #%u): opcode %d, expected %d",
-			     tag, w, x->no, wc.opcode, x->opcode);
-		cr_assert_eq(wc.byte_len, x->byte_len, "%s: completion %u (frame #%u): %u bytes, expected %u",
-			     tag, w, x->no, wc.byte_len, x->byte_len);
+		cr_assert_eq(wc.opcode, x->opcode,
+			     "%s: completion %u (frame #%u): opcode %d, expected %d", tag, w, x->no,
+			     wc.opcode, x->opcode);
+		cr_assert_eq(wc.byte_len, x->byte_len,
+			     "%s: completion %u (frame #%u): %u bytes, expected %u", tag, w, x->no,
+			     wc.byte_len, x->byte_len);
 		cr_assert_eq(!!(wc.wc_flags & IBV_WC_WITH_IMM), x->imm);
 		if (x->imm)
 			cr_assert_eq(ntohl(wc.imm_data), x->imm_data);
@@ -908,22 +933,27 @@ static void replay_flow(const struct cap *c, const struct flow *fl, const struct
 		cr_assert_eq(wc.src_qp, fl->req_qpn);
 		if (x->data)
 			cr_assert(memcmp(rbuf + (size_t)w * slot_sz, x->data, x->byte_len) == 0,
-				  "%s: completion %u (frame #%u): received bytes differ", tag, w, x->no);
+				  "%s: completion %u (frame #%u): received bytes differ", tag, w,
+				  x->no);
 	}
 	{
 		struct ibv_wc wc;
 
-		cr_assert_eq(uroce_tp_poll_cq(e.rcq, 1, &wc), 0, "%s: more receive completions than "
-			     "the model's %u", tag, m.nwc);
+		cr_assert_eq(uroce_tp_poll_cq(e.rcq, 1, &wc), 0,
+			     "%s: more receive completions than "
+			     "the model's %u",
+			     tag, m.nwc);
 	}
 	if (o->rnr)
-		cr_assert_eq(posted, m.nwc, "%s: %u receive WQEs posted, %u used", tag, posted, m.nwc);
+		cr_assert_eq(posted, m.nwc, "%s: %u receive WQEs posted, %u used", tag, posted,
+			     m.nwc);
 	check_counters(&e, tag);
 
-	cr_log_info("%s: %u requests, %u rxe responses matched%s; %u uroce responses not in the "
-		    "capture; %u rxe NAKs after an RNR NAK set aside; %u receive completions; MTU %u",
-		    tag, fl->nreq, nexp, o->lost_responses ? " (by opcode and PSN)" : "", skipped,
-		    rxe_extra_naks, m.nwc, mtu);
+	cr_log_info(
+		"%s: %u requests, %u rxe responses matched%s; %u uroce responses not in the "
+		"capture; %u rxe NAKs after an RNR NAK set aside; %u receive completions; MTU %u",
+		tag, fl->nreq, nexp, o->lost_responses ? " (by opcode and PSN)" : "", skipped,
+		rxe_extra_naks, m.nwc, mtu);
 
 	ep_destroy(&e);
 	for (uint32_t w = 0; w < m.nwc; w++)
@@ -1012,7 +1042,8 @@ Test(rxe_replay, responder_rnr_nak)
  * duplicate READs are executed again from the PSN they name. */
 Test(rxe_replay, responder_loss_read_retry)
 {
-	replay_responder(&(struct resp_opts){.file = "loss_read_retry.pcap", .lost_responses = true});
+	replay_responder(
+		&(struct resp_opts){.file = "loss_read_retry.pcap", .lost_responses = true});
 }
 
 /* ---- requester agreement ------------------------------------------------------------------ */
@@ -1048,8 +1079,8 @@ static void requester_flow(const struct cap *c, const struct flow *fl)
 		const struct pkt *k = &c->v[fl->req[i]];
 
 		if (nfirst > 0 && !uroce_psn_after(k->p.hdr.bth.psn, seen_last)) {
-			cr_log_info("%s #%u: PSN 0x%06x again, rxe's retransmission: not compared", tag,
-				    k->no, k->p.hdr.bth.psn);
+			cr_log_info("%s #%u: PSN 0x%06x again, rxe's retransmission: not compared",
+				    tag, k->no, k->p.hdr.bth.psn);
 			continue;
 		}
 		seen_last = uroce_psn_add(k->p.hdr.bth.psn, (int32_t)req_npsn(k, mtu) - 1);
@@ -1078,8 +1109,10 @@ static void requester_flow(const struct cap *c, const struct flow *fl)
 			} else if (k->f & UROCE_OPF_ATOMIC) {
 				bool cs = UROCE_OPCODE_OP(h->bth.opcode) == UROCE_OP_COMPARE_SWAP;
 
-				s->wqe.opcode = cs ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
-				s->wqe.compare_add = cs ? h->atomiceth.compare : h->atomiceth.swap_add;
+				s->wqe.opcode = cs ? IBV_WR_ATOMIC_CMP_AND_SWP :
+						     IBV_WR_ATOMIC_FETCH_AND_ADD;
+				s->wqe.compare_add =
+					cs ? h->atomiceth.compare : h->atomiceth.swap_add;
 				s->wqe.swap = cs ? h->atomiceth.swap_add : 0;
 				s->length = 8;
 			} else if (k->f & UROCE_OPF_WRITE) {
@@ -1100,8 +1133,9 @@ static void requester_flow(const struct cap *c, const struct flow *fl)
 			s->length += k->p.payload_len;
 			if (k->f & UROCE_OPF_LAST) {
 				if (k->f & UROCE_OPF_IMM) {
-					s->wqe.opcode = (k->f & UROCE_OPF_SEND) ? IBV_WR_SEND_WITH_IMM
-										: IBV_WR_RDMA_WRITE_WITH_IMM;
+					s->wqe.opcode = (k->f & UROCE_OPF_SEND) ?
+								IBV_WR_SEND_WITH_IMM :
+								IBV_WR_RDMA_WRITE_WITH_IMM;
 					s->wqe.imm_data = h->imm;
 				}
 				if (h->bth.se)
@@ -1126,7 +1160,8 @@ static void requester_flow(const struct cap *c, const struct flow *fl)
 				      .max_dest_rd_atomic = 16,
 				      .max_rd_atomic = UROCE_TP_MAX_RD_ATOMIC,
 				      .timeout = 0});
-	mr = uroce_tp_reg_mr(e.pd, (uint64_t)(uintptr_t)buf, buf, total + 8, IBV_ACCESS_LOCAL_WRITE);
+	mr = uroce_tp_reg_mr(e.pd, (uint64_t)(uintptr_t)buf, buf, total + 8,
+			     IBV_ACCESS_LOCAL_WRITE);
 	cr_assert_not_null(mr);
 	uroce_tp_mr_keys(mr, &lkey, &rkey);
 
@@ -1175,23 +1210,27 @@ static void requester_flow(const struct cap *c, const struct flow *fl)
 		cr_assert_eq(uroce_wire_icrc_check(&u), UROCE_WIRE_OK);
 		describe(&u, du, sizeof(du));
 		describe(&x->p, dx, sizeof(dx));
-		cr_assert(same_pkt(&u, &x->p, why, sizeof(why)),
-			  "%s: request %u differs in %s\n  uroce:           %s\n  rxe (frame #%u): %s", tag,
-			  i, why, du, x->no, dx);
+		cr_assert(
+			same_pkt(&u, &x->p, why, sizeof(why)),
+			"%s: request %u differs in %s\n  uroce:           %s\n  rxe (frame #%u): "
+			"%s",
+			tag, i, why, du, x->no, dx);
 		cr_assert_eq(u.hdr.udp_sport, uroce_udp_sport_connected(0, e.qpn, fl->resp_qpn),
 			     "%s: request %u: source port %u, formula %u", tag, i, u.hdr.udp_sport,
 			     uroce_udp_sport_connected(0, e.qpn, fl->resp_qpn));
-		cr_assert_eq(x->p.hdr.udp_sport, uroce_udp_sport_connected(0, fl->req_qpn, fl->resp_qpn),
+		cr_assert_eq(x->p.hdr.udp_sport,
+			     uroce_udp_sport_connected(0, fl->req_qpn, fl->resp_qpn),
 			     "%s #%u: rxe's source port %u is not the formula's %u", tag, x->no,
-			     x->p.hdr.udp_sport, uroce_udp_sport_connected(0, fl->req_qpn, fl->resp_qpn));
+			     x->p.hdr.udp_sport,
+			     uroce_udp_sport_connected(0, fl->req_qpn, fl->resp_qpn));
 	}
 
 	/* Every work request completed, READ data and atomic originals as rxe sent them. */
 	for (uint32_t i = 0; i < nmsgs; i++) {
 		struct ibv_wc wc;
 
-		cr_assert_eq(uroce_tp_poll_cq(e.scq, 1, &wc), 1, "%s: %u of %u send completions", tag, i,
-			     nmsgs);
+		cr_assert_eq(uroce_tp_poll_cq(e.scq, 1, &wc), 1, "%s: %u of %u send completions",
+			     tag, i, nmsgs);
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s: WR %u: status %d", tag, i, wc.status);
 		cr_assert_eq(wc.wr_id, i);
 	}
@@ -1211,7 +1250,8 @@ static void requester_flow(const struct cap *c, const struct flow *fl)
 				cr_assert(memcmp(s->local, &k->p.hdr.atomic_orig, 8) == 0,
 					  "%s #%u: atomic original not delivered", tag, k->no);
 			else
-				cr_assert(memcmp(s->local + (size_t)d * mtu, k->p.payload, k->p.payload_len) == 0,
+				cr_assert(memcmp(s->local + (size_t)d * mtu, k->p.payload,
+						 k->p.payload_len) == 0,
 					  "%s #%u: READ data not delivered", tag, k->no);
 		}
 	}

@@ -192,7 +192,8 @@ static void expect(struct ibv_cq *cq, uint64_t id, enum ibv_wc_status st, struct
 	cr_assert_eq(poll_one(cq, &wc, WAIT_MS), 1, "no completion for wr_id %llu in %d ms",
 		     (unsigned long long)id, WAIT_MS);
 	cr_assert_eq(wc.wr_id, id, "wr_id %llu, want %llu (status %s)",
-		     (unsigned long long)wc.wr_id, (unsigned long long)id, ibv_wc_status_str(wc.status));
+		     (unsigned long long)wc.wr_id, (unsigned long long)id,
+		     ibv_wc_status_str(wc.status));
 	cr_assert_eq(wc.status, st, "wr_id %llu: status %s (%d), want %s (%d)",
 		     (unsigned long long)id, ibv_wc_status_str(wc.status), wc.status,
 		     ibv_wc_status_str(st), st);
@@ -382,7 +383,8 @@ static void qp_to_rtr(struct ibv_qp *qp, uint32_t dqpn)
 		a.ah_attr.grh.hop_limit = 64;
 		a.ah_attr.port_num = 1;
 		if (qp->qp_type == IBV_QPT_RC) {
-			a.max_dest_rd_atomic = (uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
+			a.max_dest_rd_atomic =
+				(uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
 			a.min_rnr_timer = 1; /* 0.01 ms */
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		}
@@ -405,7 +407,8 @@ static void qp_to_rts(struct ibv_qp *qp, uint8_t rnr_retry)
 		a.retry_cnt = 7;
 		a.rnr_retry = rnr_retry;
 		a.max_rd_atomic = (uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	rc = modify(qp, &a, mask);
 	cr_assert_eq(rc, 0, "modify_qp to RTS: %s", strerror(rc));
@@ -482,7 +485,8 @@ static void expect_async(enum ibv_event_type type, struct ibv_async_event *out, 
 	cr_assert(pfd.revents & POLLIN);
 	cr_assert_eq(ibv_get_async_event(ctx, &ev), 0, "ibv_get_async_event: %s", strerror(errno));
 	cr_assert_eq(ev.event_type, type, "async event %s (%d), want %s (%d)",
-		     ibv_event_type_str(ev.event_type), ev.event_type, ibv_event_type_str(type), type);
+		     ibv_event_type_str(ev.event_type), ev.event_type, ibv_event_type_str(type),
+		     type);
 	*out = ev;
 }
 
@@ -495,7 +499,8 @@ static void expect_no_async(int ms)
 		struct ibv_async_event ev;
 
 		if (ibv_get_async_event(ctx, &ev) == 0)
-			cr_assert_fail("unexpected async event %s", ibv_event_type_str(ev.event_type));
+			cr_assert_fail("unexpected async event %s",
+				       ibv_event_type_str(ev.event_type));
 	}
 	cr_assert_eq(rc, 0, "async fd readable with nothing expected");
 }
@@ -563,7 +568,8 @@ Test(verbs, device_list_and_queries)
 	cr_assert_str_eq(ax.orig_attr.fw_ver, dattr.fw_ver);
 
 	/* Port */
-	cr_assert_eq(pattr.state, IBV_PORT_ACTIVE, "port state %s", ibv_port_state_str(pattr.state));
+	cr_assert_eq(pattr.state, IBV_PORT_ACTIVE, "port state %s",
+		     ibv_port_state_str(pattr.state));
 	cr_assert_eq(pattr.link_layer, IBV_LINK_LAYER_ETHERNET);
 	cr_assert_geq(pattr.gid_tbl_len, 2);
 	cr_assert_geq(pattr.pkey_tbl_len, 1);
@@ -676,7 +682,8 @@ Test(verbs, rc_multi_sge_and_chained_wrs)
 		rs[0] = sge_of(&r, (size_t)i * 8192, 1500);
 		rs[1] = sge_of(&r, (size_t)i * 8192 + 4096, 4096);
 		/* The SGE list is read at post time: rs can be reused for the next one. */
-		rw[i] = (struct ibv_recv_wr){.wr_id = 50 + (uint64_t)i, .sg_list = rs, .num_sge = 2};
+		rw[i] = (struct ibv_recv_wr){
+			.wr_id = 50 + (uint64_t)i, .sg_list = rs, .num_sge = 2};
 		cr_assert_eq(ibv_post_recv(p.qp[1], &rw[i], &rbad), 0);
 	}
 	for (i = 0; i < 3; i++)
@@ -731,10 +738,13 @@ Test(verbs, rc_inline_send)
 
 	/* Inline RDMA WRITE too. */
 	fill(src, sizeof(src), 10);
-	wr = (struct ibv_send_wr){.wr_id = 3, .sg_list = &ss, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE,
-				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
-				  .wr.rdma = {.remote_addr = (uintptr_t)r.p + 1000, .rkey = r.mr->rkey}};
+	wr = (struct ibv_send_wr){
+		.wr_id = 3,
+		.sg_list = &ss,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+		.wr.rdma = {.remote_addr = (uintptr_t)r.p + 1000, .rkey = r.mr->rkey}};
 	post_send_ok(p.qp[0], &wr);
 	expect_ok(p.cq[0], 3, IBV_WC_RDMA_WRITE, NULL);
 	cr_assert_eq(memcmp(r.p + 1000, src, sizeof(src)), 0);
@@ -796,10 +806,14 @@ Test(verbs, rc_write_read_atomics)
 	sg[0] = sge_of(&r, 0, 16);
 	post_recv_ok(p.qp[1], sg, 1, 9);
 	sg[0] = sge_of(&a, 0, 5000);
-	wr = (struct ibv_send_wr){.wr_id = 5, .sg_list = sg, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .imm_data = htonl(77),
-				  .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = {.remote_addr = (uintptr_t)b.p + 100, .rkey = b.mr->rkey}};
+	wr = (struct ibv_send_wr){
+		.wr_id = 5,
+		.sg_list = sg,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm_data = htonl(77),
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = (uintptr_t)b.p + 100, .rkey = b.mr->rkey}};
 	fill(a.p, 5000, 12);
 	post_send_ok(p.qp[0], &wr);
 	expect_ok(p.cq[0], 5, IBV_WC_RDMA_WRITE, NULL);
@@ -813,10 +827,13 @@ Test(verbs, rc_write_read_atomics)
 	t = (volatile uint64_t *)(void *)(b.p + 4096);
 	*t = 40;
 	sg[0] = sge_of(&r, 8, 8);
-	wr = (struct ibv_send_wr){.wr_id = 3, .sg_list = sg, .num_sge = 1,
-				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
-				  .wr.atomic = {.remote_addr = (uintptr_t)t, .rkey = b.mr->rkey,
-						.compare_add = 2}};
+	wr = (struct ibv_send_wr){
+		.wr_id = 3,
+		.sg_list = sg,
+		.num_sge = 1,
+		.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.atomic = {.remote_addr = (uintptr_t)t, .rkey = b.mr->rkey, .compare_add = 2}};
 	post_send_ok(p.qp[0], &wr);
 	expect_ok(p.cq[0], 3, IBV_WC_FETCH_ADD, &wc);
 	cr_assert_eq(*(uint64_t *)(void *)(r.p + 8), 40);
@@ -874,9 +891,13 @@ Test(verbs, uc_send_and_write)
 	cr_assert_eq(memcmp(s.p, r.p, n), 0);
 	/* RDMA WRITE */
 	fill(s.p, n, 22);
-	wr = (struct ibv_send_wr){.wr_id = 3, .sg_list = &ss, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = {.remote_addr = (uintptr_t)r.p + n, .rkey = r.mr->rkey}};
+	wr = (struct ibv_send_wr){
+		.wr_id = 3,
+		.sg_list = &ss,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = (uintptr_t)r.p + n, .rkey = r.mr->rkey}};
 	post_send_ok(p.qp[0], &wr);
 	expect_ok(p.cq[0], 3, IBV_WC_RDMA_WRITE, NULL);
 	/* UC has no ACK: the requester's completion says nothing of the data. What does is a
@@ -894,16 +915,21 @@ Test(verbs, uc_send_and_write)
 	expect_ok(p.cq[0], 7, IBV_WC_SEND, NULL);
 	expect_ok(p.cq[1], 6, IBV_WC_RECV, &wc);
 	cr_assert_eq(wc.byte_len, 8);
-	cr_assert_eq(memcmp(s.p, r.p + n, n), 0, "UC WRITE data (placed before the SEND behind it)");
+	cr_assert_eq(memcmp(s.p, r.p + n, n), 0,
+		     "UC WRITE data (placed before the SEND behind it)");
 	/* RDMA WRITE with immediate */
 	fill(s.p, n, 23);
 	rs = sge_of(&r, 0, 8);
 	post_recv_ok(p.qp[1], &rs, 1, 4);
 	ss = sge_of(&s, 0, n);
-	wr = (struct ibv_send_wr){.wr_id = 5, .sg_list = &ss, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .imm_data = htonl(99),
-				  .send_flags = IBV_SEND_SIGNALED,
-				  .wr.rdma = {.remote_addr = (uintptr_t)r.p + n, .rkey = r.mr->rkey}};
+	wr = (struct ibv_send_wr){
+		.wr_id = 5,
+		.sg_list = &ss,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.imm_data = htonl(99),
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = (uintptr_t)r.p + n, .rkey = r.mr->rkey}};
 	post_send_ok(p.qp[0], &wr);
 	expect_ok(p.cq[0], 5, IBV_WC_RDMA_WRITE, NULL);
 	expect_ok(p.cq[1], 4, IBV_WC_RECV_RDMA_WITH_IMM, &wc);
@@ -1062,8 +1088,11 @@ Test(verbs, srq_receives)
 			int got = 0, k, sends = 0, recvs = 0;
 
 			ss = sge_of(&s, (size_t)i * 100, 500);
-			wr = (struct ibv_send_wr){.wr_id = 10 + (uint64_t)i, .sg_list = &ss, .num_sge = 1,
-						  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+			wr = (struct ibv_send_wr){.wr_id = 10 + (uint64_t)i,
+						  .sg_list = &ss,
+						  .num_sge = 1,
+						  .opcode = IBV_WR_SEND,
+						  .send_flags = IBV_SEND_SIGNALED};
 			post_send_ok(from, &wr);
 			while (got < 2) {
 				cr_assert_eq(poll_one(cq, &w2[got], WAIT_MS), 1, "message %d", i);
@@ -1260,9 +1289,13 @@ static void bad_rkey(enum ibv_wr_opcode op)
 				     .wr.rdma = {.remote_addr = (uintptr_t)r.p,
 						 .rkey = r.mr->rkey ^ 0x5a5a5a00u}};
 	cr_assert_neq(wr[0].wr.rdma.rkey, s.mr->rkey);
-	wr[1] = (struct ibv_send_wr){.wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = op,
-				     .send_flags = IBV_SEND_SIGNALED,
-				     .wr.rdma = {.remote_addr = (uintptr_t)r.p, .rkey = r.mr->rkey}};
+	wr[1] = (struct ibv_send_wr){
+		.wr_id = 2,
+		.sg_list = &ss,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = {.remote_addr = (uintptr_t)r.p, .rkey = r.mr->rkey}};
 	post_send_ok(p.qp[0], &wr[0]);
 	expect(p.cq[0], 1, IBV_WC_REM_ACCESS_ERR, &wc);
 	cr_assert_eq(wc.qp_num, p.qp[0]->qp_num);
@@ -1398,10 +1431,14 @@ Test(verbs, too_many_sges_and_bad_atomic_are_einval)
 	cr_assert_not_null(sg);
 	for (i = 0; i < (ns > nr ? ns : nr); i++)
 		sg[i] = sge_of(&s, i * 8, 8);
-	wr[0] = (struct ibv_send_wr){.wr_id = 1, .sg_list = sg, .num_sge = 1,
-				     .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-				     .next = &wr[1],
-				     .wr.rdma = {.remote_addr = (uintptr_t)r.p, .rkey = r.mr->rkey}};
+	wr[0] = (struct ibv_send_wr){
+		.wr_id = 1,
+		.sg_list = sg,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.next = &wr[1],
+		.wr.rdma = {.remote_addr = (uintptr_t)r.p, .rkey = r.mr->rkey}};
 	wr[1] = (struct ibv_send_wr){.wr_id = 2, .sg_list = sg, .num_sge = (int)ns,
 				     .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
 	fill(s.p, 4096, 1);
@@ -1427,10 +1464,13 @@ Test(verbs, too_many_sges_and_bad_atomic_are_einval)
 
 	/* An atomic on an address that is not 8-byte aligned. */
 	sg[0] = sge_of(&s, 0, 8);
-	wr[0] = (struct ibv_send_wr){.wr_id = 4, .sg_list = sg, .num_sge = 1,
+	wr[0] = (struct ibv_send_wr){.wr_id = 4,
+				     .sg_list = sg,
+				     .num_sge = 1,
 				     .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
 				     .send_flags = IBV_SEND_SIGNALED,
-				     .wr.atomic = {.remote_addr = (uintptr_t)r.p + 4, .rkey = r.mr->rkey,
+				     .wr.atomic = {.remote_addr = (uintptr_t)r.p + 4,
+						   .rkey = r.mr->rkey,
 						   .compare_add = 1}};
 	errno = 0;
 	rc = ibv_post_send(p.qp[0], &wr[0], &bad);
@@ -1587,8 +1627,10 @@ Test(verbs, create_and_reg_mr_errors)
 	errno = 0;
 	cr_assert_null(ibv_create_qp(pd, &ia), "QP beyond max_qp_wr created");
 	cr_expect_eq(errno, EINVAL, "errno %d", errno);
-	ia.cap = (struct ibv_qp_cap){.max_send_wr = 1, .max_recv_wr = 1,
-				     .max_send_sge = (uint32_t)dattr.max_sge + 1, .max_recv_sge = 1};
+	ia.cap = (struct ibv_qp_cap){.max_send_wr = 1,
+				     .max_recv_wr = 1,
+				     .max_send_sge = (uint32_t)dattr.max_sge + 1,
+				     .max_recv_sge = 1};
 	errno = 0;
 	cr_assert_null(ibv_create_qp(pd, &ia), "QP beyond max_sge created");
 	cr_expect_eq(errno, EINVAL, "errno %d", errno);
@@ -1839,8 +1881,11 @@ Test(verbs, cq_ex_start_next_end_poll)
 	}
 	for (i = 0; i < 3; i++) {
 		ss = sge_of(&s, (size_t)i * 100, 100 + (size_t)i);
-		wr = (struct ibv_send_wr){.wr_id = (uint64_t)i, .sg_list = &ss, .num_sge = 1,
-					  .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(0x900 + (uint32_t)i),
+		wr = (struct ibv_send_wr){.wr_id = (uint64_t)i,
+					  .sg_list = &ss,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_SEND_WITH_IMM,
+					  .imm_data = htonl(0x900 + (uint32_t)i),
 					  .send_flags = IBV_SEND_SIGNALED};
 		post_send_ok(qa, &wr);
 		expect_ok(scq, (uint64_t)i, IBV_WC_SEND, NULL);
@@ -2120,15 +2165,20 @@ static int child_pingpong(void)
 		if (ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 						    IBV_QP_ACCESS_FLAGS))
 			return FC_OWN_DEVICE;
-		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR, .path_mtu = pattr.active_mtu,
-					 .dest_qp_num = q[1 - i]->qp_num, .max_dest_rd_atomic = 1,
+		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+					 .path_mtu = pattr.active_mtu,
+					 .dest_qp_num = q[1 - i]->qp_num,
+					 .max_dest_rd_atomic = 1,
 					 .min_rnr_timer = 12,
-					 .ah_attr = {.is_global = 1, .port_num = 1,
-						     .grh = {.dgid = gid, .sgid_index = (uint8_t)gidx,
+					 .ah_attr = {.is_global = 1,
+						     .port_num = 1,
+						     .grh = {.dgid = gid,
+							     .sgid_index = (uint8_t)gidx,
 							     .hop_limit = 64}}};
-		if (ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-						    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-						    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		if (ibv_modify_qp(q[i], &a,
+				  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					  IBV_QP_MIN_RNR_TIMER))
 			return FC_OWN_DEVICE;
 		a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
 					 .rnr_retry = 7, .max_rd_atomic = 1};
@@ -2404,7 +2454,8 @@ Test(nodaemon, empty_device_list)
 		cr_skip_test("reference mode lists the system's devices");
 	setenv("UROCE_SOCKET", "/nonexistent/uroce-no-daemon.sock", 1);
 	list = ibv_get_device_list(&n);
-	cr_assert_not_null(list, "ibv_get_device_list without a daemon: NULL (%s), want an empty list",
+	cr_assert_not_null(list,
+			   "ibv_get_device_list without a daemon: NULL (%s), want an empty list",
 			   strerror(errno));
 	cr_assert_eq(n, 0, "%d devices without a daemon", n);
 	cr_assert_null(list[0]);

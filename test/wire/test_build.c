@@ -102,12 +102,15 @@ Test(build, every_opcode_round_trips_over_ipv4_ipv6_and_vlan_with_every_pad)
 				n = uroce_wire_build(buf, sizeof(buf), &h, payload, len);
 				cr_assert_eq(n, uroce_wire_frame_len(&h, len));
 				cr_assert_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK,
-					     "%s len %u: %d", oi->name, len, uroce_wire_parse(buf, n, &p));
-				cr_assert_eq(uroce_wire_icrc_check(&p), UROCE_WIRE_OK, "%s", oi->name);
+					     "%s len %u: %d", oi->name, len,
+					     uroce_wire_parse(buf, n, &p));
+				cr_assert_eq(uroce_wire_icrc_check(&p), UROCE_WIRE_OK, "%s",
+					     oi->name);
 				cr_assert_eq(p.payload_len, len);
 				cr_assert_eq(p.hdr.bth.pad, (4 - len % 4) % 4);
 				cr_assert_eq(memcmp(p.payload, payload, len), 0);
-				cr_assert_eq((n - p.bth_off) % 4, 0, "transport part not 4-aligned");
+				cr_assert_eq((n - p.bth_off) % 4, 0,
+					     "transport part not 4-aligned");
 				expect_same_fields(&h, &p.hdr);
 				built++;
 			}
@@ -320,8 +323,8 @@ Test(parse, each_failure_has_its_own_error)
 		const char *name = uroce_wire_strerror(e);
 		cr_expect_str_neq(name, "unknown");
 		for (int o = 0; o < e; o++)
-			cr_expect_str_neq(name, uroce_wire_strerror(o), "errors %d and %d share a name",
-					  e, o);
+			cr_expect_str_neq(name, uroce_wire_strerror(o),
+					  "errors %d and %d share a name", e, o);
 	}
 	cr_expect_str_eq(uroce_wire_strerror(UROCE_WIRE_E__COUNT), "unknown");
 }
@@ -505,7 +508,9 @@ Test(icrc, equals_the_definition_for_random_headers_over_ipv4_and_ipv6)
 		h.bth.resv8a = (uint8_t)(x >> 3);
 		h.bth.psn = (uint32_t)(x >> 11) & UROCE_PSN_MASK;
 		h.udp_csum = (x >> 60) & 1;
-		len = (uroce_opcode_info(opc)->flags & UROCE_OPF_PAYLOAD) ? (uint32_t)(x >> 20) % 600 : 0;
+		len = (uroce_opcode_info(opc)->flags & UROCE_OPF_PAYLOAD) ?
+			      (uint32_t)(x >> 20) % 600 :
+			      0;
 		for (uint32_t b = 0; b < len; b++)
 			payload[b] = (uint8_t)(x >> (b % 57));
 		n = uroce_wire_build(buf, sizeof(buf), &h, payload, len);
@@ -543,10 +548,11 @@ Test(fuzz_regression, a_non_zero_pad_byte_is_refused)
 
 Test(fuzz_regression, cnp_reserved_bytes_are_kept)
 {
-	uint32_t n = unhex("00000000000000000000000008004500003c0000400040113aaf0000000100000002"
-			   "c00012b7002800008100ffff00000011000000005a000000000000000000000000000000"
-			   "7489c63b",
-			   buf);
+	uint32_t n =
+		unhex("00000000000000000000000008004500003c0000400040113aaf0000000100000002"
+		      "c00012b7002800008100ffff00000011000000005a000000000000000000000000000000"
+		      "7489c63b",
+		      buf);
 	static uint8_t again[256];
 	struct uroce_wire_pkt p;
 

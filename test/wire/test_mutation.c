@@ -162,13 +162,15 @@ Test(damage, every_single_byte_change_is_caught_or_is_a_variant_field)
 					continue;
 				}
 				cr_assert(icrc_masked(&orig, off),
-					  "%s: byte %u set to 0x%02x went unnoticed", smp->what, off, v);
+					  "%s: byte %u set to 0x%02x went unnoticed", smp->what,
+					  off, v);
 				n = uroce_wire_build(rebuilt, sizeof(rebuilt), &p.hdr, p.payload,
 						     p.payload_len);
 				cr_assert_eq(n, smp->len);
-				cr_assert_eq(memcmp(rebuilt, m, n), 0,
-					     "%s: byte %u = 0x%02x accepted but not carried in the view",
-					     smp->what, off, v);
+				cr_assert_eq(
+					memcmp(rebuilt, m, n), 0,
+					"%s: byte %u = 0x%02x accepted but not carried in the view",
+					smp->what, off, v);
 				variant++;
 			}
 			m[off] = smp->data[off];
@@ -221,8 +223,8 @@ Test(damage, every_truncation_fails_cleanly_without_reading_past_the_end)
 
 			memcpy(t, samples[s].data, len);
 			err = uroce_wire_parse(t, len, &p);
-			cr_assert_neq(err, UROCE_WIRE_OK, "%s cut to %u bytes parsed", samples[s].what,
-				      len);
+			cr_assert_neq(err, UROCE_WIRE_OK, "%s cut to %u bytes parsed",
+				      samples[s].what, len);
 			free(t);
 		}
 	}

@@ -268,17 +268,19 @@ Test(pcap, udp_source_ports_follow_rxe)
 
 			if (strcmp(corpus.frames[j].file, f->file) != 0)
 				continue;
-			cr_assert_eq(uroce_wire_parse(corpus.frames[j].data, corpus.frames[j].len, &req),
-				     UROCE_WIRE_OK);
+			cr_assert_eq(
+				uroce_wire_parse(corpus.frames[j].data, corpus.frames[j].len, &req),
+				UROCE_WIRE_OK);
 			if (!(uroce_opcode_info(req.hdr.bth.opcode)->flags & UROCE_OPF_REQ) ||
 			    req.hdr.udp_sport != pkt.hdr.udp_sport ||
 			    memcmp(req.hdr.ip_src, pkt.hdr.ip_dst, 16) != 0 ||
 			    UROCE_OPCODE_TRANSPORT(req.hdr.bth.opcode) != UROCE_TRANSPORT_RC)
 				continue;
-			cr_expect_eq(pkt.hdr.udp_sport,
-				     uroce_udp_sport_connected(0, pkt.hdr.bth.dqpn, req.hdr.bth.dqpn),
-				     "%s #%u: sport %u for QPs 0x%x/0x%x", f->file, f->number,
-				     pkt.hdr.udp_sport, pkt.hdr.bth.dqpn, req.hdr.bth.dqpn);
+			cr_expect_eq(
+				pkt.hdr.udp_sport,
+				uroce_udp_sport_connected(0, pkt.hdr.bth.dqpn, req.hdr.bth.dqpn),
+				"%s #%u: sport %u for QPs 0x%x/0x%x", f->file, f->number,
+				pkt.hdr.udp_sport, pkt.hdr.bth.dqpn, req.hdr.bth.dqpn);
 			pairs_checked++;
 			break;
 		}
