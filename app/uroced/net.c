@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * All of uroced's packet I/O: the port (drivers/ethdev), the loopback path, fault
- * injection, capture and the host stack.
+ * injection, capture and the host stack; and the ops through which the RNIC (lib/rnic)
+ * reaches them.
  *
  *   port rx -> rx fault -> host stack (ARP, ND, echo answered there)
- *                                  \-> RoCE: capture -> transport
- *   transport tx -> destination is this device? -> loopback queue -> transport (next turn)
+ *                                  \-> RoCE: capture -> RNIC
+ *   RNIC tx -> destination is this device? -> loopback queue -> RNIC (next turn)
  *                                  \-> capture -> tx fault -> port tx
  *   host stack tx -> port tx (no faults: they are for the RoCE traffic under study)
  *
@@ -30,12 +31,12 @@
 static int port_tx(void *ctx, const uint8_t *frame, uint32_t len)
 {
 	(void)ctx;
-	if (!ud.link_up) {
-		ud.cnt.tx_link_down++;
+	if (!uroced.link_up) {
+		uroced.cnt.tx_link_down++;
 		return 0;
 	}
-	if (uroce_eth_tx_frame(&ud.port, 0, frame, len) != 0) {
-		ud.cnt.tx_refused++;
+	if (uroce_eth_tx_frame(&uroced.port, 0, frame, len) != 0) {
+		uroced.cnt.tx_refused++;
 		return -EAGAIN;
 	}
 	return 0;
@@ -43,27 +44,27 @@ static int port_tx(void *ctx, const uint8_t *frame, uint32_t len)
 
 static void capture(const uint8_t *frame, uint32_t len)
 {
-	if (!ud.capturing)
+	if (!uroced.capturing)
 		return;
-	if (uroce_pcap_writer_write(&ud.cap, ud.now_ns, frame, len, len) == 0)
-		ud.cnt.capture_frames++;
+	if (uroce_pcap_writer_write(&uroced.cap, uroced.now_ns, frame, len, len) == 0)
+		uroced.cnt.capture_frames++;
 	else
-		ud.cnt.capture_errors++;
+		uroced.cnt.capture_errors++;
 }
 
 /* What the rx fault injector lets through. */
 static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 {
 	(void)ctx;
-	switch (uroce_ip_input(ud.ip, frame, len, ud.now_ns)) {
+	switch (uroce_ip_input(uroced.ip, frame, len, uroced.now_ns)) {
 	case UROCE_IP_ROCE:
 		capture(frame, len);
-		uroce_tp_rx(ud.dev, frame, len, ud.now_ns);
+		uroce_rnic_rx(uroced.rnic, frame, len);
 		break;
 	case UROCE_IP_CONSUMED:
 		break;
 	case UROCE_IP_DROP:
-		ud.cnt.rx_non_roce++;
+		uroced.cnt.rx_non_roce++;
 		break;
 	}
 	return 0;
@@ -86,20 +87,21 @@ static bool mcast_local(const uint8_t *frame, uint32_t len)
 		uroce_gid_from_ipv4(gid, pkt.hdr.ip_dst + 12);
 	else
 		memcpy(gid, pkt.hdr.ip_dst, 16);
-	return uroce_ip_group_joined(ud.ip, gid);
+	return uroce_ip_group_joined(uroced.ip, gid);
 }
 
-int ud_net_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
+static int rnic_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 {
 	(void)io_ctx;
-	if (memcmp(frame, ud.mac, 6) == 0) {
-		struct ud_loop_frame *f;
+	if (memcmp(frame, uroced.mac, 6) == 0) {
+		struct uroced_loop_frame *f;
 
-		if (ud.loop_tail - ud.loop_head >= UD_LOOP_SLOTS || len > UD_FRAME_MAX) {
-			ud.cnt.loopback_full++;
+		if (uroced.loop_tail - uroced.loop_head >= UROCED_LOOP_SLOTS ||
+		    len > UROCED_FRAME_MAX) {
+			uroced.cnt.loopback_full++;
 			return -EAGAIN;
 		}
-		f = &ud.loop[ud.loop_tail++ % UD_LOOP_SLOTS];
+		f = &uroced.loop[uroced.loop_tail++ % UROCED_LOOP_SLOTS];
 		memcpy(f->data, frame, len);
 		f->len = len;
 		capture(frame, len);
@@ -109,88 +111,94 @@ int ud_net_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 	/* A multicast frame also goes to our own members (IBA 10.5.2.5?: a port's attached QPs
 	 * receive the port's own multicast sends, as rxe does through the kernel's multicast
 	 * loopback), through the loopback queue. */
-	if ((frame[0] & 1) && len <= UD_FRAME_MAX && mcast_local(frame, len) &&
-	    ud.loop_tail - ud.loop_head < UD_LOOP_SLOTS) {
-		struct ud_loop_frame *f = &ud.loop[ud.loop_tail++ % UD_LOOP_SLOTS];
+	if ((frame[0] & 1) && len <= UROCED_FRAME_MAX && mcast_local(frame, len) &&
+	    uroced.loop_tail - uroced.loop_head < UROCED_LOOP_SLOTS) {
+		struct uroced_loop_frame *f = &uroced.loop[uroced.loop_tail++ % UROCED_LOOP_SLOTS];
 
 		memcpy(f->data, frame, len);
 		f->len = len;
 	}
-	return uroce_fault_frame(&ud.tx_fault, ud.now_ns, frame, len);
+	return uroce_fault_frame(&uroced.tx_fault, uroced.now_ns, frame, len);
 }
 
-unsigned int ud_net_rx(void)
+unsigned int uroced_net_rx(void)
 {
 	struct uroce_eth_frame fr[UROCE_ETH_BURST_MAX];
 	unsigned int done = 0;
 	uint16_t n, i;
 
 	/* Loopback first, a bounded batch: what was sent last turn. */
-	while (ud.loop_head != ud.loop_tail && done < UROCE_ETH_BURST_MAX) {
-		struct ud_loop_frame *f = &ud.loop[ud.loop_head % UD_LOOP_SLOTS];
+	while (uroced.loop_head != uroced.loop_tail && done < UROCE_ETH_BURST_MAX) {
+		struct uroced_loop_frame *f = &uroced.loop[uroced.loop_head % UROCED_LOOP_SLOTS];
 
-		uroce_tp_rx(ud.dev, f->data, f->len, ud.now_ns);
-		ud.loop_head++;
-		ud.cnt.loopback_frames++;
+		uroce_rnic_rx(uroced.rnic, f->data, f->len);
+		uroced.loop_head++;
+		uroced.cnt.loopback_frames++;
 		done++;
 	}
-	if (!ud.link_up)
+	if (!uroced.link_up)
 		return done;
-	n = uroce_eth_rx(&ud.port, 0, fr, UROCE_ETH_BURST_MAX);
+	n = uroce_eth_rx(&uroced.port, 0, fr, UROCE_ETH_BURST_MAX);
 	for (i = 0; i < n; i++)
-		uroce_fault_frame(&ud.rx_fault, ud.now_ns, fr[i].data, fr[i].len);
+		uroce_fault_frame(&uroced.rx_fault, uroced.now_ns, fr[i].data, fr[i].len);
 	if (n)
-		uroce_eth_rx_done(&ud.port, 0);
+		uroce_eth_rx_done(&uroced.port, 0);
 	return done + n;
 }
 
-void ud_net_timers(void)
+void uroced_net_timers(void)
 {
 	/* Reordered frames held too long, and neighbour requests and timeouts. */
-	if (uroce_fault_next_deadline(&ud.rx_fault) <= ud.now_ns)
-		uroce_fault_process(&ud.rx_fault, ud.now_ns);
-	if (uroce_fault_next_deadline(&ud.tx_fault) <= ud.now_ns)
-		uroce_fault_process(&ud.tx_fault, ud.now_ns);
-	if (uroce_ip_next_deadline(ud.ip) <= ud.now_ns)
-		uroce_ip_process(ud.ip, ud.now_ns);
+	if (uroce_fault_next_deadline(&uroced.rx_fault) <= uroced.now_ns)
+		uroce_fault_process(&uroced.rx_fault, uroced.now_ns);
+	if (uroce_fault_next_deadline(&uroced.tx_fault) <= uroced.now_ns)
+		uroce_fault_process(&uroced.tx_fault, uroced.now_ns);
+	if (uroce_ip_next_deadline(uroced.ip) <= uroced.now_ns)
+		uroce_ip_process(uroced.ip, uroced.now_ns);
 }
 
-uint64_t ud_net_next_deadline(void)
+uint64_t uroced_net_next_deadline(void)
 {
-	uint64_t t = uroce_ip_next_deadline(ud.ip);
+	uint64_t t = uroce_ip_next_deadline(uroced.ip);
 
-	if (uroce_fault_next_deadline(&ud.rx_fault) < t)
-		t = uroce_fault_next_deadline(&ud.rx_fault);
-	if (uroce_fault_next_deadline(&ud.tx_fault) < t)
-		t = uroce_fault_next_deadline(&ud.tx_fault);
+	if (uroce_fault_next_deadline(&uroced.rx_fault) < t)
+		t = uroce_fault_next_deadline(&uroced.rx_fault);
+	if (uroce_fault_next_deadline(&uroced.tx_fault) < t)
+		t = uroce_fault_next_deadline(&uroced.tx_fault);
 	return t;
 }
 
-void ud_net_tx_flush(void)
+void uroced_net_tx_flush(void)
 {
-	if (ud.link_up)
-		uroce_eth_tx_flush(&ud.port, 0);
+	if (uroced.link_up)
+		uroce_eth_tx_flush(&uroced.port, 0);
 }
 
-void ud_net_link_check(void)
+void uroced_net_link_check(void)
 {
-	bool up = uroce_eth_link_up(&ud.port);
+	bool up = uroce_eth_link_up(&uroced.port);
 
-	if (up == ud.link_up)
+	if (up == uroced.link_up)
 		return;
-	ud.link_up = up;
-	ud.cnt.link_changes++;
-	UD_INFO("link %s", up ? "up" : "down");
+	uroced.link_up = up;
+	uroced.cnt.link_changes++;
+	UROCED_INFO("link %s", up ? "up" : "down");
 	/* As rxe on its netdev's NETDEV_UP / NETDEV_DOWN and carrier changes. */
-	ud_tp_event(NULL, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL);
+	uroce_rnic_port_event(uroced.rnic, up);
 }
 
-int ud_fault_set(const double rates[8])
+static int fault_set(const double rates[8])
 {
-	struct uroce_fault_cfg rx = {.drop = rates[0], .dup = rates[1], .reorder = rates[2],
-				     .corrupt = rates[3], .seed = ud.conf.fault.seed};
-	struct uroce_fault_cfg tx = {.drop = rates[4], .dup = rates[5], .reorder = rates[6],
-				     .corrupt = rates[7], .seed = ud.conf.fault.seed * 31 + 7};
+	struct uroce_fault_cfg rx = {.drop = rates[0],
+				     .dup = rates[1],
+				     .reorder = rates[2],
+				     .corrupt = rates[3],
+				     .seed = uroced.conf.fault.seed};
+	struct uroce_fault_cfg tx = {.drop = rates[4],
+				     .dup = rates[5],
+				     .reorder = rates[6],
+				     .corrupt = rates[7],
+				     .seed = uroced.conf.fault.seed * 31 + 7};
 	struct uroce_fault nrx, ntx;
 	int rc;
 
@@ -203,75 +211,77 @@ int ud_fault_set(const double rates[8])
 		return rc;
 	}
 	/* Held frames go out before the old injectors go, so a change loses nothing. */
-	uroce_fault_flush(&ud.rx_fault);
-	uroce_fault_flush(&ud.tx_fault);
-	uroce_fault_fini(&ud.rx_fault);
-	uroce_fault_fini(&ud.tx_fault);
-	ud.rx_fault = nrx;
-	ud.tx_fault = ntx;
-	UD_INFO("fault injection: rx drop %g dup %g reorder %g corrupt %g, tx drop %g dup %g "
-		"reorder %g corrupt %g", rates[0], rates[1], rates[2], rates[3], rates[4],
-		rates[5], rates[6], rates[7]);
+	uroce_fault_flush(&uroced.rx_fault);
+	uroce_fault_flush(&uroced.tx_fault);
+	uroce_fault_fini(&uroced.rx_fault);
+	uroce_fault_fini(&uroced.tx_fault);
+	uroced.rx_fault = nrx;
+	uroced.tx_fault = ntx;
+	UROCED_INFO("fault injection: rx drop %g dup %g reorder %g corrupt %g, tx drop %g dup %g "
+		    "reorder %g corrupt %g",
+		    rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7]);
 	return 0;
 }
 
-int ud_capture_start(const char *path)
+static void capture_stop(void);
+
+static int capture_start(const char *path)
 {
 	int rc;
 
-	ud_capture_stop();
-	rc = uroce_pcap_writer_open(&ud.cap, path, ud.conf.capture.snaplen);
+	capture_stop();
+	rc = uroce_pcap_writer_open(&uroced.cap, path, uroced.conf.capture.snaplen);
 	if (rc) {
-		UD_ERR("capture: cannot write %s: %s", path, strerror(-rc));
+		UROCED_ERR("capture: cannot write %s: %s", path, strerror(-rc));
 		return rc;
 	}
-	ud.capturing = true;
-	UD_INFO("capture: writing RoCE frames to %s", path);
+	uroced.capturing = true;
+	UROCED_INFO("capture: writing RoCE frames to %s", path);
 	return 0;
 }
 
-int ud_capture_start_fd(int fd)
+static int capture_start_fd(int fd)
 {
 	int rc;
 
-	ud_capture_stop();
-	rc = uroce_pcap_writer_open_fd(&ud.cap, fd, ud.conf.capture.snaplen);
+	capture_stop();
+	rc = uroce_pcap_writer_open_fd(&uroced.cap, fd, uroced.conf.capture.snaplen);
 	if (rc) {
-		UD_ERR("capture: cannot write the file given: %s", strerror(-rc));
+		UROCED_ERR("capture: cannot write the file given: %s", strerror(-rc));
 		return rc;
 	}
-	ud.capturing = true;
-	UD_INFO("capture: writing RoCE frames to the file given (fd %d)", fd);
+	uroced.capturing = true;
+	UROCED_INFO("capture: writing RoCE frames to the file given (fd %d)", fd);
 	return 0;
 }
 
-void ud_capture_stop(void)
+static void capture_stop(void)
 {
-	if (!ud.capturing)
+	if (!uroced.capturing)
 		return;
-	ud.capturing = false;
-	if (uroce_pcap_writer_close(&ud.cap) != 0)
-		ud.cnt.capture_errors++;
-	UD_INFO("capture: stopped");
+	uroced.capturing = false;
+	if (uroce_pcap_writer_close(&uroced.cap) != 0)
+		uroced.cnt.capture_errors++;
+	UROCED_INFO("capture: stopped");
 }
 
-int ud_net_init(void)
+int uroced_net_init(void)
 {
-	const struct uroce_conf *c = &ud.conf;
+	const struct uroce_conf *c = &uroced.conf;
 	struct uroce_ip_cfg ic;
-	double rates[8] = {c->fault.rx_drop, c->fault.rx_dup, c->fault.rx_reorder,
-			   c->fault.rx_corrupt, c->fault.tx_drop, c->fault.tx_dup,
+	double rates[8] = {c->fault.rx_drop,	c->fault.rx_dup,    c->fault.rx_reorder,
+			   c->fault.rx_corrupt, c->fault.tx_drop,   c->fault.tx_dup,
 			   c->fault.tx_reorder, c->fault.tx_corrupt};
 	uint8_t mc[UROCE_IP_MCAST_MAX][6];
 	unsigned int i, nmc;
 	int rc;
 
-	ud.loop = calloc(UD_LOOP_SLOTS, sizeof(*ud.loop));
-	if (!ud.loop)
+	uroced.loop = calloc(UROCED_LOOP_SLOTS, sizeof(*uroced.loop));
+	if (!uroced.loop)
 		return -ENOMEM;
 
 	uroce_ip_cfg_init(&ic);
-	memcpy(ic.mac, ud.mac, 6);
+	memcpy(ic.mac, uroced.mac, 6);
 	for (i = 0; i < c->host.n_ipv4 && i < UROCE_IP_MAX_V4; i++)
 		memcpy(ic.v4[i], &c->host.ipv4[i], 4);
 	ic.v4_count = (uint8_t)i;
@@ -280,42 +290,160 @@ int ud_net_init(void)
 	ic.v6_count = (uint8_t)i;
 	ic.vlan_id = (uint16_t)c->port.vlan;
 	ic.tx = port_tx;
-	ic.resolved = ud_neigh_resolved;
-	ud.ip = uroce_ip_create(&ic);
-	if (!ud.ip)
+	ic.resolved = uroced_neigh_resolved;
+	uroced.ip = uroce_ip_create(&ic);
+	if (!uroced.ip)
 		return -errno;
-	nmc = uroce_ip_mcast_macs(ud.ip, mc, UROCE_IP_MCAST_MAX);
-	for (i = 0; i < nmc && ud.port_open; i++)
-		uroce_eth_add_mcast(&ud.port, mc[i]);
+	nmc = uroce_ip_mcast_macs(uroced.ip, mc, UROCE_IP_MCAST_MAX);
+	for (i = 0; i < nmc && uroced.port_open; i++)
+		uroce_eth_add_mcast(&uroced.port, mc[i]);
 
 	/* Injectors start as pass-through, then take the configured rates. */
-	memset(&ud.rx_fault, 0, sizeof(ud.rx_fault));
-	memset(&ud.tx_fault, 0, sizeof(ud.tx_fault));
+	memset(&uroced.rx_fault, 0, sizeof(uroced.rx_fault));
+	memset(&uroced.tx_fault, 0, sizeof(uroced.tx_fault));
 	{
 		struct uroce_fault_cfg none = {.seed = 1};
 
-		rc = uroce_fault_init(&ud.rx_fault, &none, rx_deliver, NULL);
+		rc = uroce_fault_init(&uroced.rx_fault, &none, rx_deliver, NULL);
 		if (!rc)
-			rc = uroce_fault_init(&ud.tx_fault, &none, tx_wire, NULL);
+			rc = uroce_fault_init(&uroced.tx_fault, &none, tx_wire, NULL);
 		if (rc)
 			return rc;
 	}
-	rc = ud_fault_set(rates);
+	rc = fault_set(rates);
 	if (rc)
 		return rc;
 	if (c->capture.file[0])
-		return ud_capture_start(c->capture.file);
+		return capture_start(c->capture.file);
 	return 0;
 }
 
-void ud_net_fini(void)
+void uroced_net_fini(void)
 {
-	ud_capture_stop();
-	uroce_fault_fini(&ud.rx_fault);
-	uroce_fault_fini(&ud.tx_fault);
-	if (ud.ip)
-		uroce_ip_destroy(ud.ip);
-	ud.ip = NULL;
-	free(ud.loop);
-	ud.loop = NULL;
+	capture_stop();
+	uroce_fault_fini(&uroced.rx_fault);
+	uroce_fault_fini(&uroced.tx_fault);
+	if (uroced.ip)
+		uroce_ip_destroy(uroced.ip);
+	uroced.ip = NULL;
+	free(uroced.loop);
+	uroced.loop = NULL;
 }
+
+/* ---- the RNIC's ops ------------------------------------------------------------------ */
+
+static enum uroce_rnic_link rnic_link(void *io_ctx, uint32_t *speed_mbps)
+{
+	(void)io_ctx;
+	if (!uroced.port_open) {
+		*speed_mbps = 0;
+		return UROCE_RNIC_LINK_DISABLED;
+	}
+	*speed_mbps = uroce_eth_link_speed(&uroced.port);
+	return uroced.link_up ? UROCE_RNIC_LINK_UP : UROCE_RNIC_LINK_DOWN;
+}
+
+static int rnic_mcast_add(void *io_ctx, const uint8_t mac[6])
+{
+	(void)io_ctx;
+	return uroced.port_open ? uroce_eth_add_mcast(&uroced.port, mac) : 0;
+}
+
+static int rnic_mcast_del(void *io_ctx, const uint8_t mac[6])
+{
+	(void)io_ctx;
+	return uroced.port_open ? uroce_eth_del_mcast(&uroced.port, mac) : 0;
+}
+
+static uint64_t rnic_now_ns(void *io_ctx)
+{
+	(void)io_ctx;
+	return uroced.now_ns;
+}
+
+static void rnic_log(void *io_ctx, int level, const char *fmt, va_list ap)
+{
+	(void)io_ctx;
+	uroced_vlog(level, fmt, ap);
+}
+
+static int rnic_admin(void *io_ctx, const struct uroce_ctrl_admin_req *req)
+{
+	(void)io_ctx;
+	switch (req->op) {
+	case UROCE_CTRL_ADMIN_CAPTURE_STOP:
+		capture_stop();
+		return 0;
+	case UROCE_CTRL_ADMIN_FAULT:
+		return fault_set(req->rates);
+	case UROCE_CTRL_ADMIN_LOG_LEVEL:
+		if (req->value > UROCE_CONF_LOG_DEBUG)
+			return -EINVAL;
+		uroced_log_level = (int)req->value;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int rnic_capture_start(void *io_ctx, int fd)
+{
+	(void)io_ctx;
+	return capture_start_fd(fd);
+}
+
+static void rnic_stats(void *io_ctx,
+		       void (*put)(void *out, const char *prefix, const char *name, uint64_t v),
+		       void *out)
+{
+	(void)io_ctx;
+	if (uroced.port_open) {
+		struct uroce_eth_stats es;
+
+		if (uroce_eth_stats_get(&uroced.port, &es) == 0) {
+#define PUT_ETH(n) put(out, "port.", #n, es.n)
+			PUT_ETH(ipackets);
+			PUT_ETH(opackets);
+			PUT_ETH(ibytes);
+			PUT_ETH(obytes);
+			PUT_ETH(imissed);
+			PUT_ETH(ierrors);
+			PUT_ETH(oerrors);
+			PUT_ETH(rx_nombuf);
+			PUT_ETH(rx_linearized);
+			PUT_ETH(tx_chained);
+			PUT_ETH(tx_dropped);
+			PUT_ETH(tx_nombuf);
+			PUT_ETH(tx_oversize);
+#undef PUT_ETH
+		}
+		put(out, "port.", "link_up", uroced.link_up);
+		put(out, "port.", "mtu", uroced.port.mtu);
+	}
+#define PUT_FAULT(dir, f)                                                        \
+	do {                                                                     \
+		put(out, "fault." #dir ".", "dropped", (f).stats.dropped);       \
+		put(out, "fault." #dir ".", "duplicated", (f).stats.duplicated); \
+		put(out, "fault." #dir ".", "reordered", (f).stats.reordered);   \
+		put(out, "fault." #dir ".", "corrupted", (f).stats.corrupted);   \
+	} while (0)
+	PUT_FAULT(rx, uroced.rx_fault);
+	PUT_FAULT(tx, uroced.tx_fault);
+#undef PUT_FAULT
+#define PUT_UROCED(n) put(out, "daemon.", #n, uroced.cnt.n);
+	UROCED_COUNTERS(PUT_UROCED)
+#undef PUT_UROCED
+}
+
+const struct uroce_rnic_ops uroced_rnic_ops = {
+	.reply = uroced_conn_send,
+	.tx = rnic_tx,
+	.link = rnic_link,
+	.mcast_add = rnic_mcast_add,
+	.mcast_del = rnic_mcast_del,
+	.now_ns = rnic_now_ns,
+	.log = rnic_log,
+	.admin = rnic_admin,
+	.capture_start = rnic_capture_start,
+	.stats = rnic_stats,
+};

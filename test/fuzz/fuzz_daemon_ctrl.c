@@ -3,8 +3,8 @@
  * uroced's control path under attack: sequences of requests (most made to pass the
  * header check, so they reach the handlers), memfds handed over with MAP_REGION, and
  * work requests written straight into the rings the daemon shares, all run by the
- * daemon's own objects.c / datapath.c / stats.c against a real transport and host
- * stack. No DPDK: the port functions they call are stubbed here.
+ * daemon's core, lib/rnic, against a real transport and host stack. No DPDK: lib/rnic
+ * has no I/O of its own, and its host's ops are played here.
  *
  * Oracles: nothing crashes or reads out of bounds (ASan/UBSan); every request gets
  * exactly one reply (or waits for a neighbour, which never answers here, and is then
@@ -29,149 +29,149 @@
 #include <unistd.h>
 
 #include "fuzz_check.h"
-#include "uroced.h"
+#include "rnic_internal.h"
 
-struct ud_daemon ud = {.listen_fd = -1, .epfd = -1};
-int ud_log_level = -1; /* silent */
+static struct uroce_rnic *nic;
+static struct uroce_ip_stack *ip;
+static uint64_t now_ns;
 
-void ud_log(int level, const char *fmt, ...)
-{
-	(void)level;
-	(void)fmt;
-}
-
-/* ---- stubs for what the harness does not link (net.c, control.c, drivers/ethdev) ---- */
+/* ---- the host: lib/rnic's ops, with no port, socket or file ------------------------- */
 
 static unsigned int replies;
 
-void ud_client_reply(struct ud_client *c, const struct uroce_ctrl_hdr *req, int status,
-		     const void *payload, uint32_t len, const int *fds, unsigned int nfds)
+static int host_reply(void *io_ctx, void *conn, const void *msg, uint32_t len, const int *fds,
+		      unsigned int nfds)
 {
-	const struct uroce_ctrl_cmd_info *info = uroce_ctrl_cmd_info(req->cmd);
+	const struct uroce_ctrl_cmd_info *info;
+	struct uroce_ctrl_hdr h;
+	uint32_t plen;
 
-	(void)c;
-	(void)payload;
-	CHECK(status <= 0);
-	CHECK(status != 0 || len <= UROCE_CTRL_MSG_MAX);
+	(void)io_ctx;
+	(void)conn;
+	CHECK(len >= sizeof(h));
+	memcpy(&h, msg, sizeof(h));
+	CHECK(h.magic == UROCE_CTRL_MAGIC && h.version == UROCE_CTRL_VERSION && h.len == len);
+	plen = len - (uint32_t)sizeof(h);
+	info = uroce_ctrl_cmd_info(h.cmd);
+	CHECK(h.status <= 0);
+	CHECK(len <= UROCE_CTRL_MSG_MAX);
 	CHECK(nfds <= UROCE_CTRL_MAX_FDS);
-	for (unsigned int i = 0; status == 0 && i < nfds; i++)
+	CHECK(h.status == 0 || (plen == 0 && nfds == 0));
+	for (unsigned int i = 0; h.status == 0 && i < nfds; i++)
 		CHECK(fds[i] >= 0);
-	if (status == 0) {
+	if (h.status == 0) {
 		/* What the command's row promises the client (lib/client checks the same). */
 		CHECK(info);
-		CHECK((info->flags & UROCE_CTRL_CMD_REP_TAIL) ? len >= info->rep_size
-							       : len == info->rep_size);
+		CHECK((info->flags & UROCE_CTRL_CMD_REP_TAIL) ? plen >= info->rep_size :
+								plen == info->rep_size);
 		CHECK(nfds == info->rep_fds);
 	}
 	replies++;
-}
-
-int ud_capture_start(const char *path)
-{
-	(void)path;
-	return -EPERM; /* no files from a fuzzer */
-}
-
-int ud_capture_start_fd(int fd)
-{
-	close(fd);
-	return -EPERM; /* no files from a fuzzer */
-}
-
-void ud_capture_stop(void)
-{
-}
-
-int ud_fault_set(const double rates[8])
-{
-	for (int i = 0; i < 8; i++)
-		if (!(rates[i] >= 0 && rates[i] <= 1))
-			return -EINVAL;
 	return 0;
 }
 
-int uroce_eth_add_mcast(struct uroce_eth_port *p, const uint8_t mac[6])
+static int host_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 {
-	(void)p;
-	(void)mac;
-	return 0;
-}
-
-int uroce_eth_del_mcast(struct uroce_eth_port *p, const uint8_t mac[6])
-{
-	(void)p;
-	(void)mac;
-	return 0;
-}
-
-bool uroce_eth_link_up(const struct uroce_eth_port *p)
-{
-	(void)p;
-	return true;
-}
-
-uint32_t uroce_eth_link_speed(const struct uroce_eth_port *p)
-{
-	(void)p;
-	return 0;
-}
-
-int uroce_eth_stats_get(const struct uroce_eth_port *p, struct uroce_eth_stats *s)
-{
-	(void)p;
-	memset(s, 0, sizeof(*s));
-	return 0;
-}
-
-static int tx_sink(void *ctx, const uint8_t *frame, uint32_t len)
-{
-	(void)ctx;
+	(void)io_ctx;
 	(void)frame;
 	(void)len;
 	return 0;
 }
+
+static enum uroce_rnic_link host_link(void *io_ctx, uint32_t *speed_mbps)
+{
+	(void)io_ctx;
+	*speed_mbps = 0;
+	return UROCE_RNIC_LINK_UP;
+}
+
+static int host_mcast(void *io_ctx, const uint8_t mac[6])
+{
+	(void)io_ctx;
+	CHECK(mac[0] & 1);
+	return 0;
+}
+
+static uint64_t host_now(void *io_ctx)
+{
+	(void)io_ctx;
+	return now_ns;
+}
+
+static void host_log(void *io_ctx, int level, const char *fmt, va_list ap)
+{
+	(void)io_ctx;
+	(void)level;
+	(void)fmt;
+	(void)ap;
+}
+
+static int host_admin(void *io_ctx, const struct uroce_ctrl_admin_req *req)
+{
+	(void)io_ctx;
+	if (req->op == UROCE_CTRL_ADMIN_FAULT)
+		for (int i = 0; i < 8; i++)
+			if (!(req->rates[i] >= 0 && req->rates[i] <= 1))
+				return -EINVAL;
+	return 0;
+}
+
+static int host_capture_start(void *io_ctx, int fd)
+{
+	(void)io_ctx;
+	close(fd);
+	return -EPERM; /* no files from a fuzzer */
+}
+
+static void host_stats(void *io_ctx,
+		       void (*put)(void *out, const char *prefix, const char *name, uint64_t v),
+		       void *out)
+{
+	(void)io_ctx;
+	put(out, "daemon.", "fuzz", 1);
+}
+
+static const struct uroce_rnic_ops host_ops = {
+	.reply = host_reply,
+	.tx = host_tx,
+	.link = host_link,
+	.mcast_add = host_mcast,
+	.mcast_del = host_mcast,
+	.now_ns = host_now,
+	.log = host_log,
+	.admin = host_admin,
+	.capture_start = host_capture_start,
+	.stats = host_stats,
+};
 
 /* ---- harness ---------------------------------------------------------------------------- */
 
 static void setup_once(void)
 {
 	static bool done;
-	struct uroce_tp_dev_cfg tc;
+	static struct uroce_conf conf;
 	struct uroce_ip_cfg ic;
 	const uint8_t mac[6] = {0x02, 0, 0, 0, 0, 1};
+	struct uroce_rnic_cfg cfg = {.conf = &conf, .eth_mtu = 1500, .ops = &host_ops, .seed = 1};
 
 	if (done)
 		return;
 	done = true;
-	memcpy(ud.mac, mac, 6);
-	ud.active_mtu = IBV_MTU_1024;
-	uroce_ip_link_local(ud.mac, ud.gids[0].raw);
-	uroce_gid_from_ipv4(ud.gids[1].raw, (const uint8_t[4]){10, 0, 0, 1});
-	ud.ngids = 2;
-	uroce_tp_dev_cfg_init(&tc);
-	memcpy(tc.mac, mac, 6);
-	memcpy(tc.gid, ud.gids, sizeof(tc.gid));
-	tc.gid_count = 2;
-	tc.tx = tx_sink;
-	tc.event = ud_tp_event;
-	tc.cq_ready = ud_cq_ready;
-	tc.rq_refill = ud_rq_refill;
-	tc.seed = 1;
-	ud.dev = uroce_tp_dev_create(&tc);
-	CHECK(ud.dev);
 	uroce_ip_cfg_init(&ic);
 	memcpy(ic.mac, mac, 6);
 	ic.v4[0][0] = 10;
 	ic.v4[0][3] = 1;
 	ic.v4_count = 1;
-	ic.tx = tx_sink;
-	ud.ip = uroce_ip_create(&ic);
-	CHECK(ud.ip);
-	ud.conf.capture.snaplen = 65535;
-	ud.conf.cm.response_timeout = 20;
-	ud.conf.cm.max_retries = 15;
-	ud.conf.cm.timewait_ms = 1000;
-	CHECK(ud_cm_init(1) == 0);
+	ic.tx = host_tx;
+	ip = uroce_ip_create(&ic);
+	CHECK(ip);
+	uroce_conf_defaults(&conf);
+	conf.host.n_ipv4 = 1;
+	memcpy(&conf.host.ipv4[0], ic.v4[0], 4);
+	memcpy(cfg.mac, mac, 6);
+	cfg.ip = ip;
+	nic = uroce_rnic_create(&cfg);
+	CHECK(nic);
 }
 
 /* A sealed memfd of @p size (bounded), as the client library makes for MRs. */
@@ -191,7 +191,7 @@ static int make_region_fd(uint64_t size)
 	return fd;
 }
 
-static void request(struct ud_client *c, uint8_t *msg, uint32_t len)
+static void request(struct uroce_rnic_client *c, uint8_t *msg, uint32_t len)
 {
 	unsigned int before = replies, nfds = 0;
 	struct uroce_ctrl_hdr h;
@@ -218,26 +218,28 @@ static void request(struct ud_client *c, uint8_t *msg, uint32_t len)
 			close(fd);
 		return;
 	}
-	if (!ud_handle(c, msg, len, &fd, nfds)) {
+	if (!uroce_rnic_handle(c, msg, len, &fd, nfds)) {
 		/* Waiting for a neighbour that will not answer: fail it as a timeout would. */
 		CHECK(c->pending.active);
-		uroce_ip_cancel(ud.ip, c->id);
-		ud_handle_resolved(c, NULL, -EHOSTUNREACH);
+		uroce_ip_cancel(ip, c->id);
+		CHECK(uroce_rnic_neigh_resolved(nic, c->id, NULL, -EHOSTUNREACH) == c);
 	}
 	CHECK(replies == before + 1);
 }
 
-static void *qp_ring(struct ud_client *c, uint8_t handle, bool sq, struct uroce_ring *out)
+static void *qp_ring(struct uroce_rnic_client *c, uint8_t handle, bool sq, struct uroce_ring *out)
 {
-	struct ud_qp *q = ud_obj_get(c, handle, UD_OBJ_QP);
+	struct rnic_qp *q = rnic_obj_get(c, handle, RNIC_OBJ_QP);
 	struct uroce_ring *r;
 
 	if (!q || (!sq && q->srq))
 		return NULL;
 	r = sq ? &q->sq : &q->rq;
 	/* The application's view: a producer over the same shared memory. */
-	if (uroce_ring_open(out, r->sh, (uint64_t)r->elem_size * (r->mask + 1) +
-					 sizeof(struct uroce_ring_shared), true) != 0)
+	if (uroce_ring_open(out, r->sh,
+			    (uint64_t)r->elem_size * (r->mask + 1) +
+				    sizeof(struct uroce_ring_shared),
+			    true) != 0)
 		return NULL;
 	out->mine = atomic_load(&r->sh->prod);
 	out->theirs = atomic_load(&r->sh->cons);
@@ -246,29 +248,26 @@ static void *qp_ring(struct ud_client *c, uint8_t handle, bool sq, struct uroce_
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct ud_client c;
+	/* Both sides of the administrators' gate. */
+	const struct uroce_rnic_peer peer = {.pid = 1, .admin = size & 1};
+	struct uroce_rnic_client *c;
 	uint8_t msg[sizeof(struct uroce_ctrl_hdr) + 512];
 	size_t at = 0;
 	int t;
 
 	setup_once();
-	memset(&c, 0, sizeof(c));
-	c.sock = -1;
-	c.async_efd = -1;
-	c.region.fd = -1;
-	c.id = 1;
-	c.admin = size & 1; /* both sides of the administrators' gate */
-	ud.clients = &c;
-	ud.nclients = 1;
+	c = uroce_rnic_client_new(nic, &peer, NULL);
+	CHECK(c);
 	{
 		/* Every connection starts with HELLO (the daemon refuses anything else). */
-		struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC, .version = UROCE_CTRL_VERSION,
+		struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC,
+					   .version = UROCE_CTRL_VERSION,
 					   .cmd = UROCE_CTRL_HELLO,
 					   .len = sizeof(h) + sizeof(struct uroce_ctrl_hello_req)};
 
 		memset(msg, 0, sizeof(msg));
 		memcpy(msg, &h, sizeof(h));
-		request(&c, msg, h.len);
+		request(c, msg, h.len);
 	}
 	while (at + 2 <= size) {
 		uint8_t kind = data[at], n = data[at + 1];
@@ -301,32 +300,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				h.len += r.nseg * (uint32_t)sizeof(struct uroce_ctrl_mr_seg);
 			}
 			memcpy(msg, &h, sizeof(h));
-			request(&c, msg, h.len);
+			request(c, msg, h.len);
 			break;
 		}
 		case 1:
 			if (n < sizeof(struct uroce_ctrl_hdr))
 				break;
 			memcpy(msg, p, n);
-			request(&c, msg, n);
+			request(c, msg, n);
 			break;
 		case 2:
 		case 3: {
 			struct uroce_ring r;
 			bool sq = kind % 4 == 2;
 
-			if (n < 1 || !qp_ring(&c, p[0], sq, &r) || uroce_ring_prod_space(&r) == 0)
+			if (n < 1 || !qp_ring(c, p[0], sq, &r) || uroce_ring_prod_space(&r) == 0)
 				break;
 			memset(uroce_ring_prod_slot(&r, 0), 0, r.elem_size);
 			memcpy(uroce_ring_prod_slot(&r, 0), p + 1,
 			       (size_t)n - 1 < r.elem_size ? (size_t)n - 1 : r.elem_size);
 			uroce_ring_prod_commit(&r, 1);
 			if (!sq) {
-				ud.now_ns += 1000;
-				ud_doorbells();
-				if (uroce_tp_next_deadline(ud.dev) <= ud.now_ns)
-					uroce_tp_process(ud.dev, ud.now_ns);
-				ud_completions();
+				now_ns += 1000;
+				uroce_rnic_doorbells(nic);
+				uroce_rnic_process(nic);
+				uroce_rnic_completions(nic);
 			}
 			break;
 		}
@@ -334,18 +332,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* Run the data path a few turns, then the connection goes. */
 	for (t = 0; t < 4; t++) {
-		ud.now_ns += 1000000;
-		ud_doorbells();
-		uroce_tp_process(ud.dev, ud.now_ns);
-		ud_completions();
+		now_ns += 1000000;
+		uroce_rnic_doorbells(nic);
+		uroce_rnic_process(nic);
+		uroce_rnic_completions(nic);
 	}
-	uroce_ip_cancel(ud.ip, c.id);
-	ud_client_free_objects(&c);
-	for (t = 1; t < UD_OBJ_TYPES; t++)
-		CHECK(c.counts[t] == 0);
-	CHECK(ud.mappings == 0);
-	CHECK(ud.nqps == 0 && ud.nsrqs == 0 && ud.nready == 0);
-	ud.clients = NULL;
-	ud.nclients = 0;
+	rnic_client_free_objects(c);
+	for (t = 1; t < RNIC_OBJ_TYPES; t++)
+		CHECK(c->counts[t] == 0);
+	uroce_rnic_client_free(c);
+	CHECK(nic->mappings == 0);
+	CHECK(nic->nqps == 0 && nic->nsrqs == 0 && nic->nready == 0 && nic->nclients == 0);
 	return 0;
 }

@@ -3,9 +3,9 @@
  * Connection management: lib/cm on QP1, and the CM_* commands librdmacm sends.
  *
  *   QP1 rx (transport's gsi_rx) -> path from the frame -> uroce_cm_input
- *   lib/cm tx -> uroce_tp_gsi_send (UD SEND Only, Q_Key 0x80010000) -> ud_net_tx
+ *   lib/cm tx -> uroce_tp_gsi_send (UD SEND Only, Q_Key 0x80010000) -> rnic_net_tx
  *   lib/cm events -> the owning id's CM channel: queue + semaphore eventfd
- *   RESOLVE_ADDR -> lib/ipstack (ARP/ND, cookie UD_CM_COOKIE | serial) -> ADDR_RESOLVED
+ *   RESOLVE_ADDR -> lib/ipstack (ARP/ND, cookie RNIC_CM_COOKIE | serial) -> ADDR_RESOLVED
  *
  * CM ids and channels are objects of the connection that made them (handles in its
  * table), so a connection that goes takes its ids with it: uroce_cm_id_destroy() rejects
@@ -18,41 +18,36 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "uroced.h"
+#include "rnic_internal.h"
 
 /* Neighbour-resolution cookies of CM ids; a client's cookie is its id (< 2^63). */
-#define UD_CM_COOKIE (1ull << 63)
+#define RNIC_CM_COOKIE (1ull << 63)
 
-struct ud_cm_event_node {
-	struct ud_cm_event_node *next;
+struct rnic_cm_event_node {
+	struct rnic_cm_event_node *next;
 	struct uroce_ctrl_cm_event ev;
 };
 
-struct ud_cm_channel {
+struct rnic_cm_channel {
+	struct uroce_rnic *nic;
 	int efd; /* EFD_SEMAPHORE: readable exactly while events wait (see uroce_ctrl.h) */
-	struct ud_cm_event_node *head, *tail;
+	struct rnic_cm_event_node *head, *tail;
 	uint32_t queued;
 	uint32_t ids; /* ids reporting here: the channel cannot go before them */
 };
 
-struct ud_cm_id {
+struct rnic_cm_id {
 	struct uroce_cm_id *cm;
-	struct ud_client *client;
+	struct uroce_rnic_client *client;
 	uint32_t handle;
-	uint32_t channel; /* handle of its ud_cm_channel */
+	uint32_t channel; /* handle of its rnic_cm_channel */
 	uint64_t uid;
 	uint64_t cookie;
-	bool resolving;   /* RESOLVE_ADDR waits for the neighbour */
+	bool resolving; /* RESOLVE_ADDR waits for the neighbour */
 	bool addr_resolved;
 	struct sockaddr_storage src, dst;
-	struct ud_cm_id *next; /* ud.cm_ids: every id, for neighbour callbacks */
+	struct rnic_cm_id *next; /* nic->cm_ids: every id, for neighbour callbacks */
 };
-
-static struct ud_cm_id *cm_ids;
-static uint64_t cm_serial;
-/* CM ids whose CONNECT_REQUEST found no owner: destroyed on the next turn. */
-static struct uroce_cm_id *orphans[64];
-static unsigned int norphans;
 
 /* ---- addresses ---------------------------------------------------------------------- */
 
@@ -83,29 +78,29 @@ static bool addr_is_any(const struct sockaddr_storage *ss)
 	return false;
 }
 
-static int gid_index(const union ibv_gid *gid)
+static int gid_index(const struct uroce_rnic *nic, const union ibv_gid *gid)
 {
 	unsigned int i;
 
-	for (i = 0; i < ud.ngids; i++)
-		if (memcmp(ud.gids[i].raw, gid->raw, 16) == 0)
+	for (i = 0; i < nic->ngids; i++)
+		if (memcmp(nic->gids[i].raw, gid->raw, 16) == 0)
 			return (int)i;
 	return -1;
 }
 
 /* Our first address of @family as a GID index (an IPv6 one that is not link-local first,
  * as the kernel prefers a global source), or -1. */
-static int source_gid_index(int family)
+static int source_gid_index(const struct uroce_rnic *nic, int family)
 {
 	int i, ll = -1;
 
-	for (i = 0; i < ud.ngids; i++) {
-		bool v4 = uroce_gid_is_ipv4(ud.gids[i].raw);
+	for (i = 0; i < nic->ngids; i++) {
+		bool v4 = uroce_gid_is_ipv4(nic->gids[i].raw);
 
 		if (family == AF_INET && v4)
 			return i;
 		if (family == AF_INET6 && !v4) {
-			if (ud.gids[i].raw[0] == 0xfe && (ud.gids[i].raw[1] & 0xc0) == 0x80) {
+			if (nic->gids[i].raw[0] == 0xfe && (nic->gids[i].raw[1] & 0xc0) == 0x80) {
 				if (ll < 0)
 					ll = i;
 				continue;
@@ -135,14 +130,15 @@ static void gid_to_addr(const union ibv_gid *gid, int family, uint16_t port_be,
 	}
 }
 
-static void fill_route(const struct ud_cm_id *id, struct uroce_ctrl_cm_route *r)
+static void fill_route(const struct rnic_cm_id *id, struct uroce_ctrl_cm_route *r)
 {
+	struct uroce_rnic *nic = id->client->rnic;
 	const struct uroce_cm_path *p = uroce_cm_id_path(id->cm);
 
 	memset(r, 0, sizeof(*r));
 	uroce_cm_id_addrs(id->cm, &r->src, &r->dst);
 	r->pkey = UROCE_PKEY_DEFAULT;
-	r->path_mtu = ud.active_mtu;
+	r->path_mtu = nic->active_mtu;
 	if (p && (id->addr_resolved || r->dst.ss_family != AF_UNSPEC)) {
 		r->sgid = p->sgid;
 		r->dgid = p->dgid;
@@ -156,18 +152,19 @@ static void fill_route(const struct ud_cm_id *id, struct uroce_ctrl_cm_route *r)
 
 /* ---- channels and events ----------------------------------------------------------- */
 
-static struct ud_cm_channel *channel_of(const struct ud_cm_id *id)
+static struct rnic_cm_channel *channel_of(const struct rnic_cm_id *id)
 {
-	return ud_obj_get(id->client, id->channel, UD_OBJ_CM_CHANNEL);
+	return rnic_obj_get(id->client, id->channel, RNIC_OBJ_CM_CHANNEL);
 }
 
-static void channel_push(struct ud_cm_channel *ch, const struct uroce_ctrl_cm_event *ev)
+static void channel_push(struct rnic_cm_channel *ch, const struct uroce_ctrl_cm_event *ev)
 {
-	struct ud_cm_event_node *n = malloc(sizeof(*n));
+	struct uroce_rnic *nic = ch->nic;
+	struct rnic_cm_event_node *n = malloc(sizeof(*n));
 	uint64_t one = 1;
 
 	if (!n) {
-		ud.cnt.cm_events_lost++;
+		nic->cnt.cm_events_lost++;
 		return;
 	}
 	n->next = NULL;
@@ -180,13 +177,14 @@ static void channel_push(struct ud_cm_channel *ch, const struct uroce_ctrl_cm_ev
 	ch->queued++;
 	/* After the event is queued: a woken reader finds it. */
 	if (write(ch->efd, &one, sizeof(one)) != sizeof(one))
-		ud.cnt.cm_events_lost++;
-	ud.cnt.cm_events++;
+		nic->cnt.cm_events_lost++;
+	nic->cnt.cm_events++;
 }
 
-static struct ud_cm_event_node *channel_pop(struct ud_cm_channel *ch)
+static struct rnic_cm_event_node *channel_pop(struct rnic_cm_channel *ch)
 {
-	struct ud_cm_event_node *n = ch->head;
+	struct uroce_rnic *nic = ch->nic;
+	struct rnic_cm_event_node *n = ch->head;
 	uint64_t v;
 
 	if (!n)
@@ -197,16 +195,16 @@ static struct ud_cm_event_node *channel_pop(struct ud_cm_channel *ch)
 	ch->queued--;
 	/* Semaphore read: takes exactly the 1 its push added. */
 	if (read(ch->efd, &v, sizeof(v)) != sizeof(v))
-		ud.cnt.cm_events_lost++;
+		nic->cnt.cm_events_lost++;
 	return n;
 }
 
 /* Takes the events of id handle @id (or all with @id 0) out of @from; appends them to
  * @to when given (MIGRATE_ID), frees them otherwise (DESTROY_ID). */
-static void channel_move_events(struct ud_cm_channel *from, uint32_t id,
-				struct ud_cm_channel *to)
+static void channel_move_events(struct rnic_cm_channel *from, uint32_t id,
+				struct rnic_cm_channel *to)
 {
-	struct ud_cm_event_node *keep = NULL, **kt = &keep, *n;
+	struct rnic_cm_event_node *keep = NULL, **kt = &keep, *n;
 	uint32_t k, total = from->queued;
 
 	for (k = 0; k < total; k++) {
@@ -224,14 +222,14 @@ static void channel_move_events(struct ud_cm_channel *from, uint32_t id,
 	while ((n = keep)) {
 		keep = n->next;
 		channel_push(from, &n->ev);
-		ud.cnt.cm_events--; /* re-queued, not new */
+		from->nic->cnt.cm_events--; /* re-queued, not new */
 		free(n);
 	}
 }
 
-static void report(struct ud_cm_id *id, enum rdma_cm_event_type type, int status)
+static void report(struct rnic_cm_id *id, enum rdma_cm_event_type type, int status)
 {
-	struct ud_cm_channel *ch = channel_of(id);
+	struct rnic_cm_channel *ch = channel_of(id);
 	struct uroce_ctrl_cm_event ev;
 
 	if (!ch)
@@ -247,16 +245,16 @@ static void report(struct ud_cm_id *id, enum rdma_cm_event_type type, int status
 
 /* ---- lib/cm's callbacks ------------------------------------------------------------ */
 
-static struct ud_cm_id *id_new(struct ud_client *c, uint32_t channel, uint64_t uid)
+static struct rnic_cm_id *id_new(struct uroce_rnic_client *c, uint32_t channel, uint64_t uid)
 {
-	struct ud_cm_id *id = calloc(1, sizeof(*id));
-	struct ud_cm_channel *ch = ud_obj_get(c, channel, UD_OBJ_CM_CHANNEL);
+	struct rnic_cm_id *id = calloc(1, sizeof(*id));
+	struct rnic_cm_channel *ch = rnic_obj_get(c, channel, RNIC_OBJ_CM_CHANNEL);
 
 	if (!id || !ch) {
 		free(id);
 		return NULL;
 	}
-	id->handle = ud_obj_add(c, UD_OBJ_CM_ID, id);
+	id->handle = rnic_obj_add(c, RNIC_OBJ_CM_ID, id);
 	if (!id->handle) {
 		free(id);
 		return NULL;
@@ -264,20 +262,29 @@ static struct ud_cm_id *id_new(struct ud_client *c, uint32_t channel, uint64_t u
 	id->client = c;
 	id->channel = channel;
 	id->uid = uid;
-	id->cookie = UD_CM_COOKIE | ++cm_serial;
+	id->cookie = RNIC_CM_COOKIE | ++c->rnic->cm_serial;
 	ch->ids++;
-	id->next = cm_ids;
-	cm_ids = id;
+	id->next = c->rnic->cm_ids;
+	c->rnic->cm_ids = id;
 	return id;
+}
+
+/* A CM id with no owner, refused on the next turn (lib/cm is not re-entered). */
+static void cm_orphan(struct uroce_rnic *nic, struct uroce_cm_id *cid)
+{
+	if (nic->norphans < sizeof(nic->orphans) / sizeof(nic->orphans[0]))
+		nic->orphans[nic->norphans++] = cid;
+	else
+		nic->cnt.cm_events_lost++;
 }
 
 static void cm_event(void *io_ctx, const struct uroce_cm_event *e)
 {
-	struct ud_cm_id *id = uroce_cm_id_user(e->id), *lid = NULL;
-	struct ud_cm_channel *ch;
+	struct uroce_rnic *nic = io_ctx;
+	struct rnic_cm_id *id = uroce_cm_id_user(e->id), *lid = NULL;
+	struct rnic_cm_channel *ch;
 	struct uroce_ctrl_cm_event ev;
 
-	(void)io_ctx;
 	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		lid = e->listen_id ? uroce_cm_id_user(e->listen_id) : NULL;
 		id = lid ? id_new(lid->client, lid->channel, lid->uid) : NULL;
@@ -285,7 +292,7 @@ static void cm_event(void *io_ctx, const struct uroce_cm_event *e)
 			/* No owner (the listener is going, or no memory): the request is
 			 * refused, after lib/cm returns (it is not re-entered). */
 			uroce_cm_id_set_user(e->id, NULL);
-			ud_cm_orphan(e->id);
+			cm_orphan(nic, e->id);
 			return;
 		}
 		id->cm = e->id;
@@ -328,33 +335,22 @@ static void cm_event(void *io_ctx, const struct uroce_cm_event *e)
 	channel_push(ch, &ev);
 }
 
-
-void ud_cm_orphan(struct uroce_cm_id *cid)
+void rnic_cm_drop(struct uroce_rnic *nic, uint32_t attr, uint32_t count)
 {
-	if (norphans < sizeof(orphans) / sizeof(orphans[0]))
-		orphans[norphans++] = cid;
-	else
-		ud.cnt.cm_events_lost++;
-}
-
-static uint32_t drop_attr, drop_left;
-
-void ud_cm_drop(uint32_t attr, uint32_t count)
-{
-	drop_attr = attr;
-	drop_left = count;
-	UD_INFO("cm: dropping the next %u MADs of attribute 0x%04x we send", count, attr);
+	nic->drop_attr = attr;
+	nic->drop_left = count;
+	RNIC_INFO(nic, "cm: dropping the next %u MADs of attribute 0x%04x we send", count, attr);
 }
 
 static int cm_tx(void *io_ctx, const uint8_t *mad, const struct uroce_cm_path *to)
 {
+	struct uroce_rnic *nic = io_ctx;
 	struct ibv_ah_attr ah = {.is_global = 1, .port_num = 1};
 
-	(void)io_ctx;
 	/* The attribute ID is at offset 16 of the MAD header (IBA 13.4.2). */
-	if (drop_left && ((uint32_t)mad[16] << 8 | mad[17]) == drop_attr) {
-		drop_left--;
-		ud.cnt.cm_dropped++;
+	if (nic->drop_left && ((uint32_t)mad[16] << 8 | mad[17]) == nic->drop_attr) {
+		nic->drop_left--;
+		nic->cnt.cm_dropped++;
 		return 0; /* lost on the wire, as far as anyone can tell */
 	}
 	ah.grh.dgid = to->dgid;
@@ -362,18 +358,18 @@ static int cm_tx(void *io_ctx, const uint8_t *mad, const struct uroce_cm_path *t
 	ah.grh.hop_limit = to->hop_limit;
 	ah.grh.traffic_class = to->traffic_class;
 	ah.grh.flow_label = to->flow_label;
-	return uroce_tp_gsi_send(ud.dev, &ah, to->dmac, UROCE_TP_GSI_QPN, UROCE_TP_GSI_QKEY, mad,
+	return uroce_tp_gsi_send(nic->dev, &ah, to->dmac, UROCE_TP_GSI_QPN, UROCE_TP_GSI_QKEY, mad,
 				 UROCE_CM_MAD_LEN);
 }
 
-void ud_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns)
+void rnic_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns)
 {
 	const struct uroce_wire_hdr *h = &pkt->hdr;
+	struct uroce_rnic *nic = io_ctx;
 	struct uroce_cm_path from;
 	union ibv_gid dst;
 	int idx;
 
-	(void)io_ctx;
 	memset(&from, 0, sizeof(from));
 	memset(&dst, 0, sizeof(dst));
 	if (h->ip_version == 4) {
@@ -383,9 +379,9 @@ void ud_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_n
 		memcpy(from.dgid.raw, h->ip_src, 16);
 		memcpy(dst.raw, h->ip_dst, 16);
 	}
-	idx = gid_index(&dst);
+	idx = gid_index(nic, &dst);
 	if (idx < 0) {
-		ud.cnt.cm_not_ours++; /* a MAD to an address we do not have */
+		nic->cnt.cm_not_ours++; /* a MAD to an address we do not have */
 		return;
 	}
 	from.sgid = dst;
@@ -395,13 +391,14 @@ void ud_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_n
 	from.hop_limit = UROCE_IPV4_TTL_DEFAULT;
 	from.flow_label = h->ip_flow_label;
 	from.pkey = h->bth.pkey;
-	uroce_cm_input(ud.cm, pkt->payload, pkt->payload_len, &from, now_ns);
+	uroce_cm_input(nic->cm, pkt->payload, pkt->payload_len, &from, now_ns);
 }
 
 /* ---- neighbour resolution of RESOLVE_ADDR ------------------------------------------- */
 
-static void addr_resolved(struct ud_cm_id *id, const uint8_t mac[6])
+static void addr_resolved(struct rnic_cm_id *id, const uint8_t mac[6])
 {
+	struct uroce_rnic *nic = id->client->rnic;
 	struct uroce_cm_path path;
 	union ibv_gid sgid, dgid;
 	int idx, rc;
@@ -410,7 +407,7 @@ static void addr_resolved(struct ud_cm_id *id, const uint8_t mac[6])
 	memset(&path, 0, sizeof(path));
 	addr_to_gid(&id->src, &sgid);
 	addr_to_gid(&id->dst, &dgid);
-	idx = gid_index(&sgid);
+	idx = gid_index(nic, &sgid);
 	if (idx < 0) {
 		report(id, RDMA_CM_EVENT_ADDR_ERROR, -EADDRNOTAVAIL);
 		return;
@@ -431,13 +428,13 @@ static void addr_resolved(struct ud_cm_id *id, const uint8_t mac[6])
 	report(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 }
 
-bool ud_cm_neigh_resolved(uint64_t cookie, const uint8_t *mac, int err)
+bool rnic_cm_neigh_resolved(struct uroce_rnic *nic, uint64_t cookie, const uint8_t *mac, int err)
 {
-	struct ud_cm_id *id;
+	struct rnic_cm_id *id;
 
-	if (!(cookie & UD_CM_COOKIE))
+	if (!(cookie & RNIC_CM_COOKIE))
 		return false;
-	for (id = cm_ids; id; id = id->next)
+	for (id = nic->cm_ids; id; id = id->next)
 		if (id->cookie == cookie && id->resolving) {
 			if (mac)
 				addr_resolved(id, mac);
@@ -450,8 +447,9 @@ bool ud_cm_neigh_resolved(uint64_t cookie, const uint8_t *mac, int err)
 	return true;
 }
 
-static int resolve_addr(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req *r)
+static int resolve_addr(struct rnic_cm_id *id, const struct uroce_ctrl_cm_addr_req *r)
 {
+	struct uroce_rnic *nic = id->client->rnic;
 	union ibv_gid dgid;
 	uint8_t mac[6];
 	int idx, rc;
@@ -471,7 +469,7 @@ static int resolve_addr(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req
 
 		/* The source: our first address of the destination's family, keeping a port
 		 * the id was bound to (rdma_bind_addr to a wildcard, then resolve). */
-		idx = source_gid_index(r->dst.ss_family);
+		idx = source_gid_index(nic, r->dst.ss_family);
 		if (idx < 0)
 			return -EADDRNOTAVAIL;
 		uroce_cm_id_addrs(id->cm, &bound, &unused);
@@ -483,9 +481,9 @@ static int resolve_addr(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req
 			port = ((const struct sockaddr_in *)&r->src)->sin_port;
 		else if (r->src.ss_family == AF_INET6)
 			port = ((const struct sockaddr_in6 *)&r->src)->sin6_port;
-		gid_to_addr(&ud.gids[idx], r->dst.ss_family, port, &id->src);
+		gid_to_addr(&nic->gids[idx], r->dst.ss_family, port, &id->src);
 	}
-	rc = uroce_ip_resolve(ud.ip, dgid.raw, ud.now_ns, mac, id->cookie);
+	rc = uroce_ip_resolve(nic->ip, dgid.raw, rnic_now(nic), mac, id->cookie);
 	if (rc == 0) {
 		addr_resolved(id, mac);
 		return 0;
@@ -506,11 +504,12 @@ static int resolve_addr(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req
  * library then attaches its QP (ibv_attach_mcast), which is what makes this host
  * receive the group. No IGMP/MLD report is sent (doc/rdmacm.md).
  */
-#define UD_CM_UDP_QKEY 0x01234567u /* rdma_cm's RDMA_UDP_QKEY */
+#define RNIC_CM_UDP_QKEY 0x01234567u /* rdma_cm's RDMA_UDP_QKEY */
 
-static int join_mcast(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req *r)
+static int join_mcast(struct rnic_cm_id *id, const struct uroce_ctrl_cm_addr_req *r)
 {
-	struct ud_cm_channel *ch = channel_of(id);
+	struct uroce_rnic *nic = id->client->rnic;
+	struct rnic_cm_channel *ch = channel_of(id);
 	struct uroce_ctrl_cm_event ev;
 	union ibv_gid mgid, sgid;
 	int idx = -1;
@@ -518,9 +517,9 @@ static int join_mcast(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req *
 	if (!addr_to_gid(&r->dst, &mgid) || !uroce_tp_gid_is_mcast(&mgid))
 		return -EINVAL;
 	if (id->src.ss_family == r->dst.ss_family && addr_to_gid(&id->src, &sgid))
-		idx = gid_index(&sgid);
+		idx = gid_index(nic, &sgid);
 	if (idx < 0)
-		idx = source_gid_index(r->dst.ss_family);
+		idx = source_gid_index(nic, r->dst.ss_family);
 	if (idx < 0)
 		return -EADDRNOTAVAIL;
 	if (!ch)
@@ -531,7 +530,7 @@ static int join_mcast(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req *
 	ev.uid = r->uid;
 	fill_route(id, &ev.route);
 	ev.param.qp_num = UROCE_TP_MCAST_QPN;
-	ev.param.qkey = UD_CM_UDP_QKEY;
+	ev.param.qkey = RNIC_CM_UDP_QKEY;
 	ev.ah_attr.is_global = 1;
 	ev.ah_attr.port_num = 1;
 	ev.ah_attr.grh.dgid = mgid;
@@ -543,83 +542,85 @@ static int join_mcast(struct ud_cm_id *id, const struct uroce_ctrl_cm_addr_req *
 
 /* ---- commands ------------------------------------------------------------------------ */
 
-static void id_free(struct ud_cm_id *id)
+static void id_free(struct rnic_cm_id *id)
 {
-	struct ud_cm_channel *ch = channel_of(id);
-	struct ud_cm_id **pp;
+	struct uroce_rnic *nic = id->client->rnic;
+	struct rnic_cm_channel *ch = channel_of(id);
+	struct rnic_cm_id **pp;
 
 	if (id->resolving)
-		uroce_ip_cancel(ud.ip, id->cookie);
+		uroce_ip_cancel(nic->ip, id->cookie);
 	if (id->cm) {
 		uroce_cm_id_set_user(id->cm, NULL);
-		uroce_cm_id_destroy(id->cm, ud.now_ns);
+		uroce_cm_id_destroy(id->cm, rnic_now(nic));
 	}
 	if (ch) {
 		channel_move_events(ch, id->handle, NULL);
 		ch->ids--;
 	}
-	for (pp = &cm_ids; *pp; pp = &(*pp)->next)
+	for (pp = &nic->cm_ids; *pp; pp = &(*pp)->next)
 		if (*pp == id) {
 			*pp = id->next;
 			break;
 		}
-	ud_obj_del(id->client, id->handle);
+	rnic_obj_del(id->client, id->handle);
 	free(id);
 }
 
-static void channel_free(struct ud_client *c, uint32_t handle, struct ud_cm_channel *ch)
+static void channel_free(struct uroce_rnic_client *c, uint32_t handle, struct rnic_cm_channel *ch)
 {
 	channel_move_events(ch, 0, NULL);
 	close(ch->efd);
-	ud_obj_del(c, handle);
+	rnic_obj_del(c, handle);
 	free(ch);
 }
 
-void ud_cm_free_client(struct ud_client *c)
+void rnic_cm_free_client(struct uroce_rnic_client *c)
 {
 	uint32_t h;
 
 	/* Ids first (their REJ/DREQ go out now), then the channels they reported to. */
 	for (h = 1; h <= c->nobjs; h++)
-		if (c->objs[h - 1].type == UD_OBJ_CM_ID)
+		if (c->objs[h - 1].type == RNIC_OBJ_CM_ID)
 			id_free(c->objs[h - 1].p);
 	for (h = 1; h <= c->nobjs; h++)
-		if (c->objs[h - 1].type == UD_OBJ_CM_CHANNEL)
+		if (c->objs[h - 1].type == RNIC_OBJ_CM_CHANNEL)
 			channel_free(c, h, c->objs[h - 1].p);
 }
 
-void ud_cmd_cm_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			      const void *payload UD_UNUSED, const int *fds UD_UNUSED)
+void rnic_cmd_cm_create_channel(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+				const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
-	struct ud_cm_channel *ch = calloc(1, sizeof(*ch));
+	struct rnic_cm_channel *ch = calloc(1, sizeof(*ch));
 	struct uroce_ctrl_handle rep = {0};
 
 	if (!ch) {
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
+	ch->nic = c->rnic;
 	ch->efd = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
 	if (ch->efd < 0) {
 		REPLY(c, h, -errno, NULL, 0);
 		free(ch);
 		return;
 	}
-	rep.handle = ud_obj_add(c, UD_OBJ_CM_CHANNEL, ch);
+	rep.handle = rnic_obj_add(c, RNIC_OBJ_CM_CHANNEL, ch);
 	if (!rep.handle) {
 		close(ch->efd);
 		free(ch);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	ud_client_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
 }
 
-void ud_cmd_cm_get_event(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-			 const int *fds UD_UNUSED)
+void rnic_cmd_cm_get_event(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_id_req *r = payload;
-	struct ud_cm_channel *ch = ud_obj_get(c, r->id, UD_OBJ_CM_CHANNEL);
-	struct ud_cm_event_node *n;
+	struct rnic_cm_channel *ch = rnic_obj_get(c, r->id, RNIC_OBJ_CM_CHANNEL);
+	struct rnic_cm_event_node *n;
 
 	if (!ch) {
 		REPLY(c, h, -EINVAL, NULL, 0);
@@ -634,12 +635,13 @@ void ud_cmd_cm_get_event(struct ud_client *c, const struct uroce_ctrl_hdr *h, co
 	free(n);
 }
 
-void ud_cmd_cm_create_id(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-			 const int *fds UD_UNUSED)
+void rnic_cmd_cm_create_id(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_cm_create_id_req *r = payload;
 	struct uroce_ctrl_handle rep = {0};
-	struct ud_cm_id *id;
+	struct rnic_cm_id *id;
 
 	if ((r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UC && r->qp_type != IBV_QPT_UD) ||
 	    (r->ps != RDMA_PS_TCP && r->ps != RDMA_PS_UDP && r->ps != RDMA_PS_IB &&
@@ -649,11 +651,11 @@ void ud_cmd_cm_create_id(struct ud_client *c, const struct uroce_ctrl_hdr *h, co
 	}
 	id = id_new(c, r->channel, r->uid);
 	if (!id) {
-		REPLY(c, h, ud_obj_get(c, r->channel, UD_OBJ_CM_CHANNEL) ? -ENOMEM : -EINVAL,
+		REPLY(c, h, rnic_obj_get(c, r->channel, RNIC_OBJ_CM_CHANNEL) ? -ENOMEM : -EINVAL,
 		      NULL, 0);
 		return;
 	}
-	id->cm = uroce_cm_id_create(ud.cm, (enum rdma_port_space)r->ps,
+	id->cm = uroce_cm_id_create(nic->cm, (enum rdma_port_space)r->ps,
 				    (enum ibv_qp_type)r->qp_type, id);
 	if (!id->cm) {
 		id_free(id);
@@ -664,10 +666,10 @@ void ud_cmd_cm_create_id(struct ud_client *c, const struct uroce_ctrl_hdr *h, co
 	REPLY(c, h, 0, &rep, sizeof(rep));
 }
 
-static int cmd_migrate(struct ud_client *c, struct ud_cm_id *id, uint32_t channel)
+static int cmd_migrate(struct uroce_rnic_client *c, struct rnic_cm_id *id, uint32_t channel)
 {
-	struct ud_cm_channel *from = channel_of(id);
-	struct ud_cm_channel *to = ud_obj_get(c, channel, UD_OBJ_CM_CHANNEL);
+	struct rnic_cm_channel *from = channel_of(id);
+	struct rnic_cm_channel *to = rnic_obj_get(c, channel, RNIC_OBJ_CM_CHANNEL);
 
 	if (!to)
 		return -EINVAL;
@@ -682,13 +684,14 @@ static int cmd_migrate(struct ud_client *c, struct ud_cm_id *id, uint32_t channe
 	return 0;
 }
 
-static int cmd_bind(struct ud_cm_id *id, const struct sockaddr_storage *a)
+static int cmd_bind(struct rnic_cm_id *id, const struct sockaddr_storage *a)
 {
+	struct uroce_rnic *nic = id->client->rnic;
 	union ibv_gid gid;
 
 	if (!addr_to_gid(a, &gid))
 		return -EAFNOSUPPORT;
-	if (!addr_is_any(a) && gid_index(&gid) < 0)
+	if (!addr_is_any(a) && gid_index(nic, &gid) < 0)
 		return -EADDRNOTAVAIL;
 	return uroce_cm_bind(id->cm, (const struct sockaddr *)a);
 }
@@ -697,9 +700,9 @@ static void conn_param(const struct uroce_ctrl_cm_param *in, struct uroce_cm_con
 {
 	memset(out, 0, sizeof(*out));
 	memcpy(out->private_data, in->private_data, sizeof(out->private_data));
-	out->private_data_len = in->private_data_len > UROCE_CM_PRIVATE_DATA_MAX
-					? UROCE_CM_PRIVATE_DATA_MAX
-					: in->private_data_len;
+	out->private_data_len = in->private_data_len > UROCE_CM_PRIVATE_DATA_MAX ?
+					UROCE_CM_PRIVATE_DATA_MAX :
+					in->private_data_len;
 	out->responder_resources = in->responder_resources;
 	out->initiator_depth = in->initiator_depth;
 	out->flow_control = in->flow_control;
@@ -710,11 +713,11 @@ static void conn_param(const struct uroce_ctrl_cm_param *in, struct uroce_cm_con
 	out->qkey = in->qkey;
 }
 
-void ud_cmd_cm_destroy_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			       const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_destroy_channel(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+				 const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_channel *ch = ud_obj_get(c, ir->id, UD_OBJ_CM_CHANNEL);
+	struct rnic_cm_channel *ch = rnic_obj_get(c, ir->id, RNIC_OBJ_CM_CHANNEL);
 	uint32_t k;
 	int rc = 0;
 
@@ -724,8 +727,8 @@ void ud_cmd_cm_destroy_channel(struct ud_client *c, const struct uroce_ctrl_hdr 
 		/* Its ids go with it, as when the kernel's rdma_cm file is closed
 		 * (ucma_close): rejected or disconnected on the wire. */
 		for (k = 1; k <= c->nobjs; k++)
-			if (c->objs[k - 1].type == UD_OBJ_CM_ID &&
-			    ((struct ud_cm_id *)c->objs[k - 1].p)->channel == ir->id)
+			if (c->objs[k - 1].type == RNIC_OBJ_CM_ID &&
+			    ((struct rnic_cm_id *)c->objs[k - 1].p)->channel == ir->id)
 				id_free(c->objs[k - 1].p);
 		channel_free(c, ir->id, ch);
 	}
@@ -734,10 +737,10 @@ void ud_cmd_cm_destroy_channel(struct ud_client *c, const struct uroce_ctrl_hdr 
 
 /* The commands below name an id first (every request struct of theirs starts with it):
  * the id, or NULL when @p handle names none (answered -EINVAL). */
-static struct ud_cm_id *request_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-				   uint32_t handle)
+static struct rnic_cm_id *request_id(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+				     uint32_t handle)
 {
-	struct ud_cm_id *id = ud_obj_get(c, handle, UD_OBJ_CM_ID);
+	struct rnic_cm_id *id = rnic_obj_get(c, handle, RNIC_OBJ_CM_ID);
 
 	if (!id)
 		REPLY(c, h, -EINVAL, NULL, 0);
@@ -745,20 +748,22 @@ static struct ud_cm_id *request_id(struct ud_client *c, const struct uroce_ctrl_
 }
 
 /* The payload-less answer to a command on id @p handle; a failure is logged. */
-static void id_reply(struct ud_client *c, const struct uroce_ctrl_hdr *h, uint32_t handle,
+static void id_reply(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, uint32_t handle,
 		     int rc)
 {
+	struct uroce_rnic *nic = c->rnic;
+
 	if (rc)
-		UD_DBG("cm: %s on id %u of %s[%d]: %s", uroce_ctrl_cmd_name(h->cmd), handle,
-		       c->name, c->pid, strerror(-rc));
+		RNIC_DBG(nic, "cm: %s on id %u of %s[%d]: %s", uroce_ctrl_cmd_name(h->cmd), handle,
+			 c->name, c->pid, strerror(-rc));
 	REPLY(c, h, rc, NULL, 0);
 }
 
-void ud_cmd_cm_destroy_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_destroy_id(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct rnic_cm_id *id = request_id(c, h, ir->id);
 
 	if (!id)
 		return;
@@ -766,21 +771,21 @@ void ud_cmd_cm_destroy_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	id_reply(c, h, ir->id, 0);
 }
 
-void ud_cmd_cm_migrate_id(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_migrate_id(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct rnic_cm_id *id = request_id(c, h, ir->id);
 
 	if (id)
 		id_reply(c, h, ir->id, cmd_migrate(c, id, ir->arg));
 }
 
-void ud_cmd_cm_bind(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		    const int *fds UD_UNUSED)
+void rnic_cmd_cm_bind(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		      const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_addr_req *r = payload;
-	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct rnic_cm_id *id = request_id(c, h, r->id);
 	struct uroce_ctrl_cm_route route;
 	int rc;
 
@@ -795,21 +800,21 @@ void ud_cmd_cm_bind(struct ud_client *c, const struct uroce_ctrl_hdr *h, const v
 	id_reply(c, h, r->id, rc);
 }
 
-void ud_cmd_cm_resolve_addr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			    const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_resolve_addr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			      const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_addr_req *r = payload;
-	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct rnic_cm_id *id = request_id(c, h, r->id);
 
 	if (id)
 		id_reply(c, h, r->id, resolve_addr(id, r));
 }
 
-void ud_cmd_cm_resolve_route(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			     const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_resolve_route(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			       const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct rnic_cm_id *id = request_id(c, h, ir->id);
 	int rc = 0;
 
 	if (!id)
@@ -822,11 +827,11 @@ void ud_cmd_cm_resolve_route(struct ud_client *c, const struct uroce_ctrl_hdr *h
 	id_reply(c, h, ir->id, rc);
 }
 
-void ud_cmd_cm_query_route(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			   const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_query_route(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			     const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct rnic_cm_id *id = request_id(c, h, ir->id);
 	struct uroce_ctrl_cm_route route;
 
 	if (!id)
@@ -835,83 +840,88 @@ void ud_cmd_cm_query_route(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	REPLY(c, h, 0, &route, sizeof(route));
 }
 
-void ud_cmd_cm_listen(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_cm_listen(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct rnic_cm_id *id = request_id(c, h, ir->id);
 
 	if (id)
 		id_reply(c, h, ir->id, uroce_cm_listen(id->cm, (int)ir->arg));
 }
 
-void ud_cmd_cm_connect(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		       const int *fds UD_UNUSED)
+void rnic_cmd_cm_connect(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_cm_conn_req *r = payload;
-	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct rnic_cm_id *id = request_id(c, h, r->id);
 	struct uroce_cm_conn_param cp;
 
 	if (!id)
 		return;
 	conn_param(&r->param, &cp);
-	id_reply(c, h, r->id, uroce_cm_connect(id->cm, &cp, ud.now_ns));
+	id_reply(c, h, r->id, uroce_cm_connect(id->cm, &cp, rnic_now(nic)));
 }
 
-void ud_cmd_cm_accept(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_cm_accept(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_cm_conn_req *r = payload;
-	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct rnic_cm_id *id = request_id(c, h, r->id);
 	struct uroce_cm_conn_param cp;
 
 	if (!id)
 		return;
 	conn_param(&r->param, &cp);
-	id_reply(c, h, r->id, uroce_cm_accept(id->cm, &cp, ud.now_ns));
+	id_reply(c, h, r->id, uroce_cm_accept(id->cm, &cp, rnic_now(nic)));
 }
 
-void ud_cmd_cm_reject(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_cm_reject(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_cm_conn_req *r = payload;
 	const struct uroce_ctrl_cm_param *pp = &r->param;
-	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct rnic_cm_id *id = request_id(c, h, r->id);
 
 	if (id)
 		id_reply(c, h, r->id,
 			 uroce_cm_reject(id->cm, pp->private_data,
-					 pp->private_data_len > UROCE_CM_PRIVATE_DATA_MAX
-						 ? UROCE_CM_PRIVATE_DATA_MAX
-						 : pp->private_data_len,
-					 ud.now_ns));
+					 pp->private_data_len > UROCE_CM_PRIVATE_DATA_MAX ?
+						 UROCE_CM_PRIVATE_DATA_MAX :
+						 pp->private_data_len,
+					 rnic_now(nic)));
 }
 
-void ud_cmd_cm_disconnect(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_disconnect(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct rnic_cm_id *id = request_id(c, h, ir->id);
 
 	if (id)
-		id_reply(c, h, ir->id, uroce_cm_disconnect(id->cm, ud.now_ns));
+		id_reply(c, h, ir->id, uroce_cm_disconnect(id->cm, rnic_now(nic)));
 }
 
-void ud_cmd_cm_establish(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			 const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_establish(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct rnic_cm_id *id = request_id(c, h, ir->id);
 
 	if (id)
-		id_reply(c, h, ir->id, uroce_cm_establish(id->cm, ud.now_ns));
+		id_reply(c, h, ir->id, uroce_cm_establish(id->cm, rnic_now(nic)));
 }
 
-void ud_cmd_cm_init_qp_attr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			    const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_init_qp_attr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			      const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_id_req *ir = payload;
-	struct ud_cm_id *id = request_id(c, h, ir->id);
+	struct rnic_cm_id *id = request_id(c, h, ir->id);
 	struct uroce_ctrl_cm_init_qp_attr_rep rep;
 	int rc;
 
@@ -927,31 +937,31 @@ void ud_cmd_cm_init_qp_attr(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 	id_reply(c, h, ir->id, rc);
 }
 
-void ud_cmd_cm_set_option(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_set_option(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_option_req *o = payload;
-	struct ud_cm_id *id = request_id(c, h, o->id);
+	struct rnic_cm_id *id = request_id(c, h, o->id);
 
 	if (id)
 		id_reply(c, h, o->id, uroce_cm_set_option(id->cm, o->level, o->optname, o->value));
 }
 
-void ud_cmd_cm_join_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_join_mcast(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_addr_req *r = payload;
-	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct rnic_cm_id *id = request_id(c, h, r->id);
 
 	if (id)
 		id_reply(c, h, r->id, join_mcast(id, r));
 }
 
-void ud_cmd_cm_leave_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			   const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_cm_leave_mcast(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			     const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_cm_addr_req *r = payload;
-	struct ud_cm_id *id = request_id(c, h, r->id);
+	struct rnic_cm_id *id = request_id(c, h, r->id);
 	union ibv_gid mgid;
 
 	if (!id)
@@ -963,34 +973,37 @@ void ud_cmd_cm_leave_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 
 /* ---- life cycle ---------------------------------------------------------------------- */
 
-int ud_cm_init(uint64_t seed)
+int rnic_cm_init(struct uroce_rnic *nic, uint64_t seed)
 {
 	struct uroce_cm_cfg cfg;
 
 	uroce_cm_cfg_init(&cfg);
-	memcpy(&cfg.node_guid, ud.gids[0].raw + 8, 8); /* as QUERY_DEVICE reports it */
+	memcpy(&cfg.node_guid, nic->gids[0].raw + 8, 8); /* as QUERY_DEVICE reports it */
 	cfg.seed = seed;
-	cfg.port_mtu = ud.active_mtu;
-	cfg.response_timeout = (uint8_t)ud.conf.cm.response_timeout;
-	cfg.max_retries = (uint8_t)ud.conf.cm.max_retries;
-	cfg.timewait_ns = (uint64_t)ud.conf.cm.timewait_ms * 1000000u;
+	cfg.port_mtu = nic->active_mtu;
+	cfg.response_timeout = (uint8_t)nic->conf.cm.response_timeout;
+	cfg.max_retries = (uint8_t)nic->conf.cm.max_retries;
+	cfg.timewait_ns = (uint64_t)nic->conf.cm.timewait_ms * 1000000u;
 	cfg.tx = cm_tx;
 	cfg.event = cm_event;
-	ud.cm = uroce_cm_create(&cfg);
-	return ud.cm ? 0 : -ENOMEM;
+	cfg.io_ctx = nic;
+	nic->cm = uroce_cm_create(&cfg);
+	return nic->cm ? 0 : -ENOMEM;
 }
 
-void ud_cm_process(void)
+void rnic_cm_process(struct uroce_rnic *nic)
 {
-	while (norphans)
-		uroce_cm_id_destroy(orphans[--norphans], ud.now_ns);
-	if (uroce_cm_next_deadline(ud.cm) <= ud.now_ns)
-		uroce_cm_process(ud.cm, ud.now_ns);
+	uint64_t now = rnic_now(nic);
+
+	while (nic->norphans)
+		uroce_cm_id_destroy(nic->orphans[--nic->norphans], now);
+	if (uroce_cm_next_deadline(nic->cm) <= now)
+		uroce_cm_process(nic->cm, now);
 }
 
-void ud_cm_fini(void)
+void rnic_cm_fini(struct uroce_rnic *nic)
 {
-	if (ud.cm)
-		uroce_cm_destroy(ud.cm);
-	ud.cm = NULL;
+	if (nic->cm)
+		uroce_cm_destroy(nic->cm);
+	nic->cm = NULL;
 }

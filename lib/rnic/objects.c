@@ -15,22 +15,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "uroced.h"
+#include "rnic_internal.h"
 
 /* ---- handle table --------------------------------------------------------------------- */
 
-uint32_t ud_obj_add(struct ud_client *c, enum ud_obj_type type, void *p)
+uint32_t rnic_obj_add(struct uroce_rnic_client *c, enum rnic_obj_type type, void *p)
 {
 	uint32_t i;
 
 	/* Reuse the lowest free slot; tables stay as small as the live object count. */
 	for (i = 0; i < c->nobjs; i++)
-		if (c->objs[i].type == UD_OBJ_FREE)
+		if (c->objs[i].type == RNIC_OBJ_FREE)
 			break;
 	if (i == c->nobjs) {
 		if (c->nobjs == c->cap_objs) {
 			uint32_t cap = c->cap_objs ? c->cap_objs * 2 : 32;
-			struct ud_obj *o = realloc(c->objs, cap * sizeof(*o));
+			struct rnic_obj *o = realloc(c->objs, cap * sizeof(*o));
 
 			if (!o)
 				return 0;
@@ -45,17 +45,17 @@ uint32_t ud_obj_add(struct ud_client *c, enum ud_obj_type type, void *p)
 	return i + 1;
 }
 
-void *ud_obj_get(struct ud_client *c, uint32_t handle, enum ud_obj_type type)
+void *rnic_obj_get(struct uroce_rnic_client *c, uint32_t handle, enum rnic_obj_type type)
 {
 	if (handle == 0 || handle > c->nobjs || c->objs[handle - 1].type != type)
 		return NULL;
 	return c->objs[handle - 1].p;
 }
 
-void ud_obj_del(struct ud_client *c, uint32_t handle)
+void rnic_obj_del(struct uroce_rnic_client *c, uint32_t handle)
 {
 	c->counts[c->objs[handle - 1].type]--;
-	c->objs[handle - 1].type = UD_OBJ_FREE;
+	c->objs[handle - 1].type = RNIC_OBJ_FREE;
 	c->objs[handle - 1].p = NULL;
 }
 
@@ -65,7 +65,7 @@ static int list_del(void **list, uint32_t *n, uint32_t idx)
 	return (int)idx;
 }
 
-int ud_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx)
+int rnic_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx)
 {
 	if (*n == *cap) {
 		uint32_t nc = *cap ? *cap * 2 : 64;
@@ -83,48 +83,53 @@ int ud_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *
 }
 
 /* A shared region for one object's rings; counts as a mapping until closed. */
-static int region_create(struct uroce_shm_region *r, const char *name, uint64_t size,
-			 uint32_t kind)
+static int region_create(struct uroce_rnic *nic, struct uroce_shm_region *r, const char *name,
+			 uint64_t size, uint32_t kind)
 {
 	int rc = uroce_shm_create(r, name, size, kind, true);
 
 	if (rc == 0)
-		ud.mappings++;
+		nic->mappings++;
 	return rc;
 }
 
-static void region_close(struct uroce_shm_region *r)
+static void region_close(struct uroce_rnic *nic, struct uroce_shm_region *r)
 {
 	if (r->addr)
-		ud.mappings--;
+		nic->mappings--;
 	uroce_shm_close(r);
 }
 
 /* ---- QP and SRQ lists (the doorbells the poll loop watches) -------------------------- */
 
-static void qp_unlist(struct ud_qp *q)
+static void qp_unlist(struct rnic_qp *q)
 {
-	list_del((void **)ud.qps, &ud.nqps, q->idx);
-	if (q->idx < ud.nqps)
-		ud.qps[q->idx]->idx = q->idx;
+	struct uroce_rnic *nic = q->client->rnic;
+
+	list_del((void **)nic->qps, &nic->nqps, q->idx);
+	if (q->idx < nic->nqps)
+		nic->qps[q->idx]->idx = q->idx;
 }
 
-static void srq_unlist(struct ud_srq *s)
+static void srq_unlist(struct rnic_srq *s)
 {
-	list_del((void **)ud.srqs, &ud.nsrqs, s->idx);
-	if (s->idx < ud.nsrqs)
-		ud.srqs[s->idx]->idx = s->idx;
+	struct uroce_rnic *nic = s->client->rnic;
+
+	list_del((void **)nic->srqs, &nic->nsrqs, s->idx);
+	if (s->idx < nic->nsrqs)
+		nic->srqs[s->idx]->idx = s->idx;
 }
 
-static void cq_unready(struct ud_cq *q)
+static void cq_unready(struct rnic_cq *q)
 {
+	struct uroce_rnic *nic = q->client->rnic;
 	uint32_t i;
 
 	if (!q->ready)
 		return;
-	for (i = 0; i < ud.nready; i++)
-		if (ud.ready[i] == q) {
-			list_del((void **)ud.ready, &ud.nready, i);
+	for (i = 0; i < nic->nready; i++)
+		if (nic->ready[i] == q) {
+			list_del((void **)nic->ready, &nic->nready, i);
 			break;
 		}
 	q->ready = false;
@@ -134,8 +139,9 @@ static void cq_unready(struct ud_cq *q)
 
 /* ---- multicast ---------------------------------------------------------------------- */
 
-int ud_mcast_attach(struct ud_qp *q, const union ibv_gid *gid)
+int rnic_mcast_attach(struct rnic_qp *q, const union ibv_gid *gid)
 {
+	struct uroce_rnic *nic = q->client->rnic;
 	uint8_t mac[6];
 	uint32_t i;
 	int rc;
@@ -147,19 +153,20 @@ int ud_mcast_attach(struct ud_qp *q, const union ibv_gid *gid)
 	if (rc)
 		return rc;
 	/* The host stack accepts RoCE to the group, the port its MAC (first member). */
-	rc = uroce_ip_group_join(ud.ip, gid->raw, mac);
+	rc = uroce_ip_group_join(nic->ip, gid->raw, mac);
 	if (rc < 0) {
 		uroce_tp_detach_mcast(q->tp, gid);
 		return rc;
 	}
-	if (rc == 1 && ud.port_open)
-		uroce_eth_add_mcast(&ud.port, mac);
+	if (rc == 1)
+		nic->ops->mcast_add(nic->io_ctx, mac);
 	q->mcast[q->nmcast++] = *gid;
 	return 0;
 }
 
-int ud_mcast_detach(struct ud_qp *q, const union ibv_gid *gid)
+int rnic_mcast_detach(struct rnic_qp *q, const union ibv_gid *gid)
 {
+	struct uroce_rnic *nic = q->client->rnic;
 	uint8_t mac[6];
 	uint32_t i;
 
@@ -169,43 +176,46 @@ int ud_mcast_detach(struct ud_qp *q, const union ibv_gid *gid)
 	if (i == q->nmcast)
 		return -EINVAL;
 	uroce_tp_detach_mcast(q->tp, gid);
-	if (uroce_ip_group_leave(ud.ip, gid->raw, mac) == 1 && ud.port_open)
-		uroce_eth_del_mcast(&ud.port, mac);
+	if (uroce_ip_group_leave(nic->ip, gid->raw, mac) == 1)
+		nic->ops->mcast_del(nic->io_ctx, mac);
 	q->mcast[i] = q->mcast[--q->nmcast];
 	return 0;
 }
 
-static int destroy_qp(struct ud_client *c, uint32_t h, struct ud_qp *q)
+static int destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q)
 {
+	struct uroce_rnic *nic = c->rnic;
 	int rc;
 
 	while (q->nmcast)
-		ud_mcast_detach(q, &q->mcast[0]);
+		rnic_mcast_detach(q, &q->mcast[0]);
 	rc = uroce_tp_destroy_qp(q->tp);
 	if (rc)
 		return rc;
 	qp_unlist(q);
-	region_close(&q->region);
-	ud_obj_del(c, h);
+	region_close(nic, &q->region);
+	rnic_obj_del(c, h);
 	free(q);
 	return 0;
 }
 
-static int destroy_srq(struct ud_client *c, uint32_t h, struct ud_srq *s)
+static int destroy_srq(struct uroce_rnic_client *c, uint32_t h, struct rnic_srq *s)
 {
+	struct uroce_rnic *nic = c->rnic;
 	int rc = uroce_tp_destroy_srq(s->tp);
 
 	if (rc)
 		return rc;
 	srq_unlist(s);
-	region_close(&s->region);
-	ud_obj_del(c, h);
+	region_close(nic, &s->region);
+	rnic_obj_del(c, h);
 	free(s);
 	return 0;
 }
 
-static int destroy_cq(struct ud_client *c, uint32_t h, struct ud_cq *q)
+static int destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q)
 {
+	struct uroce_rnic *nic = c->rnic;
 	int rc = uroce_tp_destroy_cq(q->tp);
 
 	if (rc)
@@ -213,93 +223,96 @@ static int destroy_cq(struct ud_client *c, uint32_t h, struct ud_cq *q)
 	cq_unready(q);
 	if (q->channel)
 		q->channel->refs--;
-	region_close(&q->region);
-	ud_obj_del(c, h);
+	region_close(nic, &q->region);
+	rnic_obj_del(c, h);
 	free(q);
 	return 0;
 }
 
-static int destroy_mr(struct ud_client *c, uint32_t h, struct ud_mr *m)
+static int destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 {
+	struct uroce_rnic *nic = c->rnic;
 	int rc = uroce_tp_dereg_mr(m->tp);
 
 	if (rc)
 		return rc;
 	munmap(m->map, m->map_len);
-	ud.mappings--;
-	ud_obj_del(c, h);
+	nic->mappings--;
+	rnic_obj_del(c, h);
 	free(m);
 	return 0;
 }
 
-static void destroy_region(struct ud_client *c, uint32_t h, struct ud_region *r)
+static void destroy_region(struct uroce_rnic_client *c, uint32_t h, struct rnic_region *r)
 {
 	close(r->fd);
-	ud_obj_del(c, h);
+	rnic_obj_del(c, h);
 	free(r);
 }
 
-static int destroy_channel(struct ud_client *c, uint32_t h, struct ud_channel *ch)
+static int destroy_channel(struct uroce_rnic_client *c, uint32_t h, struct rnic_channel *ch)
 {
 	if (ch->refs)
 		return -EBUSY;
 	close(ch->efd);
-	ud_obj_del(c, h);
+	rnic_obj_del(c, h);
 	free(ch);
 	return 0;
 }
 
-void ud_client_free_objects(struct ud_client *c)
+void rnic_client_free_objects(struct uroce_rnic_client *c)
 {
+	struct uroce_rnic *nic = c->rnic;
+
 	/* Dependents before what they depend on, as the transport requires. QPs go to the
 	 * error state first: their WQEs flush, and a connected peer sees what it sees when
 	 * an RNIC's QP fails (no more responses: its retries run out). */
-	static const enum ud_obj_type order[] = {UD_OBJ_AH, UD_OBJ_QP, UD_OBJ_SRQ, UD_OBJ_CQ,
-						 UD_OBJ_MR, UD_OBJ_REGION, UD_OBJ_CHANNEL,
-						 UD_OBJ_PD};
+	static const enum rnic_obj_type order[] = {RNIC_OBJ_AH,	     RNIC_OBJ_QP, RNIC_OBJ_SRQ,
+						   RNIC_OBJ_CQ,	     RNIC_OBJ_MR, RNIC_OBJ_REGION,
+						   RNIC_OBJ_CHANNEL, RNIC_OBJ_PD};
 	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
 	size_t k;
 	uint32_t h;
 
-	ud_cm_free_client(c);
+	rnic_cm_free_client(c);
 	for (k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
 		for (h = 1; h <= c->nobjs; h++) {
-			struct ud_obj *o = &c->objs[h - 1];
+			struct rnic_obj *o = &c->objs[h - 1];
 
 			if (o->type != order[k])
 				continue;
 			switch (o->type) {
-			case UD_OBJ_AH:
+			case RNIC_OBJ_AH:
 				uroce_tp_destroy_ah(o->p);
-				ud_obj_del(c, h);
+				rnic_obj_del(c, h);
 				break;
-			case UD_OBJ_QP: {
-				struct ud_qp *q = o->p;
+			case RNIC_OBJ_QP: {
+				struct rnic_qp *q = o->p;
 
 				if (uroce_tp_qp_state(q->tp) != IBV_QPS_RESET)
 					uroce_tp_modify_qp(q->tp, &err, IBV_QP_STATE, NULL,
-							   ud.now_ns);
+							   rnic_now(nic));
 				destroy_qp(c, h, q);
 				break;
 			}
-			case UD_OBJ_SRQ:
+			case RNIC_OBJ_SRQ:
 				destroy_srq(c, h, o->p);
 				break;
-			case UD_OBJ_CQ:
+			case RNIC_OBJ_CQ:
 				destroy_cq(c, h, o->p);
 				break;
-			case UD_OBJ_MR:
+			case RNIC_OBJ_MR:
 				destroy_mr(c, h, o->p);
 				break;
-			case UD_OBJ_REGION:
+			case RNIC_OBJ_REGION:
 				destroy_region(c, h, o->p);
 				break;
-			case UD_OBJ_CHANNEL:
+			case RNIC_OBJ_CHANNEL:
 				destroy_channel(c, h, o->p);
 				break;
-			case UD_OBJ_PD:
+			case RNIC_OBJ_PD:
 				uroce_tp_dealloc_pd(o->p);
-				ud_obj_del(c, h);
+				rnic_obj_del(c, h);
 				break;
 			default:
 				break;
@@ -310,7 +323,7 @@ void ud_client_free_objects(struct ud_client *c)
 	c->objs = NULL;
 	c->nobjs = c->cap_objs = 0;
 	if (c->region.addr)
-		region_close(&c->region);
+		region_close(nic, &c->region);
 	if (c->async_efd >= 0)
 		close(c->async_efd);
 	c->async_efd = -1;
@@ -318,9 +331,10 @@ void ud_client_free_objects(struct ud_client *c)
 
 /* ---- commands ------------------------------------------------------------------------- */
 
-void ud_cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		  const int *fds UD_UNUSED)
+void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		    const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_hello_req *req = payload;
 	struct uroce_ctrl_hello_rep rep = {.version = UROCE_CTRL_VERSION};
 	int rep_fds[2], rc;
@@ -333,7 +347,7 @@ void ud_cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h, const voi
 	memcpy(c->name, req->name, sizeof(c->name));
 	c->name[sizeof(c->name) - 1] = 0;
 	rep.async_ring_offset = UROCE_SHM_CACHELINE;
-	rc = region_create(&c->region, "uroce-ctx",
+	rc = region_create(nic, &c->region, "uroce-ctx",
 			   rep.async_ring_offset +
 				   uroce_ring_bytes(UROCE_CTRL_ASYNC_RING_SIZE,
 						    sizeof(struct uroce_ctrl_async_event)),
@@ -354,21 +368,23 @@ void ud_cmd_hello(struct ud_client *c, const struct uroce_ctrl_hdr *h, const voi
 	}
 	rep.region_size = c->region.size;
 	snprintf(rep.dev_name, sizeof(rep.dev_name), "uroce0");
-	memcpy(&rep.node_guid, ud.gids[0].raw + 8, 8); /* EUI-64 of the MAC, as rxe */
+	memcpy(&rep.node_guid, nic->gids[0].raw + 8, 8); /* EUI-64 of the MAC, as rxe */
 	rep_fds[0] = c->region.fd;
 	rep_fds[1] = c->async_efd;
-	UD_INFO("client %s[%d] (#%llu) connected", c->name, c->pid, (unsigned long long)c->id);
-	ud_client_reply(c, h, 0, &rep, sizeof(rep), rep_fds, 2);
+	RNIC_INFO(nic, "client %s[%d] (#%llu) connected", c->name, c->pid,
+		  (unsigned long long)c->id);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), rep_fds, 2);
 }
 
-void ud_cmd_query_device(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			 const void *payload UD_UNUSED, const int *fds UD_UNUSED)
+void rnic_cmd_query_device(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	struct uroce_ctrl_query_device_rep rep;
 
-	uroce_tp_query_device(ud.dev, &rep.attr);
+	uroce_tp_query_device(nic->dev, &rep.attr);
 	snprintf(rep.attr.fw_ver, sizeof(rep.attr.fw_ver), "uroce %s", "0.1.0");
-	memcpy(&rep.attr.node_guid, ud.gids[0].raw + 8, 8);
+	memcpy(&rep.attr.node_guid, nic->gids[0].raw + 8, 8);
 	rep.attr.sys_image_guid = rep.attr.node_guid;
 	rep.attr.vendor_part_id = 0x7572; /* "ur" */
 	rep.attr.hw_ver = 0;
@@ -376,14 +392,20 @@ void ud_cmd_query_device(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 }
 
 /* IBA 14.2.5.6 PortPhysicalState, as ibv_port_attr.phys_state carries it. */
-enum { UD_PHYS_POLLING = 2, UD_PHYS_DISABLED = 3, UD_PHYS_LINK_UP = 5 };
+enum {
+	RNIC_PHYS_POLLING = 2,
+	RNIC_PHYS_DISABLED = 3,
+	RNIC_PHYS_LINK_UP = 5
+};
 
-void ud_cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		       const int *fds UD_UNUSED)
+void rnic_cmd_query_port(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_query_port_req *req = payload;
 	struct uroce_ctrl_query_port_rep rep;
-	uint32_t speed = ud.port_open ? uroce_eth_link_speed(&ud.port) : 0;
+	uint32_t speed = 0;
+	enum uroce_rnic_link link = nic->ops->link(nic->io_ctx, &speed);
 
 	if (req->port != 1) {
 		REPLY(c, h, -EINVAL, NULL, 0);
@@ -391,9 +413,9 @@ void ud_cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h, cons
 	}
 	memset(&rep, 0, sizeof(rep));
 	/* What rxe reports for an Ethernet netdev, with our link's state and MTU. */
-	rep.attr.state = ud.link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	rep.attr.state = link == UROCE_RNIC_LINK_UP ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	rep.attr.max_mtu = IBV_MTU_4096;
-	rep.attr.active_mtu = ud.active_mtu;
+	rep.attr.active_mtu = nic->active_mtu;
 	rep.attr.gid_tbl_len = UROCE_TP_MAX_GID;
 	rep.attr.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
 	rep.attr.max_msg_sz = 0x80000000u;
@@ -410,19 +432,24 @@ void ud_cmd_query_port(struct ud_client *c, const struct uroce_ctrl_hdr *h, cons
 	rep.attr.active_width = 1; /* 1X */
 	/* IB speed codes: 1 SDR 2.5, 2 DDR 5, 4 QDR 10, 8 FDR10, 16 FDR 14, 32 EDR 25 Gb/s
 	 * per lane; pick the one nearest the Ethernet link speed. */
-	rep.attr.active_speed = speed >= 25000 ? 32 : speed >= 14000 ? 16 : speed >= 10000 ? 8 :
-				speed >= 5000 ? 2 : 1;
+	rep.attr.active_speed = speed >= 25000 ? 32 :
+				speed >= 14000 ? 16 :
+				speed >= 10000 ? 8 :
+				speed >= 5000  ? 2 :
+						 1;
 	/* rxe_query_port: LinkUp while active, else Polling while the netdev is up (ours:
 	 * the port started, waiting for a carrier), else Disabled. */
-	rep.attr.phys_state = ud.link_up ? UD_PHYS_LINK_UP :
-			      ud.port_open ? UD_PHYS_POLLING : UD_PHYS_DISABLED;
+	rep.attr.phys_state = link == UROCE_RNIC_LINK_UP   ? RNIC_PHYS_LINK_UP :
+			      link == UROCE_RNIC_LINK_DOWN ? RNIC_PHYS_POLLING :
+							     RNIC_PHYS_DISABLED;
 	rep.attr.link_layer = IBV_LINK_LAYER_ETHERNET;
 	REPLY(c, h, 0, &rep, sizeof(rep));
 }
 
-void ud_cmd_query_gid(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_query_gid(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_query_gid_req *req = payload;
 	struct uroce_ctrl_query_gid_rep rep = {.gid_type = IBV_GID_TYPE_ROCE_V2};
 
@@ -430,40 +457,42 @@ void ud_cmd_query_gid(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
-	if (req->index < ud.ngids)
-		rep.gid = ud.gids[req->index];
+	if (req->index < nic->ngids)
+		rep.gid = nic->gids[req->index];
 	REPLY(c, h, 0, &rep, sizeof(rep)); /* an unused entry reads as the zero GID */
 }
 
-static void reply_handle(struct ud_client *c, const struct uroce_ctrl_hdr *h, uint32_t handle)
+static void reply_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 uint32_t handle)
 {
 	struct uroce_ctrl_handle rep = {.handle = handle};
 
 	REPLY(c, h, handle ? 0 : -ENOMEM, &rep, sizeof(rep));
 }
 
-void ud_cmd_alloc_pd(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-		     const void *payload UD_UNUSED, const int *fds UD_UNUSED)
+void rnic_cmd_alloc_pd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		       const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
-	struct uroce_tp_pd *pd = uroce_tp_alloc_pd(ud.dev);
+	struct uroce_rnic *nic = c->rnic;
+	struct uroce_tp_pd *pd = uroce_tp_alloc_pd(nic->dev);
 	uint32_t handle;
 
 	if (!pd) {
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	handle = ud_obj_add(c, UD_OBJ_PD, pd);
+	handle = rnic_obj_add(c, RNIC_OBJ_PD, pd);
 	if (!handle)
 		uroce_tp_dealloc_pd(pd);
 	reply_handle(c, h, handle);
 }
 
-void ud_cmd_map_region(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		       const int *fds)
+void rnic_cmd_map_region(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds)
 {
 	const struct uroce_ctrl_map_region_req *req = payload;
 	int fd = fds[0];
-	struct ud_region *r;
+	struct rnic_region *r;
 	struct stat st;
 	uint32_t handle;
 
@@ -483,7 +512,7 @@ void ud_cmd_map_region(struct ud_client *c, const struct uroce_ctrl_hdr *h, cons
 	}
 	r->fd = fd;
 	r->size = req->size;
-	handle = ud_obj_add(c, UD_OBJ_REGION, r);
+	handle = rnic_obj_add(c, RNIC_OBJ_REGION, r);
 	if (!handle) {
 		close(fd);
 		free(r);
@@ -491,15 +520,16 @@ void ud_cmd_map_region(struct ud_client *c, const struct uroce_ctrl_hdr *h, cons
 	reply_handle(c, h, handle);
 }
 
-void ud_cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		   const int *fds UD_UNUSED)
+void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		     const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_reg_mr_req *req = payload;
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
+	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
 	struct uroce_ctrl_reg_mr_rep rep = {0};
 	uint64_t start, end, total = 0, at;
-	struct ud_mr *m = NULL;
+	struct rnic_mr *m = NULL;
 	uint8_t *base = MAP_FAILED;
 	uint32_t i, handle;
 	int rc = -EINVAL;
@@ -511,7 +541,7 @@ void ud_cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h, const vo
 	end = (req->addr + req->length + ps - 1) & ~(ps - 1);
 	for (i = 0; i < req->nseg; i++) {
 		const struct uroce_ctrl_mr_seg *s = &req->seg[i];
-		struct ud_region *r = ud_obj_get(c, s->region, UD_OBJ_REGION);
+		struct rnic_region *r = rnic_obj_get(c, s->region, RNIC_OBJ_REGION);
 
 		if (!r || s->length == 0 || ((s->offset | s->length) & (ps - 1)) ||
 		    s->offset > r->size || s->length > r->size - s->offset)
@@ -529,7 +559,7 @@ void ud_cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h, const vo
 	}
 	for (i = 0, at = 0; i < req->nseg; i++) {
 		const struct uroce_ctrl_mr_seg *s = &req->seg[i];
-		struct ud_region *r = ud_obj_get(c, s->region, UD_OBJ_REGION);
+		struct rnic_region *r = rnic_obj_get(c, s->region, RNIC_OBJ_REGION);
 
 		if (mmap(base + at, s->length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 			 r->fd, (off_t)s->offset) == MAP_FAILED) {
@@ -551,13 +581,13 @@ void ud_cmd_reg_mr(struct ud_client *c, const struct uroce_ctrl_hdr *h, const vo
 		rc = -errno;
 		goto fail;
 	}
-	handle = ud_obj_add(c, UD_OBJ_MR, m);
+	handle = rnic_obj_add(c, RNIC_OBJ_MR, m);
 	if (!handle) {
 		uroce_tp_dereg_mr(m->tp);
 		rc = -ENOMEM;
 		goto fail;
 	}
-	ud.mappings++;
+	nic->mappings++;
 	rep.mr = handle;
 	uroce_tp_mr_keys(m->tp, &rep.lkey, &rep.rkey);
 	REPLY(c, h, 0, &rep, sizeof(rep));
@@ -569,11 +599,11 @@ fail:
 	REPLY(c, h, rc, NULL, 0);
 }
 
-void ud_cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			   const void *payload UD_UNUSED, const int *fds UD_UNUSED)
+void rnic_cmd_create_channel(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			     const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
 	struct uroce_ctrl_handle rep;
-	struct ud_channel *ch = calloc(1, sizeof(*ch));
+	struct rnic_channel *ch = calloc(1, sizeof(*ch));
 
 	if (!ch) {
 		REPLY(c, h, -ENOMEM, NULL, 0);
@@ -587,7 +617,7 @@ void ud_cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		REPLY(c, h, -errno, NULL, 0);
 		return;
 	}
-	rep.handle = ud_obj_add(c, UD_OBJ_CHANNEL, ch);
+	rep.handle = rnic_obj_add(c, RNIC_OBJ_CHANNEL, ch);
 	if (!rep.handle) {
 		close(ch->efd);
 		free(ch);
@@ -595,22 +625,23 @@ void ud_cmd_create_channel(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		return;
 	}
 	rep.reserved = 0;
-	ud_client_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
 }
 
 #define QUEUE_RING_OFFSET 256u /* after the region header and struct uroce_ctrl_queue_ctl */
 
-void ud_cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_create_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_create_cq_req *req = payload;
 	struct uroce_ctrl_create_cq_rep rep = {.ctl_offset = 64, .ring_offset = 128};
-	struct ud_channel *ch = NULL;
-	struct ud_cq *q;
+	struct rnic_channel *ch = NULL;
+	struct rnic_cq *q;
 	uint32_t ring_size;
 	int rc;
 
-	if (req->channel && !(ch = ud_obj_get(c, req->channel, UD_OBJ_CHANNEL))) {
+	if (req->channel && !(ch = rnic_obj_get(c, req->channel, RNIC_OBJ_CHANNEL))) {
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
@@ -619,7 +650,7 @@ void ud_cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	q->tp = uroce_tp_create_cq(ud.dev, req->cqe);
+	q->tp = uroce_tp_create_cq(nic->dev, req->cqe);
 	if (!q->tp) {
 		rc = -errno;
 		free(q);
@@ -630,7 +661,7 @@ void ud_cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 	 * burst that the application has not polled yet waits without overrunning. */
 	ring_size = uroce_tp_pow2_at_least((uint32_t)req->cqe + 1);
 	rep.cqe = (int32_t)(ring_size - 1);
-	rc = region_create(&q->region, "uroce-cq",
+	rc = region_create(nic, &q->region, "uroce-cq",
 			   rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct ibv_wc)),
 			   UROCE_CTRL_REGION_CQ);
 	if (rc) {
@@ -647,10 +678,10 @@ void ud_cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 	q->client = c;
 	q->channel = ch;
 	uroce_tp_cq_set_user(q->tp, q);
-	q->handle = rep.cq = ud_obj_add(c, UD_OBJ_CQ, q);
+	q->handle = rep.cq = rnic_obj_add(c, RNIC_OBJ_CQ, q);
 	if (!q->handle) {
 		uroce_tp_destroy_cq(q->tp);
-		region_close(&q->region);
+		region_close(nic, &q->region);
 		free(q);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
@@ -658,17 +689,18 @@ void ud_cmd_create_cq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 	if (ch)
 		ch->refs++;
 	rep.region_size = q->region.size;
-	ud_client_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
 }
 
-void ud_cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		       const int *fds UD_UNUSED)
+void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_create_srq_req *req = payload;
-	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
+	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
 	struct ibv_srq_init_attr init = {.attr = req->attr};
 	struct uroce_ctrl_create_srq_rep rep = {.ring_offset = QUEUE_RING_OFFSET};
-	struct ud_srq *s;
+	struct rnic_srq *s;
 	uint32_t ring_size;
 	int rc;
 
@@ -690,15 +722,15 @@ void ud_cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h, cons
 	}
 	uroce_tp_query_srq(s->tp, &rep.attr);
 	ring_size = uroce_tp_pow2_at_least(rep.attr.max_wr);
-	rc = region_create(&s->region, "uroce-srq",
+	rc = region_create(nic, &s->region, "uroce-srq",
 			   rep.ring_offset +
 				   uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
 			   UROCE_CTRL_REGION_SRQ);
 	if (rc == 0)
-		rc = ud_list_add((void ***)&ud.srqs, &ud.nsrqs, &ud.cap_srqs, s, &s->idx);
+		rc = rnic_list_add((void ***)&nic->srqs, &nic->nsrqs, &nic->cap_srqs, s, &s->idx);
 	if (rc) {
 		if (s->region.addr)
-			region_close(&s->region);
+			region_close(nic, &s->region);
 		uroce_tp_destroy_srq(s->tp);
 		free(s);
 		REPLY(c, h, rc, NULL, 0);
@@ -711,32 +743,33 @@ void ud_cmd_create_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h, cons
 	s->ctl = (void *)((uint8_t *)s->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
 	s->client = c;
 	uroce_tp_srq_set_user(s->tp, s);
-	s->handle = rep.srq = ud_obj_add(c, UD_OBJ_SRQ, s);
+	s->handle = rep.srq = rnic_obj_add(c, RNIC_OBJ_SRQ, s);
 	if (!s->handle) {
 		srq_unlist(s);
 		uroce_tp_destroy_srq(s->tp);
-		region_close(&s->region);
+		region_close(nic, &s->region);
 		free(s);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
 	rep.region_size = s->region.size;
-	ud_client_reply(c, h, 0, &rep, sizeof(rep), &s->region.fd, 1);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &s->region.fd, 1);
 }
 
-void ud_cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_create_qp_req *req = payload;
-	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
-	struct ud_cq *scq = ud_obj_get(c, req->send_cq, UD_OBJ_CQ);
-	struct ud_cq *rcq = ud_obj_get(c, req->recv_cq, UD_OBJ_CQ);
-	struct ud_srq *srq = req->srq ? ud_obj_get(c, req->srq, UD_OBJ_SRQ) : NULL;
+	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
+	struct rnic_cq *scq = rnic_obj_get(c, req->send_cq, RNIC_OBJ_CQ);
+	struct rnic_cq *rcq = rnic_obj_get(c, req->recv_cq, RNIC_OBJ_CQ);
+	struct rnic_srq *srq = req->srq ? rnic_obj_get(c, req->srq, RNIC_OBJ_SRQ) : NULL;
 	struct uroce_ctrl_create_qp_rep rep = {.sq_offset = QUEUE_RING_OFFSET};
 	struct uroce_tp_qp_init init;
 	uint32_t sq_size, rq_size = 0;
 	uint64_t bytes;
-	struct ud_qp *q;
+	struct rnic_qp *q;
 	int rc;
 
 	if (!pd || !scq || !rcq || (req->srq && !srq)) {
@@ -771,12 +804,12 @@ void ud_cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 		rep.rq_offset = (uint32_t)bytes;
 		bytes += uroce_ring_bytes(rq_size, sizeof(struct uroce_ctrl_recv_wqe));
 	}
-	rc = region_create(&q->region, "uroce-qp", bytes, UROCE_CTRL_REGION_QP);
+	rc = region_create(nic, &q->region, "uroce-qp", bytes, UROCE_CTRL_REGION_QP);
 	if (rc == 0)
-		rc = ud_list_add((void ***)&ud.qps, &ud.nqps, &ud.cap_qps, q, &q->idx);
+		rc = rnic_list_add((void ***)&nic->qps, &nic->nqps, &nic->cap_qps, q, &q->idx);
 	if (rc) {
 		if (q->region.addr)
-			region_close(&q->region);
+			region_close(nic, &q->region);
 		uroce_tp_destroy_qp(q->tp);
 		free(q);
 		REPLY(c, h, rc, NULL, 0);
@@ -798,35 +831,38 @@ void ud_cmd_create_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 	q->send_cq = scq;
 	q->recv_cq = rcq;
 	uroce_tp_qp_set_user(q->tp, q);
-	q->handle = rep.qp = ud_obj_add(c, UD_OBJ_QP, q);
+	q->handle = rep.qp = rnic_obj_add(c, RNIC_OBJ_QP, q);
 	if (!q->handle) {
 		qp_unlist(q);
 		uroce_tp_destroy_qp(q->tp);
-		region_close(&q->region);
+		region_close(nic, &q->region);
 		free(q);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
 	rep.qpn = uroce_tp_qp_num(q->tp);
 	rep.region_size = q->region.size;
-	ud_client_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
 }
 
 /* The next hop for a GID: 1 and @p mac filled, 0 when the request now waits for the
  * neighbour (kept in c->pending), or a negative errno. */
-static int resolve(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+static int resolve(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
 		   const struct ibv_ah_attr *ah, uint8_t mac[6])
 {
+	struct uroce_rnic *nic = c->rnic;
 	int rc;
 
 	/* RoCE has no LIDs: every address is a GRH (rdma-core's rxe says EINVAL too). */
 	if (!ah->is_global || ah->port_num > 1)
 		return -EINVAL;
-	rc = uroce_ip_resolve(ud.ip, ah->grh.dgid.raw, ud.now_ns, mac, c->id);
-	UD_DBG("client %s[%d]: next hop of GID %02x%02x..%02x%02x%02x%02x: %s", c->name, c->pid,
-	       ah->grh.dgid.raw[0], ah->grh.dgid.raw[1], ah->grh.dgid.raw[12],
-	       ah->grh.dgid.raw[13], ah->grh.dgid.raw[14], ah->grh.dgid.raw[15],
-	       rc == 0 ? "known" : rc == -EAGAIN ? "resolving" : strerror(-rc));
+	rc = uroce_ip_resolve(nic->ip, ah->grh.dgid.raw, rnic_now(nic), mac, c->id);
+	RNIC_DBG(nic, "client %s[%d]: next hop of GID %02x%02x..%02x%02x%02x%02x: %s", c->name,
+		 c->pid, ah->grh.dgid.raw[0], ah->grh.dgid.raw[1], ah->grh.dgid.raw[12],
+		 ah->grh.dgid.raw[13], ah->grh.dgid.raw[14], ah->grh.dgid.raw[15],
+		 rc == 0       ? "known" :
+		 rc == -EAGAIN ? "resolving" :
+				 strerror(-rc));
 	if (rc == 0)
 		return 1;
 	if (rc != -EAGAIN)
@@ -840,11 +876,12 @@ static int resolve(struct ud_client *c, const struct uroce_ctrl_hdr *h, const vo
 	return 0;
 }
 
-void ud_cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_modify_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_modify_qp_req *req = payload;
-	struct ud_qp *q = ud_obj_get(c, req->qp, UD_OBJ_QP);
+	struct rnic_qp *q = rnic_obj_get(c, req->qp, RNIC_OBJ_QP);
 	struct ibv_qp_attr attr = req->attr;
 	uint8_t mac[6], *dmac = NULL;
 	int rc;
@@ -864,9 +901,9 @@ void ud_cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 		dmac = mac;
 	}
 	/* rxe: the path MTU cannot exceed what the port carries. */
-	if ((req->mask & IBV_QP_PATH_MTU) && attr.path_mtu > ud.active_mtu)
-		attr.path_mtu = ud.active_mtu;
-	rc = uroce_tp_modify_qp(q->tp, &attr, req->mask, dmac, ud.now_ns);
+	if ((req->mask & IBV_QP_PATH_MTU) && attr.path_mtu > nic->active_mtu)
+		attr.path_mtu = nic->active_mtu;
+	rc = uroce_tp_modify_qp(q->tp, &attr, req->mask, dmac, rnic_now(nic));
 	if (rc == 0 && (req->mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
 		/* RESET discards every queued WQE (IBA 10.3.1): what the application posted
 		 * and we had not taken yet is dropped with them and counts as retired. */
@@ -880,16 +917,16 @@ void ud_cmd_modify_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 			uroce_ring_cons_release(&q->rq, n);
 			q->rq_taken += n;
 		}
-		ud_qp_publish_retired(q);
+		rnic_qp_publish_retired(q);
 	}
 	REPLY(c, h, rc, NULL, 0);
 }
 
-void ud_cmd_query_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		     const int *fds UD_UNUSED)
+void rnic_cmd_query_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		       const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_query_qp_req *req = payload;
-	struct ud_qp *q = ud_obj_get(c, req->qp, UD_OBJ_QP);
+	struct rnic_qp *q = rnic_obj_get(c, req->qp, RNIC_OBJ_QP);
 	struct uroce_ctrl_query_qp_rep rep;
 	struct ibv_qp_init_attr init;
 	int rc;
@@ -906,11 +943,11 @@ void ud_cmd_query_qp(struct ud_client *c, const struct uroce_ctrl_hdr *h, const 
 	REPLY(c, h, rc, &rep, sizeof(rep));
 }
 
-void ud_cmd_create_ah(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_create_ah_req *req = payload;
-	struct uroce_tp_pd *pd = ud_obj_get(c, req->pd, UD_OBJ_PD);
+	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
 	struct uroce_tp_ah *ah;
 	uint8_t mac[6];
 	uint32_t handle;
@@ -932,62 +969,55 @@ void ud_cmd_create_ah(struct ud_client *c, const struct uroce_ctrl_hdr *h, const
 		REPLY(c, h, -errno, NULL, 0);
 		return;
 	}
-	handle = ud_obj_add(c, UD_OBJ_AH, ah);
+	handle = rnic_obj_add(c, RNIC_OBJ_AH, ah);
 	if (!handle)
 		uroce_tp_destroy_ah(ah);
 	reply_handle(c, h, handle);
 }
 
-void ud_cmd_stats(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		  const int *fds UD_UNUSED)
+void rnic_cmd_stats(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		    const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_stats_req *req = payload;
-	static uint8_t buf[UROCE_CTRL_MSG_MAX];
-	struct uroce_ctrl_stats_rep *rep = (void *)buf;
-	uint32_t max = (uint32_t)((sizeof(buf) - sizeof(struct uroce_ctrl_hdr) - sizeof(*rep)) /
-				  sizeof(struct uroce_ctrl_stat));
-	int n = ud_stats(c, req->flags, rep->stat, max);
+	/* As many counters as one reply carries; on the heap, as it is a rare command. */
+	const size_t size = UROCE_CTRL_MSG_MAX - sizeof(struct uroce_ctrl_hdr);
+	struct uroce_ctrl_stats_rep *rep = malloc(size);
+	uint32_t max = (uint32_t)((size - sizeof(*rep)) / sizeof(struct uroce_ctrl_stat));
+	int n;
 
+	if (!rep) {
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	n = rnic_stats(c->rnic, req->flags, rep->stat, max);
 	rep->count = (uint32_t)n;
 	rep->reserved = 0;
 	REPLY(c, h, 0, rep, (uint32_t)(sizeof(*rep) + (size_t)n * sizeof(struct uroce_ctrl_stat)));
+	free(rep);
 }
 
-void ud_cmd_admin(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		  const int *fds UD_UNUSED)
+void rnic_cmd_admin(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		    const void *payload, const int *fds RNIC_UNUSED)
 {
+	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_admin_req *req = payload;
-	int rc = -EINVAL;
+	int rc;
 
-	switch (req->op) {
-	case UROCE_CTRL_ADMIN_CAPTURE_STOP:
-		ud_capture_stop();
+	if (req->op == UROCE_CTRL_ADMIN_CM_DROP) {
+		rnic_cm_drop(nic, req->value >> 16, req->value & 0xffff);
 		rc = 0;
-		break;
-	case UROCE_CTRL_ADMIN_FAULT:
-		rc = ud_fault_set(req->rates);
-		break;
-	case UROCE_CTRL_ADMIN_CM_DROP:
-		ud_cm_drop(req->value >> 16, req->value & 0xffff);
-		rc = 0;
-		break;
-	case UROCE_CTRL_ADMIN_LOG_LEVEL:
-		if (req->value <= UROCE_CONF_LOG_DEBUG) {
-			ud_log_level = (int)req->value;
-			rc = 0;
-		}
-		break;
-	default:
-		break;
+	} else {
+		/* CAPTURE_STOP, FAULT, LOG_LEVEL: the host's I/O and logs. */
+		rc = nic->ops->admin(nic->io_ctx, req);
 	}
 	REPLY(c, h, rc, NULL, 0);
 }
 
 /* Destroy-style commands: a handle of the given type, then the type's destructor. */
-static void cmd_destroy(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			const struct uroce_ctrl_handle *req, enum ud_obj_type type)
+static void cmd_destroy(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const struct uroce_ctrl_handle *req, enum rnic_obj_type type)
 {
-	void *p = ud_obj_get(c, req->handle, type);
+	void *p = rnic_obj_get(c, req->handle, type);
 	int rc;
 
 	if (!p) {
@@ -995,34 +1025,34 @@ static void cmd_destroy(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 		return;
 	}
 	switch (type) {
-	case UD_OBJ_PD:
+	case RNIC_OBJ_PD:
 		rc = uroce_tp_dealloc_pd(p);
 		if (!rc)
-			ud_obj_del(c, req->handle);
+			rnic_obj_del(c, req->handle);
 		break;
-	case UD_OBJ_REGION:
+	case RNIC_OBJ_REGION:
 		destroy_region(c, req->handle, p);
 		rc = 0;
 		break;
-	case UD_OBJ_MR:
+	case RNIC_OBJ_MR:
 		rc = destroy_mr(c, req->handle, p);
 		break;
-	case UD_OBJ_CHANNEL:
+	case RNIC_OBJ_CHANNEL:
 		rc = destroy_channel(c, req->handle, p);
 		break;
-	case UD_OBJ_CQ:
+	case RNIC_OBJ_CQ:
 		rc = destroy_cq(c, req->handle, p);
 		break;
-	case UD_OBJ_SRQ:
+	case RNIC_OBJ_SRQ:
 		rc = destroy_srq(c, req->handle, p);
 		break;
-	case UD_OBJ_QP:
+	case RNIC_OBJ_QP:
 		rc = destroy_qp(c, req->handle, p);
 		break;
-	case UD_OBJ_AH:
+	case RNIC_OBJ_AH:
 		rc = uroce_tp_destroy_ah(p);
 		if (!rc)
-			ud_obj_del(c, req->handle);
+			rnic_obj_del(c, req->handle);
 		break;
 	default:
 		rc = -EINVAL;
@@ -1031,124 +1061,63 @@ static void cmd_destroy(struct ud_client *c, const struct uroce_ctrl_hdr *h,
 }
 
 /* The commands that take a handle and destroy what it names (cmd_destroy). */
-#define UD_CMD_DESTROY(name, type)                                                       \
-	void ud_cmd_##name(struct ud_client *c, const struct uroce_ctrl_hdr *h,          \
-			   const void *payload, const int *fds UD_UNUSED)                \
-	{                                                                                \
-		cmd_destroy(c, h, payload, type);                                        \
+#define RNIC_CMD_DESTROY(name, type)                                                      \
+	void rnic_cmd_##name(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, \
+			     const void *payload, const int *fds RNIC_UNUSED)             \
+	{                                                                                 \
+		cmd_destroy(c, h, payload, type);                                         \
 	}
-UD_CMD_DESTROY(dealloc_pd, UD_OBJ_PD)
-UD_CMD_DESTROY(unmap_region, UD_OBJ_REGION)
-UD_CMD_DESTROY(dereg_mr, UD_OBJ_MR)
-UD_CMD_DESTROY(destroy_channel, UD_OBJ_CHANNEL)
-UD_CMD_DESTROY(destroy_cq, UD_OBJ_CQ)
-UD_CMD_DESTROY(destroy_srq, UD_OBJ_SRQ)
-UD_CMD_DESTROY(destroy_qp, UD_OBJ_QP)
-UD_CMD_DESTROY(destroy_ah, UD_OBJ_AH)
-#undef UD_CMD_DESTROY
+RNIC_CMD_DESTROY(dealloc_pd, RNIC_OBJ_PD)
+RNIC_CMD_DESTROY(unmap_region, RNIC_OBJ_REGION)
+RNIC_CMD_DESTROY(dereg_mr, RNIC_OBJ_MR)
+RNIC_CMD_DESTROY(destroy_channel, RNIC_OBJ_CHANNEL)
+RNIC_CMD_DESTROY(destroy_cq, RNIC_OBJ_CQ)
+RNIC_CMD_DESTROY(destroy_srq, RNIC_OBJ_SRQ)
+RNIC_CMD_DESTROY(destroy_qp, RNIC_OBJ_QP)
+RNIC_CMD_DESTROY(destroy_ah, RNIC_OBJ_AH)
+#undef RNIC_CMD_DESTROY
 
-void ud_cmd_modify_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		       const int *fds UD_UNUSED)
+void rnic_cmd_modify_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_modify_srq_req *r = payload;
-	struct ud_srq *s = ud_obj_get(c, r->srq, UD_OBJ_SRQ);
+	struct rnic_srq *s = rnic_obj_get(c, r->srq, RNIC_OBJ_SRQ);
 	struct ibv_srq_attr a = r->attr;
 
 	REPLY(c, h, s ? uroce_tp_modify_srq(s->tp, &a, r->mask) : -EINVAL, NULL, 0);
 }
 
-void ud_cmd_query_srq(struct ud_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		      const int *fds UD_UNUSED)
+void rnic_cmd_query_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_handle *r = payload;
-	struct ud_srq *s = ud_obj_get(c, r->handle, UD_OBJ_SRQ);
+	struct rnic_srq *s = rnic_obj_get(c, r->handle, RNIC_OBJ_SRQ);
 	struct uroce_ctrl_query_srq_rep rep;
 
 	memset(&rep, 0, sizeof(rep));
 	REPLY(c, h, s ? uroce_tp_query_srq(s->tp, &rep.attr) : -EINVAL, &rep, sizeof(rep));
 }
 
-void ud_cmd_attach_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			 const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_attach_mcast(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_mcast_req *r = payload;
-	struct ud_qp *q = ud_obj_get(c, r->qp, UD_OBJ_QP);
+	struct rnic_qp *q = rnic_obj_get(c, r->qp, RNIC_OBJ_QP);
 
-	REPLY(c, h, q ? ud_mcast_attach(q, &r->gid) : -EINVAL, NULL, 0);
+	REPLY(c, h, q ? rnic_mcast_attach(q, &r->gid) : -EINVAL, NULL, 0);
 }
 
-void ud_cmd_detach_mcast(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			 const void *payload, const int *fds UD_UNUSED)
+void rnic_cmd_detach_mcast(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			   const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_mcast_req *r = payload;
-	struct ud_qp *q = ud_obj_get(c, r->qp, UD_OBJ_QP);
+	struct rnic_qp *q = rnic_obj_get(c, r->qp, RNIC_OBJ_QP);
 
-	REPLY(c, h, q ? ud_mcast_detach(q, &r->gid) : -EINVAL, NULL, 0);
+	REPLY(c, h, q ? rnic_mcast_detach(q, &r->gid) : -EINVAL, NULL, 0);
 }
 
-void ud_cmd_capture_start(struct ud_client *c, const struct uroce_ctrl_hdr *h,
-			  const void *payload UD_UNUSED, const int *fds)
+void rnic_cmd_capture_start(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			    const void *payload RNIC_UNUSED, const int *fds)
 {
-	REPLY(c, h, ud_capture_start_fd(fds[0]), NULL, 0);
-}
-
-/* The dispatch: one handler per row of UROCE_CTRL_COMMANDS, at the command's number. */
-#define UD_CMD_HANDLER(NAME, name, ...) [UROCE_CTRL_##NAME] = ud_cmd_##name,
-static ud_cmd_handler *const ud_cmd_handlers[] = {UROCE_CTRL_COMMANDS(UD_CMD_HANDLER)};
-#undef UD_CMD_HANDLER
-_Static_assert(sizeof(ud_cmd_handlers) / sizeof(ud_cmd_handlers[0]) == UROCE_CTRL_CMD_END,
-	       "a handler for every command up to UROCE_CTRL_CMD_END");
-
-bool ud_handle(struct ud_client *c, const uint8_t *msg, uint32_t len, const int *fds,
-	       unsigned int nfds)
-{
-	const struct uroce_ctrl_cmd_info *info;
-	struct uroce_ctrl_hdr h;
-
-	(void)len;
-	memcpy(&h, msg, sizeof(h));
-	if (h.cmd != UROCE_CTRL_HELLO && !c->region.addr) {
-		/* Nothing before HELLO: it is where versions are compared. */
-		REPLY(c, &h, -EPROTO, NULL, 0);
-		if (nfds)
-			close(fds[0]);
-		return true;
-	}
-	info = uroce_ctrl_cmd_info(h.cmd);
-	if (!info) {
-		REPLY(c, &h, -EINVAL, NULL, 0);
-		return true;
-	}
-	if ((info->flags & UROCE_CTRL_CMD_ADMIN) && !c->admin) {
-		/* Capture sees every tenant's payloads; faults and cm-drop hurt everyone's
-		 * traffic: root and control.admin_group only. */
-		ud.cnt.admin_refused++;
-		UD_WARN("client %s[%d] (uid %u): %s refused: not an administrator "
-			"(root or control.admin_group)",
-			c->name, c->pid, (unsigned int)c->uid, info->name);
-		if (nfds)
-			close(fds[0]);
-		REPLY(c, &h, -EPERM, NULL, 0);
-		return true;
-	}
-	ud_cmd_handlers[h.cmd](c, &h, msg + sizeof(h), fds);
-	return !c->pending.active;
-}
-
-void ud_handle_resolved(struct ud_client *c, const uint8_t *mac, int err)
-{
-	struct uroce_ctrl_hdr h;
-
-	c->pending.active = false;
-	memcpy(&h, c->pending.msg, sizeof(h));
-	if (!mac) {
-		/* No answer to our ARP/ND probes: the peer is unreachable. */
-		REPLY(c, &h, err ? err : -EHOSTUNREACH, NULL, 0);
-		return;
-	}
-	/* The neighbour is cached now: handling the request again finds it at once. */
-	if (!ud_handle(c, c->pending.msg, c->pending.len, NULL, 0)) {
-		c->pending.active = false;
-		REPLY(c, &h, -EHOSTUNREACH, NULL, 0);
-	}
+	REPLY(c, h, c->rnic->ops->capture_start(c->rnic->io_ctx, fds[0]), NULL, 0);
 }

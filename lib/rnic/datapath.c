@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "uroced.h"
+#include "rnic_internal.h"
 
-void ud_qp_publish_retired(struct ud_qp *q)
+void rnic_qp_publish_retired(struct rnic_qp *q)
 {
 	uint32_t sq = q->sq_taken - uroce_tp_qp_sq_outstanding(q->tp);
 
@@ -37,7 +37,7 @@ void ud_qp_publish_retired(struct ud_qp *q)
 	}
 }
 
-static void srq_publish_retired(struct ud_srq *s)
+static void srq_publish_retired(struct rnic_srq *s)
 {
 	uint32_t r = s->taken - uroce_tp_srq_outstanding(s->tp);
 
@@ -49,15 +49,16 @@ static void srq_publish_retired(struct ud_srq *s)
 /* A WQE the transport refused (a client that skipped its library's checks, or wrote
  * the ring by hand): the QP cannot go on. The error state flushes what it holds; the
  * WQE itself is posted again there so it completes (flushed) instead of vanishing. */
-static void qp_bad_wqe(struct ud_qp *q)
+static void qp_bad_wqe(struct rnic_qp *q)
 {
+	struct uroce_rnic *nic = q->client->rnic;
 	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
 
-	ud.cnt.bad_wqe++;
-	UD_WARN("client %s[%d]: QP %u: a work request the transport refused: QP to error",
-		q->client->name, q->client->pid, uroce_tp_qp_num(q->tp));
-	uroce_tp_modify_qp(q->tp, &err, IBV_QP_STATE, NULL, ud.now_ns);
-	ud_tp_event(NULL, IBV_EVENT_QP_FATAL, q->tp);
+	nic->cnt.bad_wqe++;
+	RNIC_WARN(nic, "client %s[%d]: QP %u: a work request the transport refused: QP to error",
+		  q->client->name, q->client->pid, uroce_tp_qp_num(q->tp));
+	uroce_tp_modify_qp(q->tp, &err, IBV_QP_STATE, NULL, rnic_now(nic));
+	rnic_tp_event(nic, IBV_EVENT_QP_FATAL, q->tp);
 }
 
 /* A WQE in a shared ring is copied into the transport's: the limits an application was
@@ -81,7 +82,7 @@ static void to_tp_recv(struct uroce_tp_recv_wqe *t, const struct uroce_ctrl_recv
 	}
 }
 
-static int to_tp_send(struct ud_qp *q, struct uroce_tp_send_wqe *t,
+static int to_tp_send(struct rnic_qp *q, struct uroce_tp_send_wqe *t,
 		      const struct uroce_ctrl_send_wqe *w)
 {
 	t->wr_id = w->wr_id;
@@ -95,7 +96,7 @@ static int to_tp_send(struct ud_qp *q, struct uroce_tp_send_wqe *t,
 	t->swap = w->swap;
 	t->ah = NULL;
 	if (w->ah) {
-		t->ah = ud_obj_get(q->client, w->ah, UD_OBJ_AH);
+		t->ah = rnic_obj_get(q->client, w->ah, RNIC_OBJ_AH);
 		if (!t->ah)
 			return -EINVAL;
 	}
@@ -123,7 +124,7 @@ static int to_tp_send(struct ud_qp *q, struct uroce_tp_send_wqe *t,
 
 /* @p refill: called from inside the transport (rq_refill), where a QP must not change
  * state: a malformed WQE is left for the next doorbell scan instead. */
-static unsigned int rq_doorbell(struct ud_qp *q, bool refill)
+static unsigned int rq_doorbell(struct rnic_qp *q, bool refill)
 {
 	uint32_t n = uroce_ring_cons_avail(&q->rq), i;
 	int rc;
@@ -148,8 +149,9 @@ static unsigned int rq_doorbell(struct ud_qp *q, bool refill)
 	return i;
 }
 
-static unsigned int qp_doorbell(struct ud_qp *q)
+static unsigned int qp_doorbell(struct rnic_qp *q)
 {
+	struct uroce_rnic *nic = q->client->rnic;
 	unsigned int done = 0;
 	uint32_t n, i;
 	int rc;
@@ -160,7 +162,7 @@ static unsigned int qp_doorbell(struct ud_qp *q)
 
 		rc = to_tp_send(q, &t, uroce_ring_cons_slot(&q->sq, i));
 		if (rc == 0)
-			rc = uroce_tp_post_send(q->tp, &t, ud.now_ns);
+			rc = uroce_tp_post_send(q->tp, &t, rnic_now(nic));
 		if (rc == -ENOMEM)
 			break; /* the transport's queue is full: the rest waits in the ring */
 		if (rc) {
@@ -172,7 +174,7 @@ static unsigned int qp_doorbell(struct ud_qp *q)
 			}
 			t.opcode = IBV_WR_SEND;
 			t.ah = NULL;
-			uroce_tp_post_send(q->tp, &t, ud.now_ns); /* completes flushed */
+			uroce_tp_post_send(q->tp, &t, rnic_now(nic)); /* completes flushed */
 		}
 	}
 	if (i) {
@@ -185,7 +187,7 @@ static unsigned int qp_doorbell(struct ud_qp *q)
 	return done;
 }
 
-static unsigned int srq_doorbell(struct ud_srq *s)
+static unsigned int srq_doorbell(struct rnic_srq *s)
 {
 	uint32_t n = uroce_ring_cons_avail(&s->ring), i;
 
@@ -203,9 +205,9 @@ static unsigned int srq_doorbell(struct ud_srq *s)
 	return i;
 }
 
-void ud_rq_refill(void *io_ctx, struct uroce_tp_qp *tq)
+void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *tq)
 {
-	struct ud_qp *q = uroce_tp_qp_user(tq);
+	struct rnic_qp *q = uroce_tp_qp_user(tq);
 
 	(void)io_ctx;
 	if (!q)
@@ -216,7 +218,7 @@ void ud_rq_refill(void *io_ctx, struct uroce_tp_qp *tq)
 		rq_doorbell(q, true);
 }
 
-unsigned int ud_doorbells(void)
+unsigned int rnic_doorbells(struct uroce_rnic *nic)
 {
 	unsigned int done = 0;
 	uint32_t i;
@@ -224,32 +226,33 @@ unsigned int ud_doorbells(void)
 	/* Every QP's producer indices, each a load of a line the application writes only
 	 * when it posts. A doorbell summary page would make idle QPs free; see
 	 * doc/daemon.md for why this is the simple first step. */
-	for (i = 0; i < ud.nsrqs; i++) {
-		done += srq_doorbell(ud.srqs[i]);
-		srq_publish_retired(ud.srqs[i]);
+	for (i = 0; i < nic->nsrqs; i++) {
+		done += srq_doorbell(nic->srqs[i]);
+		srq_publish_retired(nic->srqs[i]);
 	}
-	for (i = 0; i < ud.nqps; i++) {
-		done += qp_doorbell(ud.qps[i]);
+	for (i = 0; i < nic->nqps; i++) {
+		done += qp_doorbell(nic->qps[i]);
 		/* Unsignaled WQEs retire without a completion: publish here too. */
-		ud_qp_publish_retired(ud.qps[i]);
+		rnic_qp_publish_retired(nic->qps[i]);
 	}
 	return done;
 }
 
-void ud_cq_ready(void *io_ctx, struct uroce_tp_cq *cq)
+void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq)
 {
-	struct ud_cq *q = uroce_tp_cq_user(cq);
+	struct uroce_rnic *nic = io_ctx;
+	struct rnic_cq *q = uroce_tp_cq_user(cq);
 
-	(void)io_ctx;
 	if (!q || q->ready)
 		return;
-	if (ud_list_add((void ***)&ud.ready, &ud.nready, &ud.cap_ready, q, NULL) == 0)
+	if (rnic_list_add((void ***)&nic->ready, &nic->nready, &nic->cap_ready, q, NULL) == 0)
 		q->ready = true;
 }
 
 /* Moves a CQ's completions into its shared ring. @return true when it is drained. */
-static bool cq_drain(struct ud_cq *q, unsigned int *moved)
+static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
 {
+	struct uroce_rnic *nic = q->client->rnic;
 	bool solicited = false, any = false;
 
 	for (;;) {
@@ -274,13 +277,14 @@ static bool cq_drain(struct ud_cq *q, unsigned int *moved)
 
 					if (write(q->channel->efd, &one, sizeof(one)) !=
 					    sizeof(one))
-						UD_WARN("CQ event lost: %s", strerror(errno));
+						RNIC_WARN(nic, "CQ event lost: %s",
+							  strerror(errno));
 				}
 			}
 			return true;
 		}
 		for (i = 0; i < n; i++) {
-			struct uroce_tp_qp *tq = uroce_tp_qp_lookup(ud.dev, wc[i].qp_num);
+			struct uroce_tp_qp *tq = uroce_tp_qp_lookup(nic->dev, wc[i].qp_num);
 
 			/* ibv_req_notify_cq(solicited_only): solicited receives and every error
 			 * completion wake the waiter (IBA 11.4.2.2). */
@@ -289,7 +293,7 @@ static bool cq_drain(struct ud_cq *q, unsigned int *moved)
 				solicited = true;
 			wc[i].wc_flags &= ~(unsigned int)UROCE_TP_WC_SOLICITED;
 			if (tq && uroce_tp_qp_user(tq))
-				ud_qp_publish_retired(uroce_tp_qp_user(tq));
+				rnic_qp_publish_retired(uroce_tp_qp_user(tq));
 		}
 		/* The retired counts above are released before the completions are. */
 		uroce_ring_prod_commit(&q->ring, (uint32_t)n);
@@ -301,22 +305,22 @@ static bool cq_drain(struct ud_cq *q, unsigned int *moved)
 	if (uroce_tp_cq_overflowed(q->tp) && !q->overrun_reported) {
 		q->overrun_reported = true;
 		atomic_store_explicit(&q->ctl->overrun, 1, memory_order_relaxed);
-		ud.cnt.cq_overruns++;
+		nic->cnt.cq_overruns++;
 	}
 	return false;
 }
 
-unsigned int ud_completions(void)
+unsigned int rnic_completions(struct uroce_rnic *nic)
 {
 	unsigned int moved = 0;
 	uint32_t i = 0;
 
-	while (i < ud.nready) {
-		struct ud_cq *q = ud.ready[i];
+	while (i < nic->nready) {
+		struct rnic_cq *q = nic->ready[i];
 
 		if (cq_drain(q, &moved)) {
 			q->ready = false;
-			ud.ready[i] = ud.ready[--ud.nready];
+			nic->ready[i] = nic->ready[--nic->nready];
 		} else {
 			i++;
 		}
@@ -324,28 +328,30 @@ unsigned int ud_completions(void)
 	return moved;
 }
 
-static void async_post(struct ud_client *c, enum ibv_event_type type, uint32_t handle)
+static void async_post(struct uroce_rnic_client *c, enum ibv_event_type type, uint32_t handle)
 {
+	struct uroce_rnic *nic = c->rnic;
 	struct uroce_ctrl_async_event e = {.event_type = type, .handle = handle, .port = 1};
 	uint64_t one = 1;
 
-	ud.cnt.async_events++;
+	nic->cnt.async_events++;
 	if (!c->region.addr || uroce_ring_prod_space(&c->async_ring) == 0) {
-		ud.cnt.async_lost++;
+		nic->cnt.async_lost++;
 		return;
 	}
 	memcpy(uroce_ring_prod_slot(&c->async_ring, 0), &e, sizeof(e));
 	uroce_ring_prod_commit(&c->async_ring, 1);
 	if (write(c->async_efd, &one, sizeof(one)) != sizeof(one))
-		ud.cnt.async_lost++;
+		nic->cnt.async_lost++;
 }
 
-void ud_tp_event(void *io_ctx, enum ibv_event_type type, void *object)
+void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object)
 {
-	(void)io_ctx;
+	struct uroce_rnic *nic = io_ctx;
+
 	switch (type) {
 	case IBV_EVENT_CQ_ERR: {
-		struct ud_cq *q = uroce_tp_cq_user(object);
+		struct rnic_cq *q = uroce_tp_cq_user(object);
 
 		if (q)
 			async_post(q->client, type, q->handle);
@@ -353,7 +359,7 @@ void ud_tp_event(void *io_ctx, enum ibv_event_type type, void *object)
 	}
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED: {
-		struct ud_srq *s = uroce_tp_srq_user(object);
+		struct rnic_srq *s = uroce_tp_srq_user(object);
 
 		if (s)
 			async_post(s->client, type, s->handle);
@@ -362,14 +368,14 @@ void ud_tp_event(void *io_ctx, enum ibv_event_type type, void *object)
 	case IBV_EVENT_DEVICE_FATAL:
 	case IBV_EVENT_PORT_ACTIVE:
 	case IBV_EVENT_PORT_ERR: {
-		struct ud_client *c;
+		struct uroce_rnic_client *c;
 
-		for (c = ud.clients; c; c = c->next)
+		for (c = nic->clients; c; c = c->next)
 			async_post(c, type, 0);
 		break;
 	}
 	default: {
-		struct ud_qp *q = object ? uroce_tp_qp_user(object) : NULL;
+		struct rnic_qp *q = object ? uroce_tp_qp_user(object) : NULL;
 
 		if (q)
 			async_post(q->client, type, q->handle);

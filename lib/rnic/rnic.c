@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RNIC itself: its identity (GID table, MTU), its transport device and CM, its
+ * clients, the replies they get and the dispatch of their requests to the handlers of
+ * objects.c and cm_glue.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rnic_internal.h"
+
+void rnic_log(const struct uroce_rnic *nic, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	nic->ops->log(nic->io_ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+/* rxe's rule (eth_mtu_int_to_enum): the largest IB MTU that fits the Ethernet MTU after
+ * the IP, UDP, BTH and largest extension headers and the ICRC. */
+static enum ibv_mtu mtu_of_eth(uint32_t eth_mtu)
+{
+	uint32_t room = eth_mtu > 96 ? eth_mtu - 96 : 0;
+
+	return room >= 4096 ? IBV_MTU_4096 :
+	       room >= 2048 ? IBV_MTU_2048 :
+	       room >= 1024 ? IBV_MTU_1024 :
+	       room >= 512  ? IBV_MTU_512 :
+			      IBV_MTU_256;
+}
+
+static void build_gids(struct uroce_rnic *nic)
+{
+	const struct uroce_conf *conf = &nic->conf;
+	unsigned int i;
+
+	/* rxe's order: the link-local GID from the MAC first, then the IPv4-mapped GIDs,
+	 * then the other IPv6 addresses. */
+	nic->ngids = 0;
+	uroce_ip_link_local(nic->mac, nic->gids[nic->ngids++].raw);
+	for (i = 0; i < conf->host.n_ipv4 && nic->ngids < UROCE_TP_MAX_GID; i++)
+		uroce_gid_from_ipv4(nic->gids[nic->ngids++].raw, &conf->host.ipv4[i]);
+	for (i = 0; i < conf->host.n_ipv6 && nic->ngids < UROCE_TP_MAX_GID; i++)
+		memcpy(nic->gids[nic->ngids++].raw, &conf->host.ipv6[i], 16);
+}
+
+/* The transport's tx: the host's. */
+static int tp_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
+{
+	struct uroce_rnic *nic = io_ctx;
+
+	return nic->ops->tx(nic->io_ctx, frame, len);
+}
+
+struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
+{
+	struct uroce_tp_dev_cfg tc;
+	struct uroce_rnic *nic;
+	int rc;
+
+	if (!cfg->ops || !cfg->conf || !cfg->ip) {
+		errno = EINVAL;
+		return NULL;
+	}
+	nic = calloc(1, sizeof(*nic));
+	if (!nic) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	nic->ops = cfg->ops;
+	nic->io_ctx = cfg->io_ctx;
+	nic->conf = *cfg->conf;
+	nic->ip = cfg->ip;
+	memcpy(nic->mac, cfg->mac, 6);
+	nic->active_mtu = mtu_of_eth(cfg->eth_mtu);
+	build_gids(nic);
+
+	uroce_tp_dev_cfg_init(&tc);
+	memcpy(tc.mac, nic->mac, 6);
+	memcpy(tc.gid, nic->gids, sizeof(tc.gid));
+	tc.gid_count = nic->ngids;
+	tc.tx = tp_tx;
+	tc.event = rnic_tp_event;
+	tc.cq_ready = rnic_cq_ready;
+	tc.rq_refill = rnic_rq_refill;
+	tc.gsi_rx = rnic_cm_gsi_rx;
+	tc.io_ctx = nic;
+	tc.seed = cfg->seed ? cfg->seed : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
+	tc.ack_coalesce = nic->conf.transport.ack_coalesce;
+	tc.max_unacked_psns = nic->conf.transport.max_unacked_psns;
+	tc.max_pkts_per_ack = nic->conf.transport.max_pkts_per_ack;
+	tc.port_mtu = nic->active_mtu;
+	tc.vlan_id = (uint16_t)nic->conf.port.vlan;
+	nic->dev = uroce_tp_dev_create(&tc);
+	if (!nic->dev) {
+		rc = -errno;
+		RNIC_ERR(nic, "cannot create the device: %s", strerror(-rc));
+		goto err;
+	}
+	rc = rnic_cm_init(nic, tc.seed * 0x9e3779b97f4a7c15ull + 1);
+	if (rc)
+		goto err;
+	return nic;
+err:
+	uroce_rnic_destroy(nic);
+	errno = -rc;
+	return NULL;
+}
+
+void uroce_rnic_destroy(struct uroce_rnic *nic)
+{
+	if (!nic)
+		return;
+	while (nic->clients)
+		uroce_rnic_client_free(nic->clients);
+	rnic_cm_fini(nic);
+	if (nic->dev)
+		uroce_tp_dev_destroy(nic->dev);
+	free(nic->qps);
+	free(nic->srqs);
+	free(nic->ready);
+	free(nic);
+}
+
+enum ibv_mtu uroce_rnic_active_mtu(const struct uroce_rnic *nic)
+{
+	return nic->active_mtu;
+}
+
+/* ---- clients ------------------------------------------------------------------------ */
+
+struct uroce_rnic_client *uroce_rnic_client_new(struct uroce_rnic *nic,
+						const struct uroce_rnic_peer *peer, void *conn)
+{
+	struct uroce_rnic_client *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->rnic = nic;
+	c->conn = conn;
+	c->pid = peer->pid;
+	c->uid = peer->uid;
+	c->gid = peer->gid;
+	c->admin = peer->admin;
+	c->id = ++nic->next_client_id;
+	c->async_efd = -1;
+	c->region.fd = -1;
+	strcpy(c->name, "?");
+	c->next = nic->clients;
+	nic->clients = c;
+	nic->nclients++;
+	return c;
+}
+
+void uroce_rnic_client_free(struct uroce_rnic_client *c)
+{
+	struct uroce_rnic *nic = c->rnic;
+	struct uroce_rnic_client **pp;
+
+	uroce_ip_cancel(nic->ip, c->id);
+	rnic_client_free_objects(c);
+	for (pp = &nic->clients; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	nic->nclients--;
+	free(c);
+}
+
+const char *uroce_rnic_client_name(const struct uroce_rnic_client *c)
+{
+	return c->name;
+}
+
+pid_t uroce_rnic_client_pid(const struct uroce_rnic_client *c)
+{
+	return c->pid;
+}
+
+uint64_t uroce_rnic_client_id(const struct uroce_rnic_client *c)
+{
+	return c->id;
+}
+
+void uroce_rnic_reply(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *req, int status,
+		      const void *payload, uint32_t len, const int *fds, unsigned int nfds)
+{
+	struct uroce_rnic *nic = c->rnic;
+	uint8_t buf[sizeof(struct uroce_ctrl_hdr) + UROCE_CTRL_MSG_MAX];
+	struct uroce_ctrl_hdr h = {
+		.magic = UROCE_CTRL_MAGIC,
+		.version = UROCE_CTRL_VERSION,
+		.cmd = req->cmd,
+		.seq = req->seq,
+		.status = status,
+	};
+
+	if (status)
+		len = 0, nfds = 0;
+	if (len > UROCE_CTRL_MSG_MAX - sizeof(h))
+		len = 0, h.status = -EOVERFLOW;
+	h.len = (uint32_t)(sizeof(h) + len);
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + sizeof(h), payload, len);
+	if (nic->ops->reply(nic->io_ctx, c->conn, buf, h.len, fds, nfds) < 0)
+		RNIC_DBG(nic, "client %s[%d]: reply to %s lost", c->name, (int)c->pid,
+			 uroce_ctrl_cmd_name(req->cmd));
+	if (status && status != -EAGAIN)
+		RNIC_DBG(nic, "client %s[%d]: %s -> %s", c->name, (int)c->pid,
+			 uroce_ctrl_cmd_name(req->cmd), strerror(-status));
+}
+
+/* The dispatch: one handler per row of UROCE_CTRL_COMMANDS, at the command's number. */
+#define RNIC_CMD_HANDLER(NAME, name, ...) [UROCE_CTRL_##NAME] = rnic_cmd_##name,
+static rnic_cmd_handler *const rnic_cmd_handlers[] = {UROCE_CTRL_COMMANDS(RNIC_CMD_HANDLER)};
+#undef RNIC_CMD_HANDLER
+_Static_assert(sizeof(rnic_cmd_handlers) / sizeof(rnic_cmd_handlers[0]) == UROCE_CTRL_CMD_END,
+	       "a handler for every command up to UROCE_CTRL_CMD_END");
+
+bool rnic_handle(struct uroce_rnic_client *c, const uint8_t *msg, uint32_t len, const int *fds,
+		 unsigned int nfds)
+{
+	struct uroce_rnic *nic = c->rnic;
+	const struct uroce_ctrl_cmd_info *info;
+	struct uroce_ctrl_hdr h;
+
+	(void)len;
+	memcpy(&h, msg, sizeof(h));
+	if (h.cmd != UROCE_CTRL_HELLO && !c->region.addr) {
+		/* Nothing before HELLO: it is where versions are compared. */
+		REPLY(c, &h, -EPROTO, NULL, 0);
+		if (nfds)
+			close(fds[0]);
+		return true;
+	}
+	info = uroce_ctrl_cmd_info(h.cmd);
+	if (!info) {
+		REPLY(c, &h, -EINVAL, NULL, 0);
+		return true;
+	}
+	if ((info->flags & UROCE_CTRL_CMD_ADMIN) && !c->admin) {
+		/* Capture sees every tenant's payloads; faults and cm-drop hurt everyone's
+		 * traffic: root and control.admin_group only. */
+		nic->cnt.admin_refused++;
+		RNIC_WARN(nic,
+			  "client %s[%d] (uid %u): %s refused: not an administrator "
+			  "(root or control.admin_group)",
+			  c->name, c->pid, (unsigned int)c->uid, info->name);
+		if (nfds)
+			close(fds[0]);
+		REPLY(c, &h, -EPERM, NULL, 0);
+		return true;
+	}
+	rnic_cmd_handlers[h.cmd](c, &h, msg + sizeof(h), fds);
+	return !c->pending.active;
+}
+
+void rnic_handle_resolved(struct uroce_rnic_client *c, const uint8_t *mac, int err)
+{
+	struct uroce_ctrl_hdr h;
+
+	c->pending.active = false;
+	memcpy(&h, c->pending.msg, sizeof(h));
+	if (!mac) {
+		/* No answer to our ARP/ND probes: the peer is unreachable. */
+		REPLY(c, &h, err ? err : -EHOSTUNREACH, NULL, 0);
+		return;
+	}
+	/* The neighbour is cached now: handling the request again finds it at once. */
+	if (!rnic_handle(c, c->pending.msg, c->pending.len, NULL, 0)) {
+		c->pending.active = false;
+		REPLY(c, &h, -EHOSTUNREACH, NULL, 0);
+	}
+}
+
+bool uroce_rnic_handle(struct uroce_rnic_client *c, const uint8_t *msg, uint32_t len,
+		       const int *fds, unsigned int nfds)
+{
+	return rnic_handle(c, msg, len, fds, nfds);
+}
+
+struct uroce_rnic_client *uroce_rnic_neigh_resolved(struct uroce_rnic *nic, uint64_t cookie,
+						    const uint8_t *mac, int err)
+{
+	struct uroce_rnic_client *c;
+
+	if (rnic_cm_neigh_resolved(nic, cookie, mac, err))
+		return NULL;
+	for (c = nic->clients; c; c = c->next)
+		if (c->id == cookie && c->pending.active) {
+			rnic_handle_resolved(c, mac, err);
+			return c;
+		}
+	return NULL;
+}
+
+/* ---- the poll loop ------------------------------------------------------------------ */
+
+unsigned int uroce_rnic_doorbells(struct uroce_rnic *nic)
+{
+	return rnic_doorbells(nic);
+}
+
+void uroce_rnic_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len)
+{
+	uroce_tp_rx(nic->dev, frame, len, rnic_now(nic));
+}
+
+void uroce_rnic_process(struct uroce_rnic *nic)
+{
+	uint64_t now = rnic_now(nic);
+
+	if (uroce_tp_next_deadline(nic->dev) <= now)
+		uroce_tp_process(nic->dev, now);
+	rnic_cm_process(nic);
+}
+
+uint64_t uroce_rnic_next_deadline(const struct uroce_rnic *nic)
+{
+	uint64_t t = uroce_tp_next_deadline(nic->dev), cm = uroce_cm_next_deadline(nic->cm);
+
+	/* Orphaned CM ids are destroyed on the next turn. */
+	if (nic->norphans)
+		return 0;
+	return cm < t ? cm : t;
+}
+
+unsigned int uroce_rnic_completions(struct uroce_rnic *nic)
+{
+	return rnic_completions(nic);
+}
+
+void uroce_rnic_port_event(struct uroce_rnic *nic, bool up)
+{
+	rnic_tp_event(nic, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL);
+}

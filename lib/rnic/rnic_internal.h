@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef RNIC_INTERNAL_H
+#define RNIC_INTERNAL_H
+
+/*
+ * lib/rnic's own structures, for its files and its fuzzer. Files: rnic.c (the device,
+ * clients, replies, dispatch), objects.c (the commands: verbs objects per client),
+ * datapath.c (doorbells into the transport, completions and events into shared rings),
+ * cm_glue.c (lib/cm on QP1 and the CM_* commands), stats.c.
+ *
+ * Ownership: a client owns its objects (handles in its table); the RNIC owns its clients,
+ * the lists the poll loop walks (QPs, SRQs, CQs with completions) and its counters. Every
+ * object reaches its RNIC through its client (c->rnic), every transport callback through
+ * its io_ctx, which is the RNIC.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "uroce_cm.h"
+#include "uroce_rnic.h"
+#include "uroce_shm.h"
+#include "uroce_transport.h"
+#include "uroce_wire.h"
+
+/* A parameter a function has for its type's sake (a handler that takes no fds). */
+#define RNIC_UNUSED __attribute__((unused))
+
+/* ---- logging (through ops->log; the host filters by level) -------------------------- */
+
+void rnic_log(const struct uroce_rnic *nic, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define RNIC_ERR(nic, ...)  rnic_log(nic, UROCE_CONF_LOG_ERROR, __VA_ARGS__)
+#define RNIC_WARN(nic, ...) rnic_log(nic, UROCE_CONF_LOG_WARNING, __VA_ARGS__)
+#define RNIC_INFO(nic, ...) rnic_log(nic, UROCE_CONF_LOG_INFO, __VA_ARGS__)
+#define RNIC_DBG(nic, ...)  rnic_log(nic, UROCE_CONF_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- objects of a connection ------------------------------------------------------------ */
+
+enum rnic_obj_type {
+	RNIC_OBJ_FREE = 0,
+	RNIC_OBJ_PD,
+	RNIC_OBJ_REGION,
+	RNIC_OBJ_MR,
+	RNIC_OBJ_CHANNEL,
+	RNIC_OBJ_CQ,
+	RNIC_OBJ_SRQ,
+	RNIC_OBJ_QP,
+	RNIC_OBJ_AH,
+	RNIC_OBJ_CM_CHANNEL,
+	RNIC_OBJ_CM_ID,
+	RNIC_OBJ_TYPES
+};
+
+struct uroce_rnic_client;
+
+struct rnic_region { /* application memory that MRs map (a sealed memfd) */
+	int fd;
+	uint64_t size;
+};
+
+struct rnic_mr {
+	struct uroce_tp_mr *tp;
+	void *map; /* the daemon's view of the MR's pages */
+	uint64_t map_len;
+};
+
+struct rnic_channel {
+	int efd; /* semaphore eventfd, shared with the application */
+	uint32_t refs;
+};
+
+struct rnic_cq {
+	struct uroce_tp_cq *tp;
+	struct uroce_rnic_client *client;
+	uint32_t handle;
+	struct uroce_shm_region region;
+	struct uroce_ring ring; /* producer */
+	struct uroce_ctrl_cq_ctl *ctl;
+	struct rnic_channel *channel;
+	bool ready; /* on the daemon's ready list */
+	bool overrun_reported;
+};
+
+struct rnic_srq {
+	struct uroce_tp_srq *tp;
+	struct uroce_rnic_client *client;
+	uint32_t handle;
+	struct uroce_shm_region region;
+	struct uroce_ring ring; /* consumer */
+	struct uroce_ctrl_queue_ctl *ctl;
+	uint32_t taken; /* WQEs handed to the transport since creation */
+	uint32_t idx;   /* in the daemon's SRQ list */
+};
+
+struct rnic_qp {
+	struct uroce_tp_qp *tp;
+	struct uroce_rnic_client *client;
+	uint32_t handle;
+	struct uroce_shm_region region;
+	struct uroce_ring sq, rq; /* consumers */
+	struct uroce_ctrl_queue_ctl *ctl;
+	struct rnic_srq *srq;
+	struct rnic_cq *send_cq, *recv_cq;
+	uint32_t sq_taken, rq_taken;     /* WQEs handed to the transport */
+	uint32_t sq_retired, rq_retired; /* last published */
+	uint32_t idx;                    /* in the daemon's QP list */
+	/* multicast groups attached (the host stack's membership is counted per attach) */
+	union ibv_gid mcast[UROCE_TP_MAX_MCAST_QP_ATTACH];
+	uint32_t nmcast;
+};
+
+struct rnic_obj {
+	enum rnic_obj_type type;
+	void *p; /* struct uroce_tp_pd / rnic_region / rnic_mr / rnic_channel / rnic_cq / rnic_srq /
+		  * rnic_qp / struct uroce_tp_ah */
+};
+
+/* A request waiting for neighbour resolution (MODIFY_QP with an address, CREATE_AH). */
+struct rnic_pending {
+	bool active;
+	uint8_t msg[sizeof(struct uroce_ctrl_hdr) + sizeof(union uroce_ctrl_any_payload)];
+	uint32_t len;
+};
+
+struct uroce_rnic_client {
+	struct uroce_rnic *rnic;
+	void *conn;  /* the host's connection, for ops->reply */
+	uint64_t id; /* cookie for neighbour resolution */
+	/* Who is on the other end, as the host's kernel says (SO_PEERCRED), never as the
+	 * client claims. */
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	bool admin; /* the host's policy: may use ADMIN, CAPTURE_START */
+	char name[UROCE_CTRL_NAME_MAX];
+	struct rnic_obj *objs; /* handle h is objs[h - 1] */
+	uint32_t nobjs, cap_objs;
+	uint32_t counts[RNIC_OBJ_TYPES];
+	struct uroce_shm_region region; /* async event ring */
+	struct uroce_ring async_ring;   /* producer */
+	int async_efd;
+	struct rnic_pending pending;
+	struct uroce_rnic_client *next;
+};
+
+/* ---- the RNIC ------------------------------------------------------------------------ */
+
+#define RNIC_COUNTERS(X)                                                       \
+	X(bad_wqe) /* WQEs the transport refused: their QP went to error */    \
+	X(cq_overruns)                                                         \
+	X(async_events)                                                        \
+	X(async_lost)     /* an application's async event ring was full */     \
+	X(admin_refused)  /* ADMIN/CAPTURE_START from a client not an admin */ \
+	X(cm_events)      /* rdma_cm events queued for applications */         \
+	X(cm_events_lost) /* no memory for an event, or its eventfd failed */  \
+	X(cm_not_ours)    /* MADs to an IP address that is not ours */         \
+	X(cm_dropped)     /* MADs dropped on purpose (uroce cm-drop) */
+
+struct rnic_counters {
+#define RNIC_COUNTER_FIELD(n) uint64_t n;
+	RNIC_COUNTERS(RNIC_COUNTER_FIELD)
+#undef RNIC_COUNTER_FIELD
+};
+
+struct rnic_cm_id;
+
+struct uroce_rnic {
+	const struct uroce_rnic_ops *ops;
+	void *io_ctx;
+	struct uroce_conf conf;
+	struct uroce_tp_dev *dev;
+	struct uroce_cm *cm;
+	struct uroce_ip_stack *ip; /* the host's */
+	enum ibv_mtu active_mtu;
+	union ibv_gid gids[UROCE_TP_MAX_GID];
+	uint8_t ngids;
+	uint8_t mac[6];
+
+	struct uroce_rnic_client *clients;
+	uint32_t nclients;
+	uint64_t next_client_id;
+
+	struct rnic_qp **qps;
+	uint32_t nqps, cap_qps;
+	struct rnic_srq **srqs;
+	uint32_t nsrqs, cap_srqs;
+	struct rnic_cq **ready;
+	uint32_t nready, cap_ready;
+
+	/* cm_glue.c */
+	struct rnic_cm_id *cm_ids; /* every CM id, for neighbour callbacks */
+	uint64_t cm_serial;
+	/* CM ids whose CONNECT_REQUEST found no owner: destroyed on the next turn. */
+	struct uroce_cm_id *orphans[64];
+	unsigned int norphans;
+	uint32_t drop_attr, drop_left; /* uroce cm-drop */
+
+	uint64_t mappings; /* live mmaps of application memory and rings (leak checks) */
+	struct rnic_counters cnt;
+};
+
+static inline uint64_t rnic_now(const struct uroce_rnic *nic)
+{
+	return nic->ops->now_ns(nic->io_ctx);
+}
+
+/* The usual reply to a command: a status and a payload, no file descriptors. */
+#define REPLY(c, h, st, p, l) uroce_rnic_reply(c, h, st, p, l, NULL, 0)
+
+/* ---- the commands ------------------------------------------------------------------- */
+
+/*
+ * One handler per row of UROCE_CTRL_COMMANDS (uroce_ctrl.h): rnic_cmd_<name>(), in
+ * objects.c (CM_* in cm_glue.c), called through rnic.c's dispatch table. It gets a
+ * request that uroce_ctrl_check_request() passed, from a client past HELLO and, for
+ * admin-only commands, an administrator: @p payload is exactly the row's request struct
+ * (tail included), @p fds exactly its descriptors, which the handler then owns. It
+ * answers with uroce_rnic_reply(), or leaves the request in c->pending (resolve(),
+ * objects.c), to be handled again once the neighbour is known.
+ */
+typedef void rnic_cmd_handler(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			      const void *payload, const int *fds);
+#define RNIC_CMD_DECLARE(NAME, name, ...) rnic_cmd_handler rnic_cmd_##name;
+UROCE_CTRL_COMMANDS(RNIC_CMD_DECLARE)
+#undef RNIC_CMD_DECLARE
+
+/* rnic.c */
+/* Handles one validated request; uroce_rnic_handle() without the HELLO and admin checks
+ * being skipped. @return true when it was answered (false: kept in c->pending). */
+bool rnic_handle(struct uroce_rnic_client *c, const uint8_t *msg, uint32_t len, const int *fds,
+		 unsigned int nfds);
+
+/* objects.c */
+void rnic_client_free_objects(struct uroce_rnic_client *c);
+void *rnic_obj_get(struct uroce_rnic_client *c, uint32_t handle, enum rnic_obj_type type);
+uint32_t rnic_obj_add(struct uroce_rnic_client *c, enum rnic_obj_type type,
+		      void *p); /* 0: no memory */
+void rnic_obj_del(struct uroce_rnic_client *c, uint32_t handle);
+/* Called again for c->pending once the neighbour is known (mac) or failed (err). */
+void rnic_handle_resolved(struct uroce_rnic_client *c, const uint8_t *mac, int err);
+/* multicast: ATTACH_MCAST / DETACH_MCAST, and leaving on QP destroy */
+int rnic_mcast_attach(struct rnic_qp *q, const union ibv_gid *gid);
+int rnic_mcast_detach(struct rnic_qp *q, const union ibv_gid *gid);
+
+/* datapath.c */
+unsigned int rnic_doorbells(struct uroce_rnic *nic);
+unsigned int rnic_completions(struct uroce_rnic *nic);
+void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq);
+void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *qp);
+void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object);
+void rnic_qp_publish_retired(struct rnic_qp *q);
+int rnic_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx);
+
+/* cm_glue.c */
+int rnic_cm_init(struct uroce_rnic *nic, uint64_t seed);
+void rnic_cm_fini(struct uroce_rnic *nic);
+/* Timers and deferred work; every turn of the poll loop. */
+void rnic_cm_process(struct uroce_rnic *nic);
+void rnic_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
+/* Destroys the connection's CM ids (REJ/DREQ on the wire) and channels. */
+void rnic_cm_free_client(struct uroce_rnic_client *c);
+/* A neighbour resolution for a CM id has settled; false if @p cookie is not a CM id's. */
+bool rnic_cm_neigh_resolved(struct uroce_rnic *nic, uint64_t cookie, const uint8_t *mac, int err);
+/* Drops the next @count MADs with attribute @attr that we send (uroce cm-drop). */
+void rnic_cm_drop(struct uroce_rnic *nic, uint32_t attr, uint32_t count);
+
+/* stats.c */
+int rnic_stats(struct uroce_rnic *nic, uint32_t flags, struct uroce_ctrl_stat *out, uint32_t max);
+
+#endif

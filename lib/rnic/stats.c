@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Named counters for `uroce stat`: the transport's (rxe's names), the host stack's, the
+ * CM's, the host's own (port, fault injection, daemon: ops->stats), the RNIC's, and its
+ * object and mapping counts (which a leak test compares before and after an application
+ * dies). */
+#include <stdio.h>
+#include <string.h>
+
+#include "rnic_internal.h"
+
+struct stat_out {
+	struct uroce_ctrl_stat *s;
+	uint32_t n, max;
+};
+
+static void put(void *out, const char *prefix, const char *name, uint64_t v)
+{
+	struct stat_out *o = out;
+	if (o->n == o->max)
+		return;
+	char *d = o->s[o->n].name;
+	size_t lp = strlen(prefix), ln = strlen(name);
+
+	/* Names longer than the field are cut (none is today). */
+	if (lp > UROCE_CTRL_STAT_NAME_MAX - 1)
+		lp = UROCE_CTRL_STAT_NAME_MAX - 1;
+	if (ln > UROCE_CTRL_STAT_NAME_MAX - 1 - lp)
+		ln = UROCE_CTRL_STAT_NAME_MAX - 1 - lp;
+	memcpy(d, prefix, lp);
+	memcpy(d + lp, name, ln);
+	d[lp + ln] = 0;
+	o->s[o->n].value = v;
+	o->n++;
+}
+
+int rnic_stats(struct uroce_rnic *nic, uint32_t flags, struct uroce_ctrl_stat *out, uint32_t max)
+{
+	static const char *const obj_names[RNIC_OBJ_TYPES] = {[RNIC_OBJ_PD] = "pd",
+							      [RNIC_OBJ_REGION] = "region",
+							      [RNIC_OBJ_MR] = "mr",
+							      [RNIC_OBJ_CHANNEL] = "channel",
+							      [RNIC_OBJ_CQ] = "cq",
+							      [RNIC_OBJ_SRQ] = "srq",
+							      [RNIC_OBJ_QP] = "qp",
+							      [RNIC_OBJ_AH] = "ah",
+							      [RNIC_OBJ_CM_CHANNEL] = "cm_channel",
+							      [RNIC_OBJ_CM_ID] = "cm_id"};
+	struct stat_out o = {.s = out, .max = max};
+	const struct uroce_tp_counters *tc = uroce_tp_counters(nic->dev);
+	const struct uroce_ip_counters *ic = uroce_ip_counters(nic->ip);
+	uint64_t objs[RNIC_OBJ_TYPES] = {0};
+	struct uroce_rnic_client *c;
+	unsigned int i;
+
+#define PUT_TP(n) put(&o, "", #n, tc->n);
+	UROCE_TP_COUNTERS(PUT_TP)
+#undef PUT_TP
+	for (i = 0; i < UROCE_IP_CNT__COUNT; i++)
+		put(&o, "ip.", uroce_ip_counter_name(i), uroce_ip_counter_value(ic, i));
+	nic->ops->stats(nic->io_ctx, put, &o);
+	if (nic->cm) {
+		static const char *const attr[16] = {
+			"req",	    "mra", "rej", "rep", "rtu", "dreq", "drep", "sidr_req",
+			"sidr_rep", "lap", "apr", NULL,	 NULL,	NULL,	NULL,	"other"};
+		const struct uroce_cm_counters *cc = uroce_cm_counters(nic->cm);
+		char n[32];
+
+		put(&o, "cm.", "rx_mads", cc->rx_mads);
+		put(&o, "cm.", "tx_mads", cc->tx_mads);
+		put(&o, "cm.", "rx_malformed", cc->rx_malformed);
+		put(&o, "cm.", "rx_unknown_attr", cc->rx_unknown_attr);
+		put(&o, "cm.", "rx_stale", cc->rx_stale);
+		put(&o, "cm.", "rx_dup_req", cc->rx_dup_req);
+		put(&o, "cm.", "rx_no_listener", cc->rx_no_listener);
+		put(&o, "cm.", "retries", cc->retries);
+		put(&o, "cm.", "timeouts", cc->timeouts);
+		for (i = 0; i < 16; i++) {
+			if (!attr[i])
+				continue;
+			snprintf(n, sizeof(n), "rx_%s", attr[i]);
+			put(&o, "cm.", n, cc->rx_by_attr[i]);
+			snprintf(n, sizeof(n), "tx_%s", attr[i]);
+			put(&o, "cm.", n, cc->tx_by_attr[i]);
+		}
+	}
+#define PUT_RNIC(n) put(&o, "daemon.", #n, nic->cnt.n);
+	RNIC_COUNTERS(PUT_RNIC)
+#undef PUT_RNIC
+	for (c = nic->clients; c; c = c->next)
+		for (i = 1; i < RNIC_OBJ_TYPES; i++)
+			objs[i] += c->counts[i];
+	put(&o, "", "clients", nic->nclients);
+	for (i = 1; i < RNIC_OBJ_TYPES; i++)
+		put(&o, "objects.", obj_names[i], objs[i]);
+	put(&o, "", "mappings", nic->mappings);
+	put(&o, "", "active_qps", nic->nqps);
+
+	if (flags & UROCE_CTRL_STATS_PER_QP) {
+		for (i = 0; i < nic->nqps; i++) {
+			struct rnic_qp *q = nic->qps[i];
+			char p[40];
+
+			snprintf(p, sizeof(p), "qp.%u.", uroce_tp_qp_num(q->tp));
+			put(&o, p, "state", uroce_tp_qp_state(q->tp));
+			put(&o, p, "sq_posted", q->sq_taken);
+			put(&o, p, "sq_outstanding", uroce_tp_qp_sq_outstanding(q->tp));
+			put(&o, p, "rq_posted", q->rq_taken);
+			put(&o, p, "rq_outstanding", uroce_tp_qp_rq_outstanding(q->tp));
+			put(&o, p, "client_pid", (uint64_t)q->client->pid);
+		}
+	}
+	return (int)o.n;
+}
