@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/transport, deterministic, on two hosts (behaviour.h). The flow of packets and
+ * completions: PSN wrap, ACK coalescing, CQ overflow. Each asserts the exact statuses,
+ * counters, QP states, frames on the wire and what memory holds afterwards.
+ */
+#include "behaviour.h"
+
+Test(psn, wrap)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+	const uint32_t len = 700; /* 3 packets of MTU 256 */
+	bool saw_ffffff = false, saw_0_after = false;
+	uint32_t last_ack = 0;
+
+	env_init(&e);
+	o.mtu = IBV_MTU_256;
+	o.psn_a = 0xfffffe;
+	o.psn_b = 0xffffff;
+	env_pair(&e, IBV_QPT_RC, &o);
+	for (int i = 0; i < 20; i++) {
+		fill(hp(&e, 0, (uint64_t)i * 1024), len, (uint8_t)i);
+		fill(hp(&e, 1, 65536 + (uint64_t)i * 1024), len, (uint8_t)(100 + i));
+	}
+	for (int i = 0; i < 10; i++)
+		post_recv(&e, 1, (uint64_t)i, 32768 + (uint64_t)i * 1024, 1024);
+	for (int i = 0; i < 20; i++) {
+		enum ibv_wr_opcode op = i % 4 == 3 ? IBV_WR_RDMA_READ
+				       : i % 2 ? IBV_WR_RDMA_WRITE : IBV_WR_SEND;
+
+		w = wr((uint64_t)i, op, va(&e, 0, (uint64_t)i * 1024), len, e.key[0], true);
+		if (op == IBV_WR_RDMA_WRITE)
+			w.remote_addr = va(&e, 1, 131072 + (uint64_t)i * 1024);
+		if (op == IBV_WR_RDMA_READ) {
+			w.sg_list[0].addr = va(&e, 0, 262144 + (uint64_t)i * 1024);
+			w.remote_addr = va(&e, 1, 65536 + (uint64_t)i * 1024);
+		}
+		w.rkey = e.key[1];
+		post(&e, 0, &w);
+	}
+	cr_assert(run_until(&e, 20, 10, 100 * MS));
+	for (int i = 0; i < 20; i++) {
+		expect_wc(&e.sc[0].wc[i], (uint64_t)i, IBV_WC_SUCCESS);
+		cr_assert_eq(e.sc[0].wc[i].byte_len, len);
+	}
+	for (int i = 0, k = 0; i < 20; i++) {
+		if (i % 4 == 3) {
+			cr_assert_eq(memcmp(hp(&e, 0, 262144 + (uint64_t)i * 1024),
+					    hp(&e, 1, 65536 + (uint64_t)i * 1024), len), 0);
+		} else if (i % 2) {
+			cr_assert_eq(memcmp(hp(&e, 1, 131072 + (uint64_t)i * 1024),
+					    hp(&e, 0, (uint64_t)i * 1024), len), 0);
+		} else {
+			expect_wc(&e.rc[1].wc[k], (uint64_t)k, IBV_WC_SUCCESS);
+			cr_assert_eq(e.rc[1].wc[k].byte_len, len);
+			cr_assert_eq(memcmp(hp(&e, 1, 32768 + (uint64_t)k * 1024),
+					    hp(&e, 0, (uint64_t)i * 1024), len), 0);
+			k++;
+		}
+	}
+	/* Every PSN on the wire in order, through the wrap; no loss, so no retry. */
+	{
+		uint32_t expect = o.psn_a;
+
+		for (uint32_t i = 0; i < g_tx.n; i++) {
+			const struct frame_rec *f = &g_tx.f[i];
+
+			if (f->from == 0) {
+				cr_assert_eq(f->psn, expect, "request %u", i);
+				expect = uroce_psn_add(f->psn,
+						       f->opcode == OPC(RC, READ_REQUEST) ? 3 : 1);
+				saw_ffffff |= f->psn == 0xffffff;
+				saw_0_after |= saw_ffffff && f->psn == 0;
+			} else if (f->opcode == OPC(RC, ACKNOWLEDGE) ||
+				   f->opcode == OPC(RC, READ_RESPONSE_LAST)) {
+				last_ack = f->psn;
+			}
+		}
+		cr_assert(saw_ffffff && saw_0_after);
+		cr_assert_eq(last_ack, uroce_psn_add(o.psn_a, 60 - 1));
+		cr_assert_eq(expect, uroce_psn_add(o.psn_a, 60));
+	}
+	cr_assert_eq(cnt(&e, 0)->completer_retry_err, 0);
+	cr_assert_eq(cnt(&e, 1)->duplicate_request, 0);
+	cr_assert_eq(cnt(&e, 1)->out_of_seq_request, 0);
+	env_fini(&e);
+}
+
+/* ==== 8. ACK coalescing ======================================================================= */
+
+struct ack_run {
+	int acks, ackreq;
+	uint64_t deferred;
+};
+
+static struct ack_run ack_run(uint32_t ack_coalesce)
+{
+	struct env e;
+	struct uroce_tp_dev_cfg cfg;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+	struct ack_run res;
+
+	uroce_tp_dev_cfg_init(&cfg);
+	cfg.ack_coalesce = ack_coalesce;
+	env_init_cfg(&e, &cfg);
+	o.mtu = IBV_MTU_256;
+	env_pair(&e, IBV_QPT_RC, &o);
+	for (int i = 0; i < 3; i++) {
+		post_recv(&e, 1, (uint64_t)i, (uint64_t)i * 4096, 4096);
+		w = wr((uint64_t)i, IBV_WR_SEND, va(&e, 0, 0), 10 * 256, e.key[0], true);
+		post(&e, 0, &w);
+	}
+	cr_assert(run_until(&e, 3, 3, 100 * MS));
+	run_for(&e, 1 * MS);
+	for (int i = 0; i < 3; i++)
+		expect_wc(&e.sc[0].wc[i], (uint64_t)i, IBV_WC_SUCCESS);
+	cr_assert_eq(nframes(0, ANY, ANY), 30);
+	res.acks = nacks(1, UROCE_AETH_ACK, ANY);
+	cr_assert_eq(nacks(1, ANY, ANY), res.acks);
+	res.ackreq = 0;
+	for (uint32_t i = 0; i < g_tx.n; i++)
+		res.ackreq += g_tx.f[i].from == 0 && g_tx.f[i].ack_req;
+	res.deferred = cnt(&e, 1)->ack_deferred;
+	cr_assert_eq(cnt(&e, 0)->rcvd_ghost_ack, 0);
+	env_fini(&e);
+	return res;
+}
+
+/* rxe ACKs AckReq packets only; uroce ACKs at least every ack_coalesce packets too. */
+Test(ack, coalescing)
+{
+	struct ack_run r;
+
+	r = ack_run(1); /* every packet */
+	cr_assert_eq(r.ackreq, 3, "AckReq on the last packet of each message");
+	cr_assert_eq(r.acks, 30);
+	cr_assert_eq(r.deferred, 0);
+
+	r = ack_run(1000); /* only AckReq */
+	cr_assert_eq(r.ackreq, 3);
+	cr_assert_eq(r.acks, 3);
+	cr_assert_eq(r.deferred, 27);
+
+	r = ack_run(4); /* packets 4, 8 and 10 (AckReq) of each message */
+	cr_assert_eq(r.acks, 9);
+	cr_assert_eq(r.deferred, 21);
+}
+
+/* ==== 9. CQ overflow ========================================================================== */
+
+/* IBA C11-37: a CQ overrun is a CQ error (IBV_EVENT_CQ_ERR), raised once; completions
+ * beyond the capacity are lost. */
+Test(cq, overflow)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_cq *small;
+	struct uroce_tp_qp_init init;
+	struct uroce_tp_send_wqe w;
+	struct ibv_wc wc[16];
+	int n;
+
+	env_init(&e);
+	small = uroce_tp_create_cq(e.s.host[0].dev, 4);
+	cr_assert_not_null(small);
+	memset(&init, 0, sizeof(init));
+	init.qp_type = IBV_QPT_RC;
+	init.send_cq = small;
+	init.recv_cq = e.rc[0].cq;
+	init.cap.max_send_wr = 16;
+	e.qp[0] = uroce_tp_create_qp(e.pd[0], &init);
+	e.qp[1] = mkqp(&e, 1, IBV_QPT_RC, NULL, false, 16);
+	sim_connect(&e.s, e.qp[0], 0, e.qp[1], 1, &o);
+	for (int i = 0; i < 10; i++) {
+		w = wr((uint64_t)i, IBV_WR_RDMA_WRITE, va(&e, 0, 0), 8, e.key[0], true);
+		w.remote_addr = va(&e, 1, (uint64_t)i * 8);
+		w.rkey = e.key[1];
+		post(&e, 0, &w);
+	}
+	cr_assert_not(uroce_tp_cq_overflowed(small));
+	run_for(&e, 10 * MS);
+	cr_assert_eq(nevents(IBV_EVENT_CQ_ERR, small), 1);
+	cr_assert_eq(g_ev.n, 1);
+	cr_assert(uroce_tp_cq_overflowed(small));
+	n = uroce_tp_poll_cq(small, 16, wc);
+	/* ibv_create_cq(3): at least cqe entries; the rest of the 10 were lost. */
+	cr_assert_geq(n, 4);
+	cr_assert_lt(n, 10);
+	for (int i = 0; i < n; i++)
+		expect_wc(&wc[i], (uint64_t)i, IBV_WC_SUCCESS);
+	/* IBA 11.4.2.1 (and rxe): the QP whose completion was lost goes to ERR. */
+	cr_assert_eq(uroce_tp_qp_state(e.qp[0]), IBV_QPS_ERR);
+	cr_assert_eq(uroce_tp_destroy_cq(small), -EBUSY);
+	env_fini(&e);
+}
+
+/* ==== 10. atomics are executed once ========================================================== */
+
+
+/* IBA 9.7.5.1.5: a duplicate atomic is not executed again; the responder answers
+ * with the saved original value. */
