@@ -393,10 +393,15 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 					qp->comp.rewound = false;
 				}
 			}
-			/* Once gone back, the rest of the old stream (and a NAK for where we
-			 * already went) must not send us back again: one retry per loss, as
-			 * rxe's started_retry. The timer covers a retry that is lost too. */
-			if (qp->comp.rewound && (!nak || psn == qp->comp.psn))
+			/* Once gone back, only what acknowledges something (which ended the
+			 * episode just above) may send us back again: one retry per loss, as
+			 * rxe's started_retry. The rest of the old stream, the NAKs it caused
+			 * past a READ still waiting for its responses (they acknowledge
+			 * nothing: a READ completes only by its own responses), and
+			 * duplicates of either would otherwise each spend a retry of the same
+			 * episode, and a lossy link could exhaust retry_cnt without one more
+			 * loss. The timer covers a retry that is lost too. */
+			if (qp->comp.rewound)
 				return;
 			if (go_back(qp, now_ns))
 				tp_req_run(qp, now_ns);

@@ -626,3 +626,84 @@ Test(status, uc_errors_are_silent_drops)
 /* ==== 2. posting errors ======================================================================= */
 
 /* rdma-core providers refuse sends before RTS; ERR takes them and flushes (IBA 10.3.1). */
+
+/* NAK PSN Sequence Error from host 1 to qp[0] at @p psn. */
+static void inject_nak_seq_to0(struct env *e, uint32_t psn)
+{
+	struct uroce_wire_hdr h;
+	uint8_t buf[256];
+	uint32_t n;
+
+	uroce_wire_hdr_init(&h, 4, OPC(RC, ACKNOWLEDGE));
+	memcpy(h.eth_dst, e->s.host[0].mac, 6);
+	memcpy(h.eth_src, e->s.host[1].mac, 6);
+	h.ip_src[12] = 10, h.ip_src[15] = 2;
+	h.ip_dst[12] = 10, h.ip_dst[15] = 1;
+	h.udp_sport = UROCE_UDP_SPORT_MIN;
+	h.bth.dqpn = uroce_tp_qp_num(e->qp[0]);
+	h.bth.psn = psn & UROCE_PSN_MASK;
+	h.aeth.syndrome = uroce_aeth_nak(UROCE_NAK_PSN_SEQ_ERR);
+	h.aeth.msn = 1;
+	n = uroce_wire_build(buf, sizeof(buf), &h, NULL, 0);
+	cr_assert_gt(n, 0);
+	uroce_tp_rx(e->s.host[0].dev, buf, n, e->s.now);
+}
+
+static bool went_back(void *arg)
+{
+	return cnt(arg, 0)->completer_retry_err > 0;
+}
+
+static bool drop_first_read_response(const struct frame_rec *r, void *arg)
+{
+	int *dropped = arg;
+
+	if (r->from == 1 && r->opcode == OPC(RC, READ_RESPONSE_FIRST) && *dropped == 0) {
+		(*dropped)++;
+		return true;
+	}
+	return false;
+}
+
+/* Found by the scenario sweep once its faults were lib/fault's (seed 36395): a READ's
+ * first response lost, the requester goes back (one retry), and then NAK sequence errors
+ * for PSNs past the READ, which the old stream had caused, arrive (here twice, as a
+ * duplicating link delivers them). They acknowledge nothing (the READ still waits for
+ * its responses), so they are part of the same loss: they must not spend the retries
+ * left. With retry_cnt 1 each would have failed the READ with RETRY_EXC_ERR. */
+Test(status, naks_past_a_pending_read_spend_no_retry)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+	int dropped = 0;
+
+	env_init(&e);
+	o.retry_cnt = 1;
+	env_pair(&e, IBV_QPT_RC, &o);
+	post_recv(&e, 1, 7, 0, 256);
+	fill(hp(&e, 1, 8192), 4096, 5);
+	g_tx.drop = drop_first_read_response;
+	g_tx.drop_arg = &dropped;
+	/* A READ of 4 packets (PSNs psn_a .. psn_a + 3), then a SEND (psn_a + 4). */
+	w = wr(1, IBV_WR_RDMA_READ, va(&e, 0, 0), 4096, e.key[0], true);
+	w.remote_addr = va(&e, 1, 8192);
+	w.rkey = e.key[1];
+	post(&e, 0, &w);
+	w = wr(2, IBV_WR_SEND, va(&e, 0, 16384), 64, e.key[0], true);
+	post(&e, 0, &w);
+	/* The first response is lost: the second one is an implied NAK, and the requester
+	 * goes back (its one retry). Then, before the READ's responses come again, the NAKs
+	 * of the old stream arrive, twice. */
+	cr_assert(sim_run(&e.s, e.s.now + 1 * MS, went_back, &e));
+	cr_assert_eq(dropped, 1);
+	cr_assert_eq(cnt(&e, 0)->completer_retry_err, 1);
+	inject_nak_seq_to0(&e, o.psn_a + 4);
+	inject_nak_seq_to0(&e, o.psn_a + 4);
+	cr_assert_eq(cnt(&e, 0)->completer_retry_err, 1, "the old stream's NAKs spent a retry");
+	cr_assert(run_until(&e, 2, 1, 100 * MS));
+	expect_wc(&e.sc[0].wc[0], 1, IBV_WC_SUCCESS);
+	expect_wc(&e.sc[0].wc[1], 2, IBV_WC_SUCCESS);
+	cr_assert(!memcmp(hp(&e, 0, 0), hp(&e, 1, 8192), 4096), "the READ's data");
+	env_fini(&e);
+}
