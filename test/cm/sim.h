@@ -3,7 +3,9 @@
 #define UROCE_CM_SIM_H
 
 /* Two CMs over a simulated wire: a FIFO of MADs, a virtual clock, a loss pattern, and an
- * event log per side. Host 0 is 198.18.0.2, host 1 is 198.18.0.1 (as in rxe's captures). */
+ * event log per side. Host 0 is 198.18.0.2, host 1 is 198.18.0.1 (as in rxe's captures).
+ * For random loss, duplication and reordering the wire takes lib/fault's injectors (the
+ * ones uroced and the transport's simulation use), one per direction: sim_lossy(). */
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "cm_test.h"
+#include "uroce_fault.h"
 
 #define SIM_QLEN 256
 #define SIM_EVMAX 64
@@ -45,7 +48,38 @@ struct sim {
 	bool drop_all;
 	int sent[2][16];
 	int dropped;
+	/* sim_lossy(): every MAD towards host i goes through link[i] */
+	bool lossy;
+	struct uroce_fault link[2];
 };
+
+/* A MAD on the lossy link: a 14-byte stand-in for the Ethernet header (lib/fault leaves
+ * it alone) holding the destination, then the MAD. */
+#define SIM_LINK_HDR 14
+
+static inline void sim_queue(struct sim *s, int to, const uint8_t *mad)
+{
+	cr_assert_lt(s->qlen, SIM_QLEN);
+	struct sim_pkt *p = &s->q[(s->qhead + s->qlen++) % SIM_QLEN];
+	p->to = to;
+	memcpy(p->mad, mad, UROCE_CM_MAD_LEN);
+	memset(&p->from, 0, sizeof(p->from));
+	p->from.sgid = s->h[to].gid;
+	p->from.dgid = s->h[1 - to].gid;
+	p->from.dmac[5] = (uint8_t)(1 - to);
+	p->from.sgid_index = 1;
+	p->from.hop_limit = 64;
+	p->from.pkey = 0xffff;
+}
+
+static inline int sim_link_emit(void *ctx, const uint8_t *frame, uint32_t len)
+{
+	struct sim *s = ctx;
+
+	cr_assert_eq(len, SIM_LINK_HDR + UROCE_CM_MAD_LEN);
+	sim_queue(s, frame[0], frame + SIM_LINK_HDR);
+	return 0;
+}
 
 static inline int sim_tx(void *ctx, const uint8_t *mad, const struct uroce_cm_path *to)
 {
@@ -62,17 +96,13 @@ static inline int sim_tx(void *ctx, const uint8_t *mad, const struct uroce_cm_pa
 		s->dropped++;
 		return 0;
 	}
-	cr_assert_lt(s->qlen, SIM_QLEN);
-	struct sim_pkt *p = &s->q[(s->qhead + s->qlen++) % SIM_QLEN];
-	p->to = 1 - h->idx;
-	memcpy(p->mad, mad, UROCE_CM_MAD_LEN);
-	memset(&p->from, 0, sizeof(p->from));
-	p->from.sgid = s->h[1 - h->idx].gid;
-	p->from.dgid = h->gid;
-	p->from.dmac[5] = (uint8_t)h->idx;
-	p->from.sgid_index = 1;
-	p->from.hop_limit = 64;
-	p->from.pkey = 0xffff;
+	if (s->lossy) {
+		uint8_t frame[SIM_LINK_HDR + UROCE_CM_MAD_LEN] = {(uint8_t)(1 - h->idx)};
+
+		memcpy(frame + SIM_LINK_HDR, mad, UROCE_CM_MAD_LEN);
+		return uroce_fault_frame(&s->link[1 - h->idx], s->now, frame, sizeof(frame));
+	}
+	sim_queue(s, 1 - h->idx, mad);
 	return 0;
 }
 
@@ -103,10 +133,28 @@ static inline void sim_init(struct sim *s)
 	}
 }
 
+/* From now on the wire loses, duplicates and reorders MADs at @p f's rates (corruption
+ * is not one of them: the ICRC turns it into a loss before any CM sees it). */
+static inline void sim_lossy(struct sim *s, const struct uroce_fault_cfg *f)
+{
+	for (int i = 0; i < 2; i++) {
+		struct uroce_fault_cfg c = *f;
+
+		c.corrupt = 0;
+		c.seed = f->seed * 2 + (uint64_t)i;
+		cr_assert_eq(uroce_fault_init(&s->link[i], &c, sim_link_emit, s), 0);
+	}
+	s->lossy = true;
+}
+
 static inline void sim_fini(struct sim *s)
 {
 	uroce_cm_destroy(s->h[0].cm);
 	uroce_cm_destroy(s->h[1].cm);
+	if (s->lossy) {
+		uroce_fault_fini(&s->link[0]);
+		uroce_fault_fini(&s->link[1]);
+	}
 }
 
 /* Delivers queued MADs and fires timers until nothing is queued and no timer is due by
@@ -125,6 +173,18 @@ static inline void sim_run(struct sim *s, uint64_t until)
 		uint64_t d0 = uroce_cm_next_deadline(s->h[0].cm);
 		uint64_t d1 = uroce_cm_next_deadline(s->h[1].cm);
 		uint64_t d = d0 < d1 ? d0 : d1;
+		for (int i = 0; s->lossy && i < 2; i++) {
+			uint64_t held = uroce_fault_next_deadline(&s->link[i]);
+
+			if (held <= s->now) {
+				uroce_fault_process(&s->link[i], s->now);
+				held = 0;
+			}
+			if (held < d)
+				d = held;
+		}
+		if (d == 0)
+			continue; /* a held MAD was let go: deliver it */
 		if (d > until || d == UINT64_MAX)
 			break;
 		if (d > s->now)

@@ -514,3 +514,78 @@ Test(cm_sim, ports_and_options)
 	cr_assert_eq(uroce_cm_init_qp_attr(c, &qa, &m), -EINVAL);
 	sim_fini(&s);
 }
+
+static int nevents(const struct sim *s, int h, enum rdma_cm_event_type type)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->h[h].nev; i++)
+		n += s->h[h].ev[i].event == type;
+	return n;
+}
+
+/* Connection set-up and tear-down over a link that loses, duplicates and reorders (lib/
+ * fault's injectors, as uroced's [fault] section puts on the wire), many seeds. Whatever
+ * the link does, each side reports each step exactly once: a duplicated REQ, REP, RTU,
+ * DREQ or DREP is recognised, a lost one is sent again, and nothing is left behind. Each
+ * step gets 600 s of virtual time: a side that has sent an MRA (its application had not
+ * answered yet, as here between the steps) has asked for 68 s more per retry, as the
+ * kernel's rdma_cm does. */
+Test(cm_sim, connect_and_disconnect_over_a_lossy_link)
+{
+	uint64_t dropped = 0, duplicated = 0, reordered = 0;
+
+	for (uint64_t seed = 1; seed <= 200; seed++) {
+		struct uroce_fault_cfg f = {.drop = 0.15, .dup = 0.15, .reorder = 0.15,
+					    .reorder_timeout_ns = 5000000, .seed = seed};
+		struct uroce_cm_conn_param cp = param(0x11, "hello"), sp = param(0x22, "world");
+		struct uroce_cm_id *l, *c, *srv;
+		struct sim s;
+
+		sim_init(&s);
+		sim_lossy(&s, &f);
+		l = listener(&s, RDMA_PS_TCP, IBV_QPT_RC);
+		c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
+		cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+		sim_run(&s, s.now + S(600));
+		cr_assert_eq(nevents(&s, 1, RDMA_CM_EVENT_CONNECT_REQUEST), 1, "seed %lu", seed);
+		srv = s.h[1].ev[0].id;
+		cr_assert_eq(uroce_cm_accept(srv, &sp, s.now), 0);
+		sim_run(&s, s.now + S(600));
+		cr_assert_eq(s.h[0].nev, 1, "seed %lu: %d events", seed, s.h[0].nev);
+		cr_assert_eq(sim_last(&s, 0)->event, RDMA_CM_EVENT_CONNECT_RESPONSE, "seed %lu",
+			     seed);
+		cr_assert_eq(uroce_cm_accept(c, NULL, s.now), 0); /* RTU */
+		sim_run(&s, s.now + S(600));
+		cr_assert_eq(nevents(&s, 1, RDMA_CM_EVENT_ESTABLISHED), 1, "seed %lu", seed);
+		cr_assert_eq(uroce_cm_disconnect(c, s.now), 0);
+		sim_run(&s, s.now + S(600));
+		cr_assert_eq(nevents(&s, 1, RDMA_CM_EVENT_DISCONNECTED), 1, "seed %lu", seed);
+		cr_assert_eq(uroce_cm_disconnect(srv, s.now), 0);
+		sim_run(&s, s.now + S(600));
+		for (int h = 0; h < 2; h++) {
+			cr_assert_eq(nevents(&s, h, RDMA_CM_EVENT_DISCONNECTED), 1, "seed %lu",
+				     seed);
+			cr_assert_eq(nevents(&s, h, RDMA_CM_EVENT_TIMEWAIT_EXIT), 1, "seed %lu",
+				     seed);
+			dropped += s.link[h].stats.dropped;
+			duplicated += s.link[h].stats.duplicated;
+			reordered += s.link[h].stats.reordered;
+		}
+		/* CONNECT_RESPONSE, DISCONNECTED, TIMEWAIT_EXIT; and CONNECT_REQUEST, ESTABLISHED,
+		 * DISCONNECTED, TIMEWAIT_EXIT: nothing else, nothing twice. */
+		cr_assert_eq(s.h[0].nev, 3, "seed %lu", seed);
+		cr_assert_eq(s.h[1].nev, 4, "seed %lu", seed);
+		uroce_cm_id_destroy(c, s.now);
+		uroce_cm_id_destroy(srv, s.now);
+		uroce_cm_id_destroy(l, s.now);
+		sim_run(&s, s.now + S(600));
+		cr_assert_eq(uroce_cm_next_deadline(s.h[0].cm), UINT64_MAX, "seed %lu", seed);
+		cr_assert_eq(uroce_cm_next_deadline(s.h[1].cm), UINT64_MAX, "seed %lu", seed);
+		sim_fini(&s);
+	}
+	/* The link did what it was asked to. */
+	cr_assert_gt(dropped, 0);
+	cr_assert_gt(duplicated, 0);
+	cr_assert_gt(reordered, 0);
+}

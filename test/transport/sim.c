@@ -72,31 +72,66 @@ static struct sim_frame heap_pop(struct sim *s)
 	return top;
 }
 
-static void enqueue(struct sim *s, int dst, const uint8_t *frame, uint32_t len, uint64_t extra)
+/* What an injector lets through onto the link towards its host: delayed, in order (a
+ * frame overtakes another only when lib/fault reorders it). */
+static int link_emit(void *ctx, const uint8_t *frame, uint32_t len)
 {
+	struct sim_host *h = ctx;
+	struct sim *s = h->sim;
 	const struct sim_faults *f = &s->faults;
-	struct sim_frame fr = {.len = len, .dst = dst, .seq = s->seq++};
+	struct sim_frame fr = {.len = len, .dst = h->id, .seq = s->seq++};
 
-	fr.at = s->now + f->delay_ns + (f->jitter_ns ? sim_rand(s) % f->jitter_ns : 0) + extra;
-	/* A link keeps its frames in order; only the reorder fault (and a duplicate's extra
-	 * delay) lets one overtake another. */
-	if (f->reorder > 0 && sim_frand(s) < f->reorder) {
-		fr.at += f->reorder_ns ? sim_rand(s) % f->reorder_ns : 0;
-	} else if (extra == 0) {
-		if (fr.at < s->link_at[dst])
-			fr.at = s->link_at[dst];
-		s->link_at[dst] = fr.at;
-	}
+	fr.at = s->now + f->delay_ns + (f->jitter_ns ? sim_rand(s) % f->jitter_ns : 0);
+	if (fr.at < s->link_at[h->id])
+		fr.at = s->link_at[h->id];
+	s->link_at[h->id] = fr.at;
 	fr.data = malloc(len);
 	SIM_CHECK(fr.data);
 	memcpy(fr.data, frame, len);
-	if (f->corrupt > 0 && sim_frand(s) < f->corrupt && len > 14) {
-		uint32_t at = 14 + (uint32_t)(sim_rand(s) % (len - 14));
-
-		fr.data[at] ^= (uint8_t)(1 + sim_rand(s) % 255);
-		s->corrupted++;
-	}
 	heap_push(s, fr);
+	return 0;
+}
+
+static void faults_init(struct sim *s)
+{
+	const struct sim_faults *f = &s->faults;
+
+	for (int i = 0; i < s->nhosts; i++) {
+		struct uroce_fault_cfg c = {.drop = f->drop, .dup = f->dup,
+					    .reorder = f->reorder, .corrupt = f->corrupt,
+					    .reorder_timeout_ns = f->reorder_ns,
+					    .seed = sim_rand(s)};
+
+		SIM_CHECK(uroce_fault_init(&s->fault[i], &c, link_emit, &s->host[i]) == 0);
+	}
+}
+
+static void faults_fini(struct sim *s)
+{
+	for (int i = 0; i < s->nhosts; i++)
+		uroce_fault_fini(&s->fault[i]);
+}
+
+void sim_set_faults(struct sim *s, const struct sim_faults *f)
+{
+	for (int i = 0; i < s->nhosts; i++)
+		uroce_fault_flush(&s->fault[i]);
+	faults_fini(s);
+	s->faults = *f;
+	faults_init(s);
+}
+
+struct sim_fault_totals sim_fault_totals(const struct sim *s)
+{
+	struct sim_fault_totals t = {.dropped = s->lost};
+
+	for (int i = 0; i < s->nhosts; i++) {
+		t.dropped += s->fault[i].stats.dropped;
+		t.duplicated += s->fault[i].stats.duplicated;
+		t.reordered += s->fault[i].stats.reordered;
+		t.corrupted += s->fault[i].stats.corrupted;
+	}
+	return t;
 }
 
 static int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
@@ -114,15 +149,11 @@ static int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	for (int i = 0; i < s->nhosts; i++)
 		if (memcmp(frame, s->host[i].mac, 6) == 0)
 			dst = i;
-	if (dst < 0 || f->cut || (f->drop > 0 && sim_frand(s) < f->drop)) {
-		s->dropped++;
+	if (dst < 0 || f->cut) {
+		s->lost++;
 		return 0;
 	}
-	enqueue(s, dst, frame, len, 0);
-	if (f->dup > 0 && sim_frand(s) < f->dup) {
-		s->duplicated++;
-		enqueue(s, dst, frame, len, 1 + sim_rand(s) % (f->delay_ns + 1));
-	}
+	uroce_fault_frame(&s->fault[dst], s->now, frame, len);
 	return 0;
 }
 
@@ -157,10 +188,12 @@ void sim_init(struct sim *s, uint64_t seed, int nhosts, const struct sim_faults 
 		h->dev = uroce_tp_dev_create(&cfg);
 		SIM_CHECK(h->dev);
 	}
+	faults_init(s);
 }
 
 void sim_fini(struct sim *s)
 {
+	faults_fini(s);
 	for (int i = 0; i < s->nhosts; i++)
 		uroce_tp_dev_destroy(s->host[i].dev);
 	for (uint32_t i = 0; i < s->nheap; i++)
@@ -174,8 +207,10 @@ bool sim_run(struct sim *s, uint64_t until_ns, bool (*done)(void *arg), void *ar
 	for (;;) {
 		uint64_t next = UINT64_MAX;
 
-		for (int i = 0; i < s->nhosts; i++)
+		for (int i = 0; i < s->nhosts; i++) {
+			uroce_fault_process(&s->fault[i], s->now);
 			uroce_tp_process(s->host[i].dev, s->now);
+		}
 		if (done && done(arg))
 			return true;
 		while (s->nheap && s->heap[0].at <= s->now) {
@@ -208,8 +243,12 @@ bool sim_run(struct sim *s, uint64_t until_ns, bool (*done)(void *arg), void *ar
 			next = s->heap[0].at;
 		for (int i = 0; i < s->nhosts; i++) {
 			uint64_t d = uroce_tp_next_deadline(s->host[i].dev);
+			uint64_t held = uroce_fault_next_deadline(&s->fault[i]);
+
 			if (d < next)
 				next = d;
+			if (held < next)
+				next = held; /* a reordered frame's hold runs out */
 		}
 		if (next == UINT64_MAX || next > until_ns)
 			return false;

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A simulated Ethernet segment for lib/transport: hosts (each a uroce_tp_dev), a virtual
- * clock, and a seeded channel that delays, drops, duplicates, reorders and corrupts
- * frames and sometimes refuses to send (tx backpressure). Deterministic for a seed.
+ * clock, and a seeded channel that delays frames and sometimes refuses to send (tx
+ * backpressure). Losses, duplicates, reordering and corruption are lib/fault's, the
+ * injector uroced puts on its own paths: one per direction (frames towards each host),
+ * so the simulation exercises the faults the daemon injects, not a model of its own.
+ * Deterministic for a seed.
  */
 #ifndef UROCE_TEST_SIM_H
 #define UROCE_TEST_SIM_H
@@ -10,20 +13,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "uroce_fault.h"
 #include "uroce_transport.h"
 
 #define SIM_MAX_HOSTS 4
 
 struct sim_faults {
-	double drop;      /* probability a frame is lost */
-	double dup;       /* ... delivered twice */
-	double reorder;   /* ... delayed by an extra random time (overtaken) */
-	double corrupt;   /* ... has one byte flipped after the Ethernet header */
+	double drop;      /* probability a frame is lost (lib/fault) */
+	double dup;       /* ... delivered twice (lib/fault) */
+	double reorder;   /* ... overtaken by up to 4 later frames (lib/fault) */
+	double corrupt;   /* ... has one byte flipped after the Ethernet header (lib/fault) */
 	double tx_busy;   /* ... the tx callback answers -EAGAIN */
 	uint64_t delay_ns;   /* one-way latency */
-	uint64_t jitter_ns;  /* extra uniform delay */
-	uint64_t reorder_ns; /* extra delay of a reordered frame, at most */
-	bool cut;         /* every frame is lost (link down) */
+	uint64_t jitter_ns;  /* extra uniform delay, frames still in order */
+	uint64_t reorder_ns; /* longest a reordered frame is held (0: lib/fault's 1 ms) */
+	bool cut;         /* every frame is lost (link down); may be set at any time */
 };
 
 struct sim_frame {
@@ -48,6 +52,7 @@ struct sim {
 	uint64_t now;
 	uint64_t rng;
 	struct sim_faults faults;
+	struct uroce_fault fault[SIM_MAX_HOSTS]; /* on the frames towards each host */
 	struct sim_host host[SIM_MAX_HOSTS];
 	int nhosts;
 	/* frames in flight: a binary heap by (at, seq) */
@@ -56,13 +61,21 @@ struct sim {
 	uint64_t seq;
 	uint64_t link_at[SIM_MAX_HOSTS]; /* latest in-order arrival time towards each host */
 	bool trace; /* print every delivered frame (UROCE_SIM_TRACE=1) */
-	/* what happened */
-	uint64_t sent, delivered, dropped, duplicated, corrupted, busy;
+	/* what happened (the injectors count their faults: sim_fault_totals()) */
+	uint64_t sent, delivered, lost, busy;
+};
+
+struct sim_fault_totals {
+	uint64_t dropped, duplicated, reordered, corrupted;
 };
 
 void sim_init(struct sim *s, uint64_t seed, int nhosts, const struct sim_faults *f,
 	      const struct uroce_tp_dev_cfg *base_cfg);
 void sim_fini(struct sim *s);
+/* New fault rates from now on (frames held for reordering are delivered first). */
+void sim_set_faults(struct sim *s, const struct sim_faults *f);
+/* Frames lost (the link cut, or to no host) and every injector's counts. */
+struct sim_fault_totals sim_fault_totals(const struct sim *s);
 uint64_t sim_rand(struct sim *s);
 /* A uniform double in [0, 1). */
 double sim_frand(struct sim *s);

@@ -88,6 +88,9 @@ struct scenario {
 	char fail[512];
 	char flushed[256];
 	struct uroce_tp_counters counters[2];
+	/* the link's figures, kept at teardown for the summary line */
+	struct sim_fault_totals faults;
+	uint64_t sent, delivered, busy, end_ns;
 		/* kept from the devices at teardown */ /* a WR_FLUSH_ERR is a consequence: reported
 							   if nothing else is */
 };
@@ -716,6 +719,11 @@ static void teardown(struct scenario *sc)
 {
 	for (int h = 0; h < 2 && sc->sim.nhosts; h++)
 		sc->counters[h] = *uroce_tp_counters(sc->sim.host[h].dev);
+	sc->faults = sim_fault_totals(&sc->sim);
+	sc->sent = sc->sim.sent;
+	sc->delivered = sc->sim.delivered;
+	sc->busy = sc->sim.busy;
+	sc->end_ns = sc->sim.now;
 	if (sc->seed & 1) {
 		sim_fini(&sc->sim);
 		return;
@@ -829,10 +837,11 @@ int main(int argc, char **argv)
 		if (verbose || single)
 			printf("sim: seed %" PRIu64 ": %s; frames sent %" PRIu64
 			       " delivered %" PRIu64 " dropped %" PRIu64 " duplicated %" PRIu64
-			       " corrupted %" PRIu64 " busy %" PRIu64 ", virtual time %.3f ms\n",
-			       seed, why ? "failed" : "ok", sc.sim.sent, sc.sim.delivered,
-			       sc.sim.dropped, sc.sim.duplicated, sc.sim.corrupted, sc.sim.busy,
-			       (double)sc.sim.now / 1e6);
+			       " reordered %" PRIu64 " corrupted %" PRIu64 " busy %" PRIu64
+			       ", virtual time %.3f ms\n",
+			       seed, why ? "failed" : "ok", sc.sent, sc.delivered,
+			       sc.faults.dropped, sc.faults.duplicated, sc.faults.reordered,
+			       sc.faults.corrupted, sc.busy, (double)sc.end_ns / 1e6);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (seconds > 0 &&
 		    (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 > seconds)

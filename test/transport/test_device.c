@@ -186,8 +186,12 @@ Test(device, deterministic)
 		struct sim_qp_opts o = default_opts();
 		struct uroce_tp_send_wqe w;
 
+		struct sim_faults lossy;
+
 		env_init(&e);
-		e.s.faults.drop = 0.05; /* the sim's own seeded losses: retries too */
+		lossy = e.s.faults;
+		lossy.drop = 0.05; /* the sim's own seeded losses: retries too */
+		sim_set_faults(&e.s, &lossy);
 		o.timeout = 8;
 		env_pair(&e, IBV_QPT_RC, &o);
 		for (int i = 0; i < 8; i++)
