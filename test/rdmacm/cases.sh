@@ -97,12 +97,15 @@ pair() {
 		tail -n 30 "$slog"
 		# perftest -R's listen race: its client sends the data connection's REQ right
 		# after its out-of-band handshake, its server only then listens; when the REQ
-		# wins, the server's CM answers REJ "no listener" (8), and perftest's retry
-		# crashes on ids it freed (doc/rdmacm.md). Once more, the client's rdma_connect
-		# delayed by the preloaded shim (test/rdmacm/connect_delay.c).
-		if [ "$attempt" -eq 1 ] && grep -q 'RDMA_CM_EVENT_REJECTED; error: 8' "$clog" &&
-			[ -e "${CONNECT_DELAY_LIB:-}" ]; then
-			it_log "  perftest's listen race (REJ 8): once more with rdma_connect delayed 0.5 s"
+		# wins, the server's CM answers REJ "no listener" (8), or for UD a SIDR_REP
+		# "service ID not supported" (1, which librdmacm reports as UNREACHABLE with
+		# that status), and perftest's retry crashes on ids it freed (doc/rdmacm.md).
+		# Once more, the client's rdma_connect delayed by the preloaded shim
+		# (test/rdmacm/connect_delay.c).
+		if [ "$attempt" -eq 1 ] && [ -e "${CONNECT_DELAY_LIB:-}" ] &&
+			grep -qE 'RDMA_CM_EVENT_REJECTED; error: 8|RDMA_CM_EVENT_UNREACHABLE; error: 1\.' \
+				"$clog"; then
+			it_log "  perftest's listen race (REJ 8 / SIDR 1): once more with rdma_connect delayed 0.5 s"
 			RACES=$((RACES + 1))
 			continue
 		fi
