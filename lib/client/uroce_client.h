@@ -15,9 +15,13 @@
  * NULL here otherwise). Fields of the embedded structs that verbs documents as readable
  * (qp_num, qp_type, state, lkey, rkey, addr, length, cqe, handle...) are kept current.
  *
- * Errors are what rdma-core's calls return for the same mistake: functions returning
- * int give 0 or a positive errno (like ibv_modify_qp); functions returning a pointer give
- * NULL and set errno (like ibv_create_qp).
+ * Errors: a verbs-shaped function (one per ibv_ call, named after it) returns what
+ * rdma-core's call returns for the same mistake: 0 or a positive errno for an int (like
+ * ibv_modify_qp), NULL with errno set for a pointer (like ibv_create_qp), and for
+ * uroce_client_poll_cq a negative value, as ibv_poll_cq. The project's own calls, which
+ * have no verbs counterpart (uroce_client_call, _discover, _stats, _admin and
+ * _capture_start), return 0 or -errno like everything inside the project
+ * (doc/design.md).
  *
  * Data path: post_send / post_recv write WQEs into shared rings and publish the producer
  * index (the doorbell); poll_cq reads CQEs from a shared ring. No system call on either.
