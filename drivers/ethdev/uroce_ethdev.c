@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,25 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_pause.h>
+
+/* One log facility per component (doc/design.md): "uroce_ethdev: <level>: ..." on
+ * stderr, beside the daemon's "uroced: <level>: ..." lines. Only what an operator must
+ * act on: the data path never logs. */
+static void eth_log(const char *level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define ETH_ERR(...) eth_log("error", __VA_ARGS__)
+#define ETH_WARN(...) eth_log("warning", __VA_ARGS__)
+
+static void eth_log(const char *level, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "uroce_ethdev: %s: ", level);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 struct uroce_eth_rxq {
 	struct rte_mbuf *burst[UROCE_ETH_BURST_MAX]; /* the burst whose views are out */
@@ -120,12 +140,11 @@ int uroce_eth_eal_init(int argc, char **argv)
 
 			if (mb == 0)
 				mb = 512;
-			fprintf(stderr,
-				"uroce: %s: falling back to --no-huge -m %lu; reserve some with "
-				"echo 1024 > "
-				"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages%s\n",
-				free_pages == 0 ? "no free hugepages" : "no hugetlbfs mounted", mb,
-				mounted ? "" : " and mount -t hugetlbfs none /dev/hugepages");
+			ETH_WARN("%s: falling back to --no-huge -m %lu; reserve some with "
+				 "echo 1024 > "
+				 "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages%s",
+				 free_pages == 0 ? "no free hugepages" : "no hugetlbfs mounted", mb,
+				 mounted ? "" : " and mount -t hugetlbfs none /dev/hugepages");
 			add[nadd++] = "--no-huge";
 			if (!mem) {
 				snprintf(mem_arg, sizeof(mem_arg), "%lu", mb);
@@ -199,11 +218,10 @@ static void memif_check(const struct uroce_eth_port *p, const struct rte_eth_dev
 	if (da != NULL && da->args != NULL && (b = strstr(da->args, "bsize=")) != NULL)
 		bsize = strtoul(b + 6, NULL, 0);
 	if (p->max_frame > bsize)
-		fprintf(stderr,
-			"uroce: %s: WARNING: memif buffers of %lu bytes < frames of up to %u: "
-			"this PMD then delivers stale frames after a ring wrap; add bsize=%u "
-			"(or more) to the --vdev of both sides\n",
-			p->name, bsize, p->max_frame, RTE_ALIGN_CEIL(p->max_frame, 1024));
+		ETH_WARN("%s: memif buffers of %lu bytes < frames of up to %u: "
+			 "this PMD then delivers stale frames after a ring wrap; add bsize=%u "
+			 "(or more) to the --vdev of both sides",
+			 p->name, bsize, p->max_frame, RTE_ALIGN_CEIL(p->max_frame, 1024));
 }
 
 static int port_fail(struct uroce_eth_port *p, int err)
@@ -227,8 +245,7 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 		return -EINVAL;
 	if (cfg->name != NULL) {
 		if (rte_eth_dev_get_port_by_name(cfg->name, &port_id) != 0) {
-			fprintf(stderr, "uroce: no DPDK port named %s (was its --vdev given?)\n",
-				cfg->name);
+			ETH_ERR("no DPDK port named %s (was its --vdev given?)", cfg->name);
 			return -ENODEV;
 		}
 	} else {
@@ -266,8 +283,8 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 		p->mbuf_room = (uint16_t)room;
 	}
 	if (p->nb_rxq > info.max_rx_queues || p->nb_txq > info.max_tx_queues) {
-		fprintf(stderr, "uroce: %s: %u rx / %u tx queues asked, the PMD has %u / %u\n",
-			p->name, p->nb_rxq, p->nb_txq, info.max_rx_queues, info.max_tx_queues);
+		ETH_ERR("%s: %u rx / %u tx queues asked, the PMD has %u / %u", p->name, p->nb_rxq,
+			p->nb_txq, info.max_rx_queues, info.max_tx_queues);
 		return -EINVAL;
 	}
 
@@ -285,8 +302,8 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 	p->pool = rte_pktmbuf_pool_create(pool_name, nb_mbufs, 128, 0,
 					  (uint16_t)(RTE_PKTMBUF_HEADROOM + room), socket);
 	if (p->pool == NULL) {
-		fprintf(stderr, "uroce: %s: mempool of %u mbufs of %u bytes: %s\n", p->name,
-			nb_mbufs, room, rte_strerror(rte_errno));
+		ETH_ERR("%s: mempool of %u mbufs of %u bytes: %s", p->name, nb_mbufs, room,
+			rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
 
@@ -321,7 +338,7 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 	}
 	ret = rte_eth_dev_configure(port_id, p->nb_rxq, p->nb_txq, &conf);
 	if (ret != 0) {
-		fprintf(stderr, "uroce: %s: configure: %s\n", p->name, rte_strerror(-ret));
+		ETH_ERR("%s: configure: %s", p->name, rte_strerror(-ret));
 		return port_fail(p, ret);
 	}
 	p->open = true; /* from here close() must stop and close the device */
@@ -330,11 +347,9 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 		ret = rte_eth_dev_set_mtu(port_id, (uint16_t)mtu);
 		if (ret != 0) {
 			p->sw_mtu = true;
-			fprintf(stderr,
-				"uroce: %s (%s): the PMD refuses MTU %u "
-				"(%s; it reports max MTU %u): "
-				"using it as a software MTU, large frames travel as mbuf chains\n",
-				p->name, p->driver, mtu, rte_strerror(-ret), max_mtu);
+			ETH_WARN("%s (%s): the PMD refuses MTU %u (%s; it reports max MTU %u): "
+				 "using it as a software MTU, large frames travel as mbuf chains",
+				 p->name, p->driver, mtu, rte_strerror(-ret), max_mtu);
 		}
 	}
 
@@ -347,22 +362,20 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 		ret = rte_eth_rx_queue_setup(port_id, q, rx_ring, (unsigned int)socket, NULL,
 					     p->pool);
 		if (ret != 0) {
-			fprintf(stderr, "uroce: %s: rx queue %u: %s\n", p->name, q,
-				rte_strerror(-ret));
+			ETH_ERR("%s: rx queue %u: %s", p->name, q, rte_strerror(-ret));
 			return port_fail(p, ret);
 		}
 	}
 	for (uint16_t q = 0; q < p->nb_txq; q++) {
 		ret = rte_eth_tx_queue_setup(port_id, q, tx_ring, (unsigned int)socket, NULL);
 		if (ret != 0) {
-			fprintf(stderr, "uroce: %s: tx queue %u: %s\n", p->name, q,
-				rte_strerror(-ret));
+			ETH_ERR("%s: tx queue %u: %s", p->name, q, rte_strerror(-ret));
 			return port_fail(p, ret);
 		}
 	}
 	ret = rte_eth_dev_start(port_id);
 	if (ret != 0) {
-		fprintf(stderr, "uroce: %s: start: %s\n", p->name, rte_strerror(-ret));
+		ETH_ERR("%s: start: %s", p->name, rte_strerror(-ret));
 		return port_fail(p, ret);
 	}
 	p->started = true;
