@@ -4,7 +4,8 @@
 
 /*
  * The CM's objects, shared by its files: cm.c (the instance, ids, timers, events, input
- * dispatch), cma.c (rdma_cm addressing), connection.c (RC/UC), sidr.c (UD), qp_attr.c.
+ * dispatch), cm_cma.c (rdma_cm addressing), connection.c (RC/UC), sidr.c (UD),
+ * cm_qp_attr.c.
  */
 
 #include <stdbool.h>
@@ -72,7 +73,7 @@ struct uroce_cm_id {
 	enum cm_state state;
 	bool destroyed; /* the owner destroyed it: lingers in TIMEWAIT only, never reports */
 
-	/* addressing (cma.c) */
+	/* addressing (cm_cma.c) */
 	struct sockaddr_storage src;
 	struct sockaddr_storage dst;
 	bool bound;
@@ -167,7 +168,7 @@ void cm_enter_timewait(struct uroce_cm_id *id);
  * round trip of rdma_cm's packet lifetime, as Linux's ib_cm computes it. */
 uint64_t cm_wait_ns(uint8_t t);
 
-/* ---- cma.c ------------------------------------------------------------------------ */
+/* ---- cm_cma.c ------------------------------------------------------------------------ */
 uint64_t cma_service_id(enum rdma_port_space ps, uint16_t port);
 uint16_t cma_port(const struct sockaddr_storage *ss);
 /* The 36-byte CMA header (cma_hdr) for an id's addresses. */

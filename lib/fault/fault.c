@@ -10,7 +10,7 @@
 #define TWO53 9007199254740992.0 /* 2^53: draws are 53-bit, as a double's mantissa */
 
 /* splitmix64 (Steele, Lea, Flood 2014): one add and three multiply-xorshifts, any seed is
- * good, and it is what lib/transport uses (device.c) — but there it is private to the
+ * good, and it is what lib/transport uses (transport_device.c) — but there it is private to the
  * transport's device, so the injector carries its own copy of the five lines. */
 static uint64_t draw(struct uroce_fault *f)
 {

@@ -155,7 +155,7 @@ static inline int rc_fail(int e)
 	return -1;
 }
 
-/* device.c */
+/* rdmacm_device.c */
 int rc_devices(struct rc_device **devs);
 int rc_device_index(const struct rc_device *dev);
 int rc_device_open(struct rc_device *dev);
@@ -177,7 +177,7 @@ void rc_registry_del(struct rc_obj *o);
 struct rc_id *rc_event_hold(const struct rc_device *dev, const struct uroce_ctrl_cm_event *ev,
 			    struct rc_mcast **mc);
 
-/* cma.c */
+/* rdmacm_cma.c */
 void rc_event_done(struct rc_id *id, struct rc_mcast *mc);
 /** Turns the daemon's event into the application's (rdma-core's ucma event processing:
  *  QP transitions, child ids...). @return false when the event is for no one (dropped). */
@@ -186,7 +186,7 @@ bool rc_event_process(struct rc_device *dev, const struct uroce_ctrl_cm_event *e
 void rc_id_apply_route(struct rc_id *id, const struct uroce_ctrl_cm_route *r);
 socklen_t rc_addrlen(const struct sockaddr *addr);
 
-/* qp.c */
+/* rdmacm_qp.c */
 int rc_modify_qp_rtr(struct rc_id *id, uint8_t resp_res);
 int rc_modify_qp_rts(struct rc_id *id, uint8_t init_depth);
 int rc_modify_qp_err(struct rc_id *id);

@@ -236,7 +236,7 @@ struct uroce_tp_dev {
 struct tp_mcast_group *tp_mcast_find(struct uroce_tp_dev *dev, const uint8_t gid[16]);
 void tp_mcast_detach_all(struct uroce_tp_qp *qp);
 
-/* ---- device.c ---- */
+/* ---- transport_device.c ---- */
 uint64_t tp_rand(struct uroce_tp_dev *dev);
 /* The MR behind @key in @pd if [va, va + len) lies inside it and @access is allowed. */
 struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
@@ -254,7 +254,7 @@ int tp_sge_copy(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t
 		uint32_t offset, void *buf, uint32_t len, bool to_sge);
 uint32_t tp_sge_len(const struct uroce_tp_sge *sge, uint32_t num_sge);
 
-/* ---- qp.c ---- */
+/* ---- transport_qp.c ---- */
 /* Moves the QP to ERR: every WQE not completed completes with WR_FLUSH_ERR (IBA 10.3.1). */
 void tp_qp_to_error(struct uroce_tp_qp *qp);
 void tp_qp_flush(struct uroce_tp_qp *qp);

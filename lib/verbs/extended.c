@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The extended verbs: ibv_query_device_ex, ibv_create_cq_ex with the polling API
  * (ibv_start_poll / ibv_next_poll / ibv_wc_read_*), ibv_create_qp_ex and the post API
- * (ibv_qp_to_qp_ex, ibv_wr_*). They reach us through struct verbs_context (device.c sets
+ * (ibv_qp_to_qp_ex, ibv_wr_*). They reach us through struct verbs_context (verbs_device.c sets
  * the ops) and the function pointers of ibv_cq_ex / ibv_qp_ex, all built on the basic
  * calls of lib/client: a CQ is polled one ibv_wc at a time, an ibv_wr_* batch becomes
  * a chain of ibv_send_wr posted at wr_complete. */

@@ -20,7 +20,7 @@
  * both are bound with symver attributes on differently named functions, as the linker
  * needs (a plain `ibv_x` would take the first node that lists it). Renaming them here,
  * before verbs.h, keeps verbs.h's prototypes checking ours. ibv_query_port and ibv_reg_mr
- * are macros of verbs.h: device.c and verbs.c rename them after #undef (see there). */
+ * are macros of verbs.h: verbs_device.c and verbs_core.c rename them after #undef (see there). */
 #define ibv_ack_async_event uv_ibv_ack_async_event_1_1
 #define ibv_ack_cq_events uv_ibv_ack_cq_events_1_1
 #define ibv_alloc_pd uv_ibv_alloc_pd_1_1
@@ -166,10 +166,10 @@ static inline void *uv_null(int e)
 
 /* ---- shared between the files ----------------------------------------------------------- */
 
-/* device.c */
+/* verbs_device.c */
 int uv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
 		  size_t len);
-/* verbs.c */
+/* verbs_core.c */
 struct ibv_cq *uv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 			    struct ibv_comp_channel *channel, int comp_vector,
 			    uint64_t wc_flags);

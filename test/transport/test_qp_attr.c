@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "qp_attr.h"
+#include "transport_qp_attr.h"
 
 #define NSTATES (IBV_QPS_ERR + 1)
 /* Every bit an int mask has, defined or not (bit 31 is the sign bit). */

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
-#include "qp_attr.h"
+#include "transport_qp_attr.h"
 
 /* Column of a QP type in the table. */
 enum { T_RC, T_UC, T_UD, T_NUM };

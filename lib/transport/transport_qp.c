@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qp_attr.h"
+#include "transport_qp_attr.h"
 #include "tp_internal.h"
 
 static uint32_t qp_hash(uint32_t qpn)
