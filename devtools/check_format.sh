@@ -3,7 +3,8 @@
 # whitespace, no CRLF, a final newline; tabs for indentation in C, headers and shell (alignment
 # after the tabs is fine; a here-document in a script keeps its own language's indentation);
 # spaces for indentation in meson files, as meson's own style; C and header lines at most 100
-# columns, a tab counting 8. Prints file:line: what for each violation; exits 1 if any.
+# columns, a tab counting 8; no two files under lib/ with one name. Prints file:line: what for
+# each violation; exits 1 if any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,6 +62,17 @@ for path in sys.argv[1:]:
             width = len(line.expandtabs(8))
             if width > 100:
                 report(path, n, f"{width} columns, more than 100")
+
+# One name, one file under lib/ (doc/design.md): a stack trace or a commit summary that
+# names a file must not leave the reader to guess which library's it is.
+by_name = {}
+for path in sys.argv[1:]:
+    parts = path.split("/")
+    if len(parts) == 3 and parts[0] == "lib" and parts[2].endswith((".c", ".h")):
+        by_name.setdefault(parts[2], []).append(path)
+for name, paths in sorted(by_name.items()):
+    if len(paths) > 1:
+        report(paths[1], 1, f"{name} also in {paths[0]}: prefix it with its library's name")
 
 if bad:
     print(f"check_format: {bad} violation(s); see .editorconfig", file=sys.stderr)
