@@ -121,6 +121,12 @@ test_all() {
 		format_failed=1
 		failed=1
 	fi
+	say "commit messages (devtools/check_commits.sh)"
+	if ! bash devtools/check_commits.sh; then
+		say "commit message check failed"
+		format_failed=1
+		failed=1
+	fi
 
 	# The rxe interop test boots Linux rxe in a VM; its image is built once (about
 	# 3 min) by the test itself. Without the packages it is skipped, not failed.
@@ -145,7 +151,8 @@ test_all() {
 	meson test -C build --benchmark --verbose --logbase benchmarklog || failed=1
 
 	python3 devtools/test_summary.py "${logs[@]}" || failed=1
-	[ "$format_failed" = 0 ] || say "format check failed: devtools/check_format.sh lists the lines"
+	[ "$format_failed" = 0 ] ||
+		say "format or commit check failed: devtools/check_format.sh and check_commits.sh list what"
 	return $failed
 }
 
