@@ -18,19 +18,46 @@
 #include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_log.h>
 
 #include "uroced.h"
 
 struct uroced uroced = {.listen_fd = -1, .epfd = -1};
-int uroced_log_level = UROCE_CONF_LOG_INFO;
+RTE_LOG_REGISTER(uroced_logtype_daemon, uroced, INFO);
+RTE_LOG_REGISTER(uroced_logtype_rnic, uroced.rnic, INFO);
 
-void uroced_vlog(int level, const char *fmt, va_list ap)
+/* enum uroce_conf_log_level as rte_log's levels. */
+static uint32_t rte_level(int level)
 {
-	if (level > uroced_log_level)
+	switch (level) {
+	case UROCE_CONF_LOG_ERROR:
+		return RTE_LOG_ERR;
+	case UROCE_CONF_LOG_WARNING:
+		return RTE_LOG_WARNING;
+	case UROCE_CONF_LOG_INFO:
+		return RTE_LOG_INFO;
+	default:
+		return RTE_LOG_DEBUG;
+	}
+}
+
+void uroced_log_set_level(int level)
+{
+	rte_log_set_level(uroced_logtype_daemon, rte_level(level));
+	rte_log_set_level(uroced_logtype_rnic, rte_level(level));
+}
+
+void uroced_vlog(enum uroced_log_module m, int level, const char *fmt, va_list ap)
+{
+	int type = m == UROCED_LOG_RNIC ? uroced_logtype_rnic : uroced_logtype_daemon;
+	char line[1024];
+	int n;
+
+	if (!rte_log_can_log((uint32_t)type, rte_level(level)))
 		return;
-	fprintf(stderr, "uroced: %s: ", uroce_conf_log_level_name(level));
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	n = snprintf(line, sizeof(line), "uroced: %s: ", uroce_conf_log_level_name(level));
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	rte_log(rte_level(level), (uint32_t)type, "%s\n", line);
 }
 
 void uroced_log(int level, const char *fmt, ...)
@@ -38,7 +65,7 @@ void uroced_log(int level, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	uroced_vlog(level, fmt, ap);
+	uroced_vlog(UROCED_LOG_DAEMON, level, fmt, ap);
 	va_end(ap);
 }
 
@@ -109,7 +136,7 @@ static int parse_args(int argc, char **argv)
 		uroce_conf_print(&uroced.conf, stdout);
 		exit(0);
 	}
-	uroced_log_level = (int)uroced.conf.log.level;
+	uroced_log_set_level((int)uroced.conf.log.level);
 	return 0;
 }
 

@@ -364,7 +364,7 @@ static uint64_t rnic_now_ns(void *io_ctx)
 static void rnic_log(void *io_ctx, int level, const char *fmt, va_list ap)
 {
 	(void)io_ctx;
-	uroced_vlog(level, fmt, ap);
+	uroced_vlog(UROCED_LOG_RNIC, level, fmt, ap);
 }
 
 static int rnic_admin(void *io_ctx, const struct uroce_ctrl_admin_req *req)
@@ -379,7 +379,7 @@ static int rnic_admin(void *io_ctx, const struct uroce_ctrl_admin_req *req)
 	case UROCE_CTRL_ADMIN_LOG_LEVEL:
 		if (req->value > UROCE_CONF_LOG_DEBUG)
 			return -EINVAL;
-		uroced_log_level = (int)req->value;
+		uroced_log_set_level((int)req->value);
 		return 0;
 	default:
 		return -EINVAL;

@@ -16,28 +16,33 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_pause.h>
 
-/* One log facility per component (doc/design.md): "uroce_ethdev: <level>: ..." on
- * stderr, beside the daemon's "uroced: <level>: ..." lines. Only what an operator must
- * act on: the data path never logs. */
-static void eth_log(const char *level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-#define ETH_ERR(...) eth_log("error", __VA_ARGS__)
-#define ETH_WARN(...) eth_log("warning", __VA_ARGS__)
+/* One log facility per component (doc/design.md): DPDK's rte_log, type "uroce.ethdev",
+ * printing "uroce_ethdev: <level>: ..." beside the daemon's "uroced: <level>: ..." lines.
+ * Only what an operator must act on: the data path never logs. */
+RTE_LOG_REGISTER(uroce_eth_logtype, uroce.ethdev, INFO);
 
-static void eth_log(const char *level, const char *fmt, ...)
+static void eth_log(uint32_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ETH_ERR(...) eth_log(RTE_LOG_ERR, __VA_ARGS__)
+#define ETH_WARN(...) eth_log(RTE_LOG_WARNING, __VA_ARGS__)
+
+static void eth_log(uint32_t level, const char *fmt, ...)
 {
+	char line[512];
 	va_list ap;
 
-	fprintf(stderr, "uroce_ethdev: %s: ", level);
+	if (!rte_log_can_log((uint32_t)uroce_eth_logtype, level))
+		return;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	rte_log(level, (uint32_t)uroce_eth_logtype, "uroce_ethdev: %s: %s\n",
+		level == RTE_LOG_ERR ? "error" : "warning", line);
 }
 
 struct uroce_eth_rxq {

@@ -87,8 +87,27 @@ cli stat --json --qp
 cli devinfo
 cli fault rx_drop=0.5 tx_dup=0.25
 cli fault
+# The log level reaches the daemon's rte_log types: a connection's next-hop lookups are
+# logged at debug, so they show while the level is debug and not once it is info again.
+dbg_pair() { # PORT
+	timeout 60 "$UROCE_XFER" -S "$S" rc_pingpong -n 10 -p "$1" >/dev/null 2>&1 &
+	local spid=$!
+	sleep 0.2
+	timeout 60 "$UROCE_XFER" -S "$S" rc_pingpong -n 10 -p "$1" 127.0.0.1 >/dev/null 2>&1
+	wait "$spid"
+}
+dbg_lines() { grep -c '^uroced: debug: client .*next hop of GID' "$IT_DIR/L.log"; }
 cli log-level debug
+dbg_pair 19328
+n_debug=$(dbg_lines)
 cli log-level info
+dbg_pair 19329
+if [ "$n_debug" -gt 0 ] && [ "$(dbg_lines)" -eq "$n_debug" ]; then
+	it_log "PASS log levels: $n_debug debug lines at debug, none more at info"
+else
+	it_log "FAIL log levels: $n_debug debug lines at debug, $(dbg_lines) after info"
+	IT_FAILS=$((IT_FAILS + 1))
+fi
 cli capture start "$IT_DIR/loopback.pcap"
 timeout 60 "$UROCE_XFER" -S "$S" rc_pingpong -n 10 -p 19330 >/dev/null 2>&1 &
 cap_pid=$!
