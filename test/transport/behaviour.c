@@ -414,3 +414,24 @@ bool drop_first_atomic_ack(const struct frame_rec *r, void *arg)
 	}
 	return false;
 }
+
+void inject_aeth_to0(struct env *e, uint8_t syndrome, uint32_t psn)
+{
+	struct uroce_wire_hdr h;
+	uint8_t buf[256];
+	uint32_t n;
+
+	uroce_wire_hdr_init(&h, 4, OPC(RC, ACKNOWLEDGE));
+	memcpy(h.eth_dst, e->s.host[0].mac, 6);
+	memcpy(h.eth_src, e->s.host[1].mac, 6);
+	h.ip_src[12] = 10, h.ip_src[15] = 2;
+	h.ip_dst[12] = 10, h.ip_dst[15] = 1;
+	h.udp_sport = UROCE_UDP_SPORT_MIN;
+	h.bth.dqpn = uroce_tp_qp_num(e->qp[0]);
+	h.bth.psn = psn & UROCE_PSN_MASK;
+	h.aeth.syndrome = syndrome;
+	h.aeth.msn = 1;
+	n = uroce_wire_build(buf, sizeof(buf), &h, NULL, 0);
+	cr_assert_gt(n, 0);
+	uroce_tp_rx(e->s.host[0].dev, buf, n, e->s.now);
+}

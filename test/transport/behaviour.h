@@ -160,4 +160,8 @@ int to_init(struct uroce_tp_qp *qp, const struct ibv_qp_attr *over, int extra);
 
 bool drop_first_atomic_ack(const struct frame_rec *r, void *arg);
 
+/* An ACKNOWLEDGE with AETH @p syndrome for @p psn from host 1 to qp[0], handed to host 0
+ * directly (not through the simulated wire). */
+void inject_aeth_to0(struct env *e, uint8_t syndrome, uint32_t psn);
+
 #endif

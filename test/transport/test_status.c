@@ -627,28 +627,6 @@ Test(status, uc_errors_are_silent_drops)
 
 /* rdma-core providers refuse sends before RTS; ERR takes them and flushes (IBA 10.3.1). */
 
-/* NAK PSN Sequence Error from host 1 to qp[0] at @p psn. */
-static void inject_nak_seq_to0(struct env *e, uint32_t psn)
-{
-	struct uroce_wire_hdr h;
-	uint8_t buf[256];
-	uint32_t n;
-
-	uroce_wire_hdr_init(&h, 4, OPC(RC, ACKNOWLEDGE));
-	memcpy(h.eth_dst, e->s.host[0].mac, 6);
-	memcpy(h.eth_src, e->s.host[1].mac, 6);
-	h.ip_src[12] = 10, h.ip_src[15] = 2;
-	h.ip_dst[12] = 10, h.ip_dst[15] = 1;
-	h.udp_sport = UROCE_UDP_SPORT_MIN;
-	h.bth.dqpn = uroce_tp_qp_num(e->qp[0]);
-	h.bth.psn = psn & UROCE_PSN_MASK;
-	h.aeth.syndrome = uroce_aeth_nak(UROCE_NAK_PSN_SEQ_ERR);
-	h.aeth.msn = 1;
-	n = uroce_wire_build(buf, sizeof(buf), &h, NULL, 0);
-	cr_assert_gt(n, 0);
-	uroce_tp_rx(e->s.host[0].dev, buf, n, e->s.now);
-}
-
 static bool went_back(void *arg)
 {
 	return cnt(arg, 0)->completer_retry_err > 0;
@@ -698,8 +676,8 @@ Test(status, naks_past_a_pending_read_spend_no_retry)
 	cr_assert(sim_run(&e.s, e.s.now + 1 * MS, went_back, &e));
 	cr_assert_eq(dropped, 1);
 	cr_assert_eq(cnt(&e, 0)->completer_retry_err, 1);
-	inject_nak_seq_to0(&e, o.psn_a + 4);
-	inject_nak_seq_to0(&e, o.psn_a + 4);
+	inject_aeth_to0(&e, uroce_aeth_nak(UROCE_NAK_PSN_SEQ_ERR), o.psn_a + 4);
+	inject_aeth_to0(&e, uroce_aeth_nak(UROCE_NAK_PSN_SEQ_ERR), o.psn_a + 4);
 	cr_assert_eq(cnt(&e, 0)->completer_retry_err, 1, "the old stream's NAKs spent a retry");
 	cr_assert(run_until(&e, 2, 1, 100 * MS));
 	expect_wc(&e.sc[0].wc[0], 1, IBV_WC_SUCCESS);
