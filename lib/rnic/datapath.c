@@ -151,7 +151,8 @@ static unsigned int rq_doorbell(struct rnic_qp *q, bool refill)
 
 static unsigned int qp_doorbell(struct rnic_qp *q)
 {
-	struct uroce_rnic *nic = q->client->rnic;
+	/* One clock read (an indirect call to the host) per scan, not per WQE. */
+	const uint64_t now = rnic_now(q->client->rnic);
 	unsigned int done = 0;
 	uint32_t n, i;
 	int rc;
@@ -162,7 +163,7 @@ static unsigned int qp_doorbell(struct rnic_qp *q)
 
 		rc = to_tp_send(q, &t, uroce_ring_cons_slot(&q->sq, i));
 		if (rc == 0)
-			rc = uroce_tp_post_send(q->tp, &t, rnic_now(nic));
+			rc = uroce_tp_post_send(q->tp, &t, now);
 		if (rc == -ENOMEM)
 			break; /* the transport's queue is full: the rest waits in the ring */
 		if (rc) {
@@ -174,7 +175,7 @@ static unsigned int qp_doorbell(struct rnic_qp *q)
 			}
 			t.opcode = IBV_WR_SEND;
 			t.ah = NULL;
-			uroce_tp_post_send(q->tp, &t, rnic_now(nic)); /* completes flushed */
+			uroce_tp_post_send(q->tp, &t, now); /* completes flushed */
 		}
 	}
 	if (i) {
