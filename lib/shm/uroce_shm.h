@@ -196,6 +196,28 @@ static inline const void *uroce_ring_cons_slot(const struct uroce_ring *r, uint3
 	return r->elems + (size_t)((r->mine + i) & r->mask) * r->elem_size;
 }
 
+/**
+ * Re-reads the producer index, whatever the cached view says. A consumer about to sleep
+ * calls it after announcing so (uroce_wake_announce() and the fence): it sees any WQE
+ * posted before the producer looked at the announcement.
+ * @return true when the index moved since the consumer last read it (there is work the
+ *   consumer has not seen), false otherwise, a bogus index included (counted).
+ */
+static inline bool uroce_ring_cons_moved(struct uroce_ring *r)
+{
+	/* acquire: as in uroce_ring_cons_avail. */
+	uint32_t prod = atomic_load_explicit(&r->sh->prod, memory_order_acquire);
+
+	if (prod == r->theirs)
+		return false;
+	if (prod - r->mine > r->mask + 1) {
+		r->bogus++;
+		return false;
+	}
+	r->theirs = prod;
+	return true;
+}
+
 /** Gives @p n read slots back to the producer. */
 static inline void uroce_ring_cons_release(struct uroce_ring *r, uint32_t n)
 {
@@ -232,6 +254,63 @@ static inline bool uroce_ring_take_arm(struct uroce_ring *r, bool solicited)
 	/* Only one signal per arming even if several completions race to take it. */
 	return atomic_compare_exchange_strong_explicit(&r->sh->armed, &a, 0u,
 						       memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* Waking a sleeping consumer ---------------------------------------------------------------- */
+
+/*
+ * A consumer that polls rings (the daemon) may sleep in a system call when it has had no
+ * work for a while. Producers (the applications) must then wake it, yet a producer must
+ * not pay a system call per post while the consumer polls. The consumer announces that
+ * it sleeps in a word the producer reads after each commit; the producer rings the
+ * consumer's eventfd only when it finds the announcement, and takes it down as it does,
+ * so a burst of posts costs one write.
+ *
+ * The same Dekker pairing as the arm protocol above:
+ *   consumer: announce (store), fence, re-read every producer index, sleep if none moved;
+ *   producer: commit (store), fence, read the announcement, ring if it is up.
+ * Either the consumer sees the commit or the producer sees the announcement.
+ */
+struct uroce_shm_wake {
+	_Alignas(UROCE_SHM_CACHELINE) _Atomic uint32_t sleeping; /* 1: ring the eventfd */
+	uint32_t reserved[15];
+};
+
+static_assert(sizeof(struct uroce_shm_wake) == UROCE_SHM_CACHELINE,
+	       "the announcement: alone on its line, which producers only read");
+
+/** Consumer: announces that it may sleep. Follow the announcements with
+ *  uroce_wake_fence(), then re-read the producer indices (uroce_ring_cons_moved()). */
+static inline void uroce_wake_announce(struct uroce_shm_wake *w)
+{
+	atomic_store_explicit(&w->sleeping, 1u, memory_order_relaxed);
+}
+
+/** Consumer: orders its announcements before its next reads of the producer indices. */
+static inline void uroce_wake_fence(void)
+{
+	/* seq_cst: a store followed by a load of another location needs a full fence; it
+	 * pairs with the one in uroce_wake_take. */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/** Consumer: awake again (it polls every ring before it could sleep next). */
+static inline void uroce_wake_withdraw(struct uroce_shm_wake *w)
+{
+	atomic_store_explicit(&w->sleeping, 0u, memory_order_relaxed);
+}
+
+/** Producer, after uroce_ring_prod_commit(): true once per announcement, when the caller
+ *  must ring the consumer's eventfd. */
+static inline bool uroce_wake_take(struct uroce_shm_wake *w)
+{
+	/* seq_cst fence: orders our index store before the load of the announcement, the
+	 * mirror of uroce_wake_fence. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&w->sleeping, memory_order_relaxed) == 0)
+		return false;
+	/* One ring per announcement even if several threads post at once. */
+	return atomic_exchange_explicit(&w->sleeping, 0u, memory_order_relaxed) != 0;
 }
 
 #ifdef __cplusplus

@@ -359,3 +359,106 @@ Test(ring, armed_completion_wakes_the_consumer_exactly_once, .timeout = 120)
 	close(efd);
 	uroce_shm_close(&r);
 }
+
+/* The wake protocol, the other way round: the consumer (the daemon) sleeps on an eventfd
+ * once its ring is empty, after announcing so; the producer (an application) rings only
+ * when it finds the announcement. No post may be left unseen by a sleeping consumer. */
+Test(ring, a_sleeping_consumer_is_woken_by_every_post_it_announced_a_sleep_for, .timeout = 120)
+{
+	const int rounds = 20000;
+	const uint64_t ring_at = 2 * UROCE_SHM_CACHELINE;
+	struct uroce_shm_region r;
+	struct uroce_shm_wake *wake;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pid_t pid;
+	int status;
+
+	cr_assert_geq(efd, 0);
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test-sq", ring_at + uroce_ring_bytes(64, 16),
+				      KIND_TEST, false),
+		     0);
+	wake = (void *)((uint8_t *)r.addr + UROCE_SHM_CACHELINE);
+	cr_assert_eq(uroce_ring_format((uint8_t *)r.addr + ring_at, 64, 16), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* Producer of WQEs (the application). */
+		struct uroce_ring sq;
+		uint64_t one = 1;
+
+		if (uroce_ring_open(&sq, (uint8_t *)r.addr + ring_at, 4096, true))
+			_exit(2);
+		for (int i = 0; i < rounds; i++) {
+			while (uroce_ring_prod_space(&sq) == 0)
+				;
+			((struct elem *)uroce_ring_prod_slot(&sq, 0))->seq = (uint64_t)i;
+			uroce_ring_prod_commit(&sq, 1);
+			if (uroce_wake_take(wake) && write(efd, &one, 8) != 8)
+				_exit(3);
+			if (i % 7 == 0)
+				usleep(1); /* let the consumer fall asleep sometimes */
+		}
+		_exit(0);
+	}
+	{
+		struct uroce_ring sq;
+		int seen = 0, sleeps = 0, backed_out = 0;
+
+		cr_assert_eq(uroce_ring_open(&sq, (uint8_t *)r.addr + ring_at, 4096, false), 0);
+		while (seen < rounds) {
+			uint32_t got = uroce_ring_cons_avail(&sq);
+
+			if (got == 0) {
+				/* the daemon's pattern: announce, fence, look again, sleep */
+				struct pollfd p = {.fd = efd, .events = POLLIN};
+				uint64_t v;
+
+				uroce_wake_announce(wake);
+				uroce_wake_fence();
+				if (uroce_ring_cons_moved(&sq)) {
+					uroce_wake_withdraw(wake);
+					backed_out++;
+					continue;
+				}
+				cr_assert_eq(poll(&p, 1, 10000), 1, "no wake-up: a lost doorbell");
+				uroce_wake_withdraw(wake);
+				cr_assert_eq(read(efd, &v, 8), 8);
+				sleeps++;
+				continue;
+			}
+			for (uint32_t i = 0; i < got; i++, seen++)
+				cr_assert_eq(
+					((const struct elem *)uroce_ring_cons_slot(&sq, i))->seq,
+					(uint64_t)seen);
+			uroce_ring_cons_release(&sq, got);
+		}
+		cr_log_info("%d sleeps, %d announcements taken back", sleeps, backed_out);
+		cr_expect_gt(sleeps, 0, "the consumer never slept: the test proved nothing");
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(efd);
+	uroce_shm_close(&r);
+}
+
+/* uroce_ring_cons_moved re-reads the producer index whatever the cached view holds, and
+ * says "moved" once per change. */
+Test(ring, cons_moved_reports_each_change_of_the_producer_index_once)
+{
+	static _Alignas(64) uint8_t mem[8192];
+	struct uroce_ring p, c;
+
+	cr_assert_eq(uroce_ring_format(mem, 8, 16), 0);
+	cr_assert_eq(uroce_ring_open(&p, mem, sizeof(mem), true), 0);
+	cr_assert_eq(uroce_ring_open(&c, mem, sizeof(mem), false), 0);
+	cr_expect_not(uroce_ring_cons_moved(&c));
+	uroce_ring_prod_commit(&p, 2);
+	cr_expect_eq(uroce_ring_cons_avail(&c), 2); /* cached: 2 */
+	uroce_ring_prod_commit(&p, 1);              /* the cache does not know */
+	cr_expect(uroce_ring_cons_moved(&c));
+	cr_expect_not(uroce_ring_cons_moved(&c), "once per change");
+	cr_expect_eq(uroce_ring_cons_avail(&c), 3);
+	atomic_store(&((struct uroce_ring_shared *)mem)->prod, 100); /* a lie */
+	cr_expect_not(uroce_ring_cons_moved(&c));
+	cr_expect_eq(c.bogus, 1);
+}
