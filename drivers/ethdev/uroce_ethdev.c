@@ -9,6 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/if_packet.h>
 
 #include <rte_dev.h>
 #include <rte_devargs.h>
@@ -51,6 +56,8 @@ struct uroce_eth_rxq {
 	uint32_t slot_size;
 	uint8_t *scratch; /* UROCE_ETH_BURST_MAX slots, allocated at the first chain */
 	uint64_t frames, linearized, oversize;
+	enum uroce_eth_rx_wake wake;
+	int wake_fd;
 } __rte_cache_aligned;
 
 struct uroce_eth_txq {
@@ -235,6 +242,116 @@ static int port_fail(struct uroce_eth_port *p, int err)
 	return err < 0 ? err : -err;
 }
 
+/* ---- sleeping until frames arrive -------------------------------------------------------- */
+
+/* The @p queue-th socket (in descriptor order) of family @p family that this process
+ * holds, af_packet's bound to interface @p ifindex: the PMD opened it, one per queue, and
+ * DPDK does not hand it out. An AF_XDP socket does not tell its interface (no getsockname):
+ * with one port per process, as uroced has, the queue's is still the queue-th. -1: none. */
+static int kernel_socket_of(int family, unsigned int ifindex, uint16_t queue)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int fds[UROCE_ETH_MAX_QUEUES], n = 0, found = -1;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL && n < UROCE_ETH_MAX_QUEUES) {
+		int fd = atoi(e->d_name), dom = 0;
+		socklen_t len = sizeof(dom);
+		struct sockaddr_ll ll;
+		socklen_t salen = sizeof(ll);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
+			continue;
+		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) != 0 || dom != family)
+			continue;
+		memset(&ll, 0, sizeof(ll));
+		if (family == AF_PACKET &&
+		    (getsockname(fd, (struct sockaddr *)&ll, &salen) != 0 ||
+		     (unsigned int)ll.sll_ifindex != ifindex))
+			continue;
+		fds[n++] = fd;
+	}
+	closedir(d);
+	/* readdir's order is not numeric */
+	for (int i = 0; i < n; i++) {
+		int rank = 0;
+
+		for (int j = 0; j < n; j++)
+			rank += fds[j] < fds[i];
+		if (rank == queue)
+			found = fds[i];
+	}
+	return found;
+}
+
+static void rx_wake_find(struct uroce_eth_port *p, uint16_t q, bool intr, uint32_t ifindex)
+{
+	struct uroce_eth_rxq *rxq = &p->rxq[q];
+	int fd = -1;
+
+	rxq->wake = UROCE_ETH_RX_WAKE_NONE;
+	rxq->wake_fd = -1;
+	/* A PMD without Rx interrupts says -ENOTSUP to enable, silently (asking for the
+	 * descriptor first would log an ethdev error). */
+	if (intr && rte_eth_dev_rx_intr_enable(p->port_id, q) == 0) {
+		fd = rte_eth_dev_rx_intr_ctl_q_get_fd(p->port_id, q);
+		/* Disabled until a sleep: while we poll, the peer need not signal. */
+		if (rte_eth_dev_rx_intr_disable(p->port_id, q) == 0 && fd >= 0) {
+			rxq->wake = UROCE_ETH_RX_WAKE_INTR;
+			rxq->wake_fd = fd;
+			return;
+		}
+	}
+	if (ifindex == 0)
+		return;
+	if (strcmp(p->driver, "net_af_packet") == 0)
+		fd = kernel_socket_of(AF_PACKET, ifindex, q);
+	else if (strcmp(p->driver, "net_af_xdp") == 0)
+		fd = kernel_socket_of(AF_XDP, ifindex, q);
+	else
+		fd = -1;
+	if (fd >= 0) {
+		rxq->wake = UROCE_ETH_RX_WAKE_SOCKET;
+		rxq->wake_fd = fd;
+	}
+}
+
+enum uroce_eth_rx_wake uroce_eth_rx_wake_fd(const struct uroce_eth_port *p, uint16_t queue,
+					    int *fd)
+{
+	if (!p->open || queue >= p->nb_rxq) {
+		*fd = -1;
+		return UROCE_ETH_RX_WAKE_NONE;
+	}
+	*fd = p->rxq[queue].wake_fd;
+	return p->rxq[queue].wake;
+}
+
+int uroce_eth_rx_sleep(struct uroce_eth_port *p, uint16_t queue)
+{
+	if (p->rxq[queue].wake != UROCE_ETH_RX_WAKE_INTR)
+		return 0;
+	return rte_eth_dev_rx_intr_enable(p->port_id, queue);
+}
+
+void uroce_eth_rx_awake(struct uroce_eth_port *p, uint16_t queue)
+{
+	struct uroce_eth_rxq *rxq = &p->rxq[queue];
+	struct pollfd pfd = {.fd = rxq->wake_fd, .events = POLLIN};
+	uint64_t v;
+
+	if (rxq->wake != UROCE_ETH_RX_WAKE_INTR)
+		return;
+	(void)rte_eth_dev_rx_intr_disable(p->port_id, queue);
+	/* The interrupt descriptors are eventfds: one read resets them. Only when readable:
+	 * the PMD's descriptor may be blocking. */
+	if (poll(&pfd, 1, 0) == 1 && read(rxq->wake_fd, &v, sizeof(v)) < 0)
+		ETH_WARN("%s: rx queue %u: reading its interrupt: %s", p->name, queue,
+			 strerror(errno));
+}
+
 int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cfg *cfg)
 {
 	struct rte_eth_dev_info info;
@@ -341,7 +458,14 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 		if (conf.rx_adv_conf.rss_conf.rss_hf == 0)
 			conf.rxmode.mq_mode = RTE_ETH_MQ_RX_NONE;
 	}
+	/* Rx interrupts, so that the caller may sleep when there is no traffic. A PMD with
+	 * none ignores the request or refuses the configuration; then without. */
+	conf.intr_conf.rxq = 1;
 	ret = rte_eth_dev_configure(port_id, p->nb_rxq, p->nb_txq, &conf);
+	if (ret != 0) {
+		conf.intr_conf.rxq = 0;
+		ret = rte_eth_dev_configure(port_id, p->nb_rxq, p->nb_txq, &conf);
+	}
 	if (ret != 0) {
 		ETH_ERR("%s: configure: %s", p->name, rte_strerror(-ret));
 		return port_fail(p, ret);
@@ -393,6 +517,8 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 
 	if (rte_eth_macaddr_get(port_id, &mac) == 0)
 		memcpy(p->mac, mac.addr_bytes, sizeof(p->mac));
+	for (uint16_t q = 0; q < p->nb_rxq; q++)
+		rx_wake_find(p, q, conf.intr_conf.rxq != 0, info.if_index);
 	return 0;
 }
 

@@ -175,6 +175,35 @@ uint16_t uroce_eth_rx(struct uroce_eth_port *p, uint16_t queue, struct uroce_eth
 /** Frees the mbufs of the last burst of @p queue; the views die here. */
 void uroce_eth_rx_done(struct uroce_eth_port *p, uint16_t queue);
 
+/* ---- sleeping until frames arrive -------------------------------------------------------- */
+
+/** How a queue can wake a caller that sleeps in epoll instead of polling it. */
+enum uroce_eth_rx_wake {
+	UROCE_ETH_RX_WAKE_NONE,   /**< no descriptor: the caller naps and polls */
+	UROCE_ETH_RX_WAKE_INTR,   /**< the queue's Rx interrupt (memif, tap, virtio, most
+				       PCI NICs): armed before a sleep, drained after */
+	UROCE_ETH_RX_WAKE_SOCKET, /**< the kernel socket the PMD reads (af_packet, af_xdp):
+				       readable while its ring holds frames */
+};
+
+/**
+ * How queue @p queue wakes a sleeper, and the descriptor to wait on (readable: frames
+ * came) in @p fd (-1 with UROCE_ETH_RX_WAKE_NONE). The descriptor is the port's: add it
+ * to an epoll set (level-triggered), never close it.
+ */
+enum uroce_eth_rx_wake uroce_eth_rx_wake_fd(const struct uroce_eth_port *p, uint16_t queue,
+					    int *fd);
+/**
+ * Before a sleep on the descriptor: arms the queue's interrupt (nothing to do for a
+ * socket). A frame that came before the arming raised no interrupt: poll the queue once
+ * more after this and sleep only if it is empty.
+ * @return 0, or the PMD's -errno (do not sleep on the descriptor: nap instead).
+ */
+int uroce_eth_rx_sleep(struct uroce_eth_port *p, uint16_t queue);
+/** After a sleep: disarms the interrupt and drains its descriptor, so the next sleep
+ *  waits for new frames only. */
+void uroce_eth_rx_awake(struct uroce_eth_port *p, uint16_t queue);
+
 /* ---- TX --------------------------------------------------------------------------------- */
 
 /**
