@@ -45,6 +45,10 @@ struct uroce_client_ctx {
 	 * (EPOLLRDHUP: the daemon died or dropped us, reported once as DEVICE_FATAL). */
 	int async_fd;  /* epoll */
 	int async_efd; /* the daemon's semaphore eventfd */
+	/* The daemon's sleep announcement (in region) and the eventfd that wakes it: a post
+	 * rings it when the announcement is up (cl_wake_daemon). */
+	struct uroce_shm_wake *wake;
+	int wake_efd;
 	bool fatal_reported;
 	pthread_mutex_t share_lock; /* the share table (mr_share.c), across its calls */
 	struct cl_share *shares;
@@ -139,5 +143,9 @@ void cl_fork_untrack(struct uroce_client_ctx *ctx);
 /* uroce_shm_attach, and the mapping left out of fork() children (MADV_DONTFORK).
  * @return 0 or -errno; on success the region owns @p fd. */
 int cl_attach_region(struct uroce_shm_region *r, int fd, uint32_t kind);
+
+/* After a post's commit (its doorbell): wakes the daemon if it announced a sleep, one
+ * eventfd write per announcement; errno is kept (a post's caller reads only its return). */
+void cl_wake_daemon(struct uroce_client_ctx *ctx);
 
 #endif

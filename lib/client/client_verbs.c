@@ -498,6 +498,8 @@ int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr 
 	if (n)
 		uroce_ring_prod_commit(&srq->ring, n);
 	pthread_spin_unlock(&srq->lock);
+	if (n)
+		cl_wake_daemon(srq->ctx);
 	if (rc)
 		*bad_wr = wr;
 	return rc;
@@ -792,6 +794,8 @@ int uroce_client_post_send(struct uroce_client_qp *qp, struct ibv_send_wr *wr,
 		uroce_ring_prod_commit(&qp->sq, n); /* the doorbell */
 out:
 	pthread_spin_unlock(&qp->sq_lock);
+	if (n)
+		cl_wake_daemon(qp->ctx);
 	if (rc)
 		*bad_wr = wr;
 	return rc;
@@ -830,6 +834,8 @@ int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
 		uroce_ring_prod_commit(&qp->rq, n);
 out:
 	pthread_spin_unlock(&qp->rq_lock);
+	if (n)
+		cl_wake_daemon(qp->ctx);
 	if (rc)
 		*bad_wr = wr;
 	return rc;

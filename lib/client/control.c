@@ -194,7 +194,7 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 	struct uroce_ctrl_hello_req req = {.version = UROCE_CTRL_VERSION};
 	struct uroce_ctrl_hello_rep rep;
 	struct uroce_client_ctx *ctx;
-	int fds[2], rc;
+	int fds[3], rc;
 	FILE *f;
 
 	if (!socket_path)
@@ -213,6 +213,7 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 	pthread_mutex_init(&ctx->share_lock, NULL);
 	ctx->async_fd = -1;
 	ctx->async_efd = -1;
+	ctx->wake_efd = -1;
 	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (ctx->sock < 0)
 		goto fail_errno;
@@ -226,7 +227,7 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 			req.name[strcspn(req.name, "\n")] = 0;
 		fclose(f);
 	}
-	rc = cl_call(ctx, UROCE_CTRL_HELLO, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), fds, 2);
+	rc = cl_call(ctx, UROCE_CTRL_HELLO, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), fds, 3);
 	if (rc == -EPROTO)
 		fprintf(stderr, "uroce: %s refused this library (control protocol version %u): "
 			"use a library and a uroced from the same release\n",
@@ -234,6 +235,7 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 	if (rc)
 		goto fail_rc;
 	ctx->async_efd = fds[1];
+	ctx->wake_efd = fds[2];
 	rc = cl_async_fd_init(ctx);
 	if (rc) {
 		close(fds[0]);
@@ -250,6 +252,13 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 		rc = -EPROTO;
 		goto fail_rc;
 	}
+	if (rep.wake_offset % UROCE_SHM_CACHELINE ||
+	    rep.wake_offset < sizeof(struct uroce_shm_hdr) ||
+	    rep.wake_offset > ctx->region.size - sizeof(struct uroce_shm_wake)) {
+		rc = -EPROTO;
+		goto fail_rc;
+	}
+	ctx->wake = (void *)((uint8_t *)ctx->region.addr + rep.wake_offset);
 	memcpy(ctx->dev_name, rep.dev_name, sizeof(ctx->dev_name));
 	ctx->dev_name[sizeof(ctx->dev_name) - 1] = 0;
 	cl_fork_track(ctx);
@@ -277,6 +286,8 @@ void uroce_client_close(struct uroce_client_ctx *ctx)
 		close(ctx->async_fd);
 	if (ctx->async_efd >= 0)
 		close(ctx->async_efd);
+	if (ctx->wake_efd >= 0)
+		close(ctx->wake_efd);
 	/* A child has no mapping of the region (MADV_DONTFORK): whatever it mapped at that
 	 * address since is its own. */
 	if (ctx->forked)
@@ -488,4 +499,16 @@ int uroce_client_admin(struct uroce_client_ctx *ctx, const struct uroce_ctrl_adm
 int uroce_client_capture_start(struct uroce_client_ctx *ctx, int fd)
 {
 	return cl_call(ctx, UROCE_CTRL_CAPTURE_START, NULL, 0, &fd, 1, NULL, 0, NULL, 0);
+}
+
+void cl_wake_daemon(struct uroce_client_ctx *ctx)
+{
+	static const uint64_t one = 1;
+	int saved = errno;
+
+	if (uroce_wake_take(ctx->wake) && write(ctx->wake_efd, &one, sizeof(one)) < 0) {
+		/* The counter is full (2^64 - 2 rings) or the daemon is gone: either way it
+		 * needs no further wake-up from us. */
+	}
+	errno = saved;
 }

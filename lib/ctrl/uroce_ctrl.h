@@ -39,7 +39,8 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 3u /* 2: connection management (CM_*); 3: CAPTURE_START by fd */
+#define UROCE_CTRL_VERSION 4u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+				* 4: the daemon's wake-up (HELLO) */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -82,7 +83,7 @@ extern "C" {
 #define UROCE_CTRL_CMD_REP_TAIL 0x4u /**< the reply goes on past its struct (STATS' counters) */
 
 #define UROCE_CTRL_COMMANDS(X)                                                                \
-	X(HELLO, hello, hello_req, 0, hello_rep, 2, 0)                                        \
+	X(HELLO, hello, hello_req, 0, hello_rep, 3, 0)                                        \
 	X(QUERY_DEVICE, query_device, none, 0, query_device_rep, 0, 0)                        \
 	X(QUERY_PORT, query_port, query_port_req, 0, query_port_rep, 0, 0)                    \
 	X(QUERY_GID, query_gid, query_gid_req, 0, query_gid_rep, 0, 0)                        \
@@ -170,7 +171,10 @@ struct uroce_ctrl_hdr {
 
 /* ---- requests and replies (payload after the header) ------------------------------------ */
 
-/* HELLO. Reply fds: [0] the context region (async event ring), [1] the async eventfd. */
+/* HELLO. Reply fds: [0] the context region (async event ring and wake-up announcement),
+ * [1] the async eventfd, [2] the daemon's wake-up eventfd: written (8 bytes, any value)
+ * after a post when the announcement at wake_offset says the daemon sleeps (lib/shm,
+ * uroce_wake_take). */
 struct uroce_ctrl_hello_req {
 	uint32_t version;
 	int32_t pid;
@@ -182,6 +186,8 @@ struct uroce_ctrl_hello_rep {
 	uint64_t region_size;
 	char dev_name[UROCE_CTRL_NAME_MAX]; /**< "uroce0" */
 	uint64_t node_guid;                 /**< network byte order, as verbs keeps it */
+	uint32_t wake_offset;               /**< struct uroce_shm_wake, in the context region */
+	uint32_t reserved;
 };
 
 struct uroce_ctrl_query_device_rep {
@@ -624,7 +630,7 @@ struct uroce_ctrl_async_event {
 	static_assert(sizeof(type) == (bytes), #type ": a protocol change (see the version)")
 UROCE_CTRL_SIZE(struct uroce_ctrl_hdr, 24);
 UROCE_CTRL_SIZE(struct uroce_ctrl_hello_req, 40);
-UROCE_CTRL_SIZE(struct uroce_ctrl_hello_rep, 56);
+UROCE_CTRL_SIZE(struct uroce_ctrl_hello_rep, 64);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_device_rep, 232);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_port_req, 4);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_port_rep, 52);

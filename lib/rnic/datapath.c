@@ -384,3 +384,22 @@ void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object)
 	}
 	}
 }
+
+bool rnic_doorbells_moved(struct uroce_rnic *nic)
+{
+	bool moved = false;
+	uint32_t i;
+
+	/* Every queue, even after a hit: each ring's cached view must be fresh, or a ring
+	 * whose index moved would keep reporting so to the next sleep too. */
+	for (i = 0; i < nic->nsrqs; i++)
+		moved |= uroce_ring_cons_moved(&nic->srqs[i]->ring);
+	for (i = 0; i < nic->nqps; i++) {
+		struct rnic_qp *q = nic->qps[i];
+
+		moved |= uroce_ring_cons_moved(&q->sq);
+		if (!q->srq)
+			moved |= uroce_ring_cons_moved(&q->rq);
+	}
+	return moved;
+}

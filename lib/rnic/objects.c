@@ -322,6 +322,7 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	free(c->objs);
 	c->objs = NULL;
 	c->nobjs = c->cap_objs = 0;
+	c->wake = NULL;
 	if (c->region.addr)
 		region_close(nic, &c->region);
 	if (c->async_efd >= 0)
@@ -337,7 +338,7 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_hello_req *req = payload;
 	struct uroce_ctrl_hello_rep rep = {.version = UROCE_CTRL_VERSION};
-	int rep_fds[2], rc;
+	int rep_fds[3], rc;
 
 	if (c->region.addr) {
 		REPLY(c, h, -EINVAL, NULL, 0); /* once per connection */
@@ -346,7 +347,9 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	/* c->pid is the kernel's (SO_PEERCRED); the pid in the request is not believed. */
 	memcpy(c->name, req->name, sizeof(c->name));
 	c->name[sizeof(c->name) - 1] = 0;
-	rep.async_ring_offset = UROCE_SHM_CACHELINE;
+	/* Header, the wake-up announcement, the async ring: each from its own line. */
+	rep.wake_offset = UROCE_SHM_CACHELINE;
+	rep.async_ring_offset = rep.wake_offset + sizeof(struct uroce_shm_wake);
 	rc = region_create(nic, &c->region, "uroce-ctx",
 			   rep.async_ring_offset +
 				   uroce_ring_bytes(UROCE_CTRL_ASYNC_RING_SIZE,
@@ -360,6 +363,7 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			  UROCE_CTRL_ASYNC_RING_SIZE, sizeof(struct uroce_ctrl_async_event));
 	uroce_ring_open(&c->async_ring, (uint8_t *)c->region.addr + rep.async_ring_offset,
 			c->region.size - rep.async_ring_offset, true);
+	c->wake = (void *)((uint8_t *)c->region.addr + rep.wake_offset);
 	/* A semaphore eventfd: one read per event, as ibv_get_async_event consumes them. */
 	c->async_efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
 	if (c->async_efd < 0) {
@@ -371,9 +375,10 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	memcpy(&rep.node_guid, nic->gids[0].raw + 8, 8); /* EUI-64 of the MAC, as rxe */
 	rep_fds[0] = c->region.fd;
 	rep_fds[1] = c->async_efd;
+	rep_fds[2] = nic->wake_efd;
 	RNIC_INFO(nic, "client %s[%d] (#%llu) connected", c->name, c->pid,
 		  (unsigned long long)c->id);
-	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), rep_fds, 2);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), rep_fds, 3);
 }
 
 void rnic_cmd_query_device(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +74,14 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 		errno = ENOMEM;
 		return NULL;
 	}
+	nic->wake_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (nic->wake_efd < 0) {
+		int err = errno;
+
+		free(nic);
+		errno = err;
+		return NULL;
+	}
 	nic->ops = cfg->ops;
 	nic->io_ctx = cfg->io_ctx;
 	nic->conf = *cfg->conf;
@@ -125,6 +134,7 @@ void uroce_rnic_destroy(struct uroce_rnic *nic)
 	free(nic->qps);
 	free(nic->srqs);
 	free(nic->ready);
+	close(nic->wake_efd);
 	free(nic);
 }
 
@@ -338,6 +348,43 @@ uint64_t uroce_rnic_next_deadline(const struct uroce_rnic *nic)
 unsigned int uroce_rnic_completions(struct uroce_rnic *nic)
 {
 	return rnic_completions(nic);
+}
+
+/* ---- sleeping ------------------------------------------------------------------------ */
+
+int uroce_rnic_wake_fd(const struct uroce_rnic *nic)
+{
+	return nic->wake_efd;
+}
+
+bool uroce_rnic_sleep_begin(struct uroce_rnic *nic)
+{
+	struct uroce_rnic_client *c;
+
+	for (c = nic->clients; c; c = c->next)
+		if (c->wake)
+			uroce_wake_announce(c->wake);
+	/* Announcements before the re-read of the producer indices (lib/shm's Dekker pair
+	 * with uroce_wake_take()). */
+	uroce_wake_fence();
+	if (rnic_doorbells_moved(nic)) {
+		uroce_rnic_sleep_end(nic);
+		return false;
+	}
+	return true;
+}
+
+void uroce_rnic_sleep_end(struct uroce_rnic *nic)
+{
+	struct uroce_rnic_client *c;
+	uint64_t rings;
+
+	for (c = nic->clients; c; c = c->next)
+		if (c->wake)
+			uroce_wake_withdraw(c->wake);
+	/* Nonblocking: -EAGAIN when no one rang. */
+	if (read(nic->wake_efd, &rings, sizeof(rings)) < 0 && errno != EAGAIN)
+		RNIC_WARN(nic, "reading the wake eventfd: %s", strerror(errno));
 }
 
 void uroce_rnic_port_event(struct uroce_rnic *nic, bool up)

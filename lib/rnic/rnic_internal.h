@@ -137,8 +137,9 @@ struct uroce_rnic_client {
 	struct rnic_obj *objs; /* handle h is objs[h - 1] */
 	uint32_t nobjs, cap_objs;
 	uint32_t counts[RNIC_OBJ_TYPES];
-	struct uroce_shm_region region; /* async event ring */
+	struct uroce_shm_region region; /* async event ring and wake-up announcement */
 	struct uroce_ring async_ring;   /* producer */
+	struct uroce_shm_wake *wake;    /* in region; NULL before HELLO */
 	int async_efd;
 	struct rnic_pending pending;
 	struct uroce_rnic_client *next;
@@ -179,6 +180,9 @@ struct uroce_rnic {
 
 	struct uroce_rnic_client *clients;
 	uint32_t nclients;
+	/* The eventfd applications write when they post while we sleep (HELLO hands it
+	 * out); nonblocking, drained by uroce_rnic_sleep_end(). */
+	int wake_efd;
 	uint64_t next_client_id;
 
 	struct rnic_qp **qps;
@@ -245,6 +249,7 @@ int rnic_mcast_detach(struct rnic_qp *q, const union ibv_gid *gid);
 
 /* datapath.c */
 unsigned int rnic_doorbells(struct uroce_rnic *nic);
+bool rnic_doorbells_moved(struct uroce_rnic *nic);
 unsigned int rnic_completions(struct uroce_rnic *nic);
 void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq);
 void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *qp);

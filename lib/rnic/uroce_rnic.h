@@ -182,6 +182,31 @@ void uroce_rnic_process(struct uroce_rnic *nic);
 uint64_t uroce_rnic_next_deadline(const struct uroce_rnic *nic);
 /** Moves completions into the applications' CQ rings. @return completions moved. */
 unsigned int uroce_rnic_completions(struct uroce_rnic *nic);
+/* ---- sleeping ------------------------------------------------------------------------ */
+
+/*
+ * A host that has had no work for a while may sleep instead of polling. Applications
+ * post with a plain memory write, which wakes no one: before sleeping, the host asks the
+ * RNIC to announce the sleep to every application (lib/shm's wake protocol), and each
+ * application that posts while the announcement is up writes the wake eventfd once. The
+ * host sleeps in one poll/epoll on that descriptor, its port and its control sockets,
+ * until uroce_rnic_next_deadline() at the latest, then calls uroce_rnic_sleep_end().
+ */
+
+/** The descriptor that becomes readable when an application posts during a sleep (the
+ *  RNIC's; the host adds it to its epoll set, level-triggered, and never closes it). */
+int uroce_rnic_wake_fd(const struct uroce_rnic *nic);
+/**
+ * Announces the sleep, then looks at every queue once more.
+ * @return true: the host may sleep (call uroce_rnic_sleep_end() after); false: a post
+ *   came in before the announcement was seen, the announcement is already taken back,
+ *   poll again.
+ */
+bool uroce_rnic_sleep_begin(struct uroce_rnic *nic);
+/** Takes the announcement back and drains the wake descriptor: every application posts
+ *  with a plain write again until the next uroce_rnic_sleep_begin(). */
+void uroce_rnic_sleep_end(struct uroce_rnic *nic);
+
 /** The link went up or down: raises IBV_EVENT_PORT_ACTIVE or IBV_EVENT_PORT_ERR to every
  * client, as rxe does on its netdev's carrier changes. */
 void uroce_rnic_port_event(struct uroce_rnic *nic, bool up);

@@ -6,6 +6,7 @@
  * host reports it, and each RNIC's state its own (two in one process share nothing).
  */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -195,7 +196,7 @@ static struct uroce_rnic_client *hello(struct host *h)
 
 	cr_assert_not_null(c);
 	cr_assert_eq(request(h, c, UROCE_CTRL_HELLO, &req, sizeof(req)), 0);
-	cr_assert_eq(h->nfds, 2u, "the context region and the async eventfd");
+	cr_assert_eq(h->nfds, 3u, "the context region, the async eventfd, the wake eventfd");
 	cr_assert_str_eq(uroce_rnic_client_name(c), "test_rnic");
 	return c;
 }
@@ -298,6 +299,84 @@ Test(rnic, port_event_reaches_every_clients_async_ring)
 	cr_assert_eq(n, 1u, "a semaphore eventfd: one per read");
 	close(efd);
 	uroce_shm_close(&region);
+	host_fini(&h);
+}
+
+/* The application's view of a client's sleep announcement: its context region mapped,
+ * and the wake eventfd HELLO handed out. */
+struct app_wake {
+	struct uroce_shm_region region;
+	struct uroce_shm_wake *wake;
+	int efd;
+};
+
+static void app_wake_open(struct app_wake *a, const struct host *h)
+{
+	struct uroce_ctrl_hello_rep rep;
+
+	memcpy(&rep, reply_payload(h), sizeof(rep));
+	a->region.fd = -1;
+	cr_assert_eq(uroce_shm_attach(&a->region, dup(h->fds[0]), UROCE_CTRL_REGION_CONTEXT), 0);
+	cr_assert_eq(rep.wake_offset % UROCE_SHM_CACHELINE, 0u);
+	cr_assert_neq(rep.wake_offset, rep.async_ring_offset);
+	a->wake = (void *)((uint8_t *)a->region.addr + rep.wake_offset);
+	a->efd = dup(h->fds[2]);
+}
+
+/* What lib/client does after a post's commit. */
+static void app_posted(struct app_wake *a)
+{
+	static const uint64_t one = 1;
+
+	if (uroce_wake_take(a->wake))
+		cr_assert_eq(write(a->efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+}
+
+static bool readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/* The RNIC announces a sleep to every client; a post while it is up rings the wake
+ * eventfd, once per client and announcement; the end of the sleep takes the announcement
+ * back and drains the eventfd, so posts are plain writes again. */
+Test(rnic, a_sleep_is_announced_to_every_client_and_a_post_rings_once)
+{
+	struct host h;
+	struct app_wake a, b;
+	int wake = -1;
+
+	host_init(&h, 1, 1);
+	hello(&h);
+	app_wake_open(&a, &h);
+	hello(&h);
+	app_wake_open(&b, &h);
+	wake = uroce_rnic_wake_fd(h.nic);
+	cr_assert_geq(wake, 0);
+
+	app_posted(&a); /* awake: a plain write, no ring */
+	cr_assert_not(readable(wake));
+	cr_assert(uroce_rnic_sleep_begin(h.nic), "no queue: nothing posted, may sleep");
+	cr_assert_eq(atomic_load(&a.wake->sleeping), 1u);
+	cr_assert_eq(atomic_load(&b.wake->sleeping), 1u);
+	app_posted(&a);
+	cr_assert(readable(wake), "a post during the sleep rings");
+	cr_assert_eq(atomic_load(&a.wake->sleeping), 0u, "taken down by the post that rang");
+	cr_assert_eq(atomic_load(&b.wake->sleeping), 1u, "each client has its own");
+	app_posted(&a);
+	app_posted(&b);
+	uroce_rnic_sleep_end(h.nic);
+	cr_assert_not(readable(wake), "drained at the end of the sleep");
+	cr_assert_eq(atomic_load(&b.wake->sleeping), 0u);
+	app_posted(&b);
+	cr_assert_not(readable(wake));
+
+	close(a.efd);
+	close(b.efd);
+	uroce_shm_close(&a.region);
+	uroce_shm_close(&b.region);
 	host_fini(&h);
 }
 
