@@ -226,11 +226,31 @@ static void accept_clients(void)
 	}
 }
 
-void uroced_control_poll(uint64_t timeout_ns)
+/* The epoll data of the descriptors that only end a sleep (uroced_control_watch): the
+ * address of its enum uroced_woke bit, never a struct uroced_conn. */
+static const unsigned int woke_bits[] = {UROCED_WOKE_DOORBELL, UROCED_WOKE_FRAME};
+
+int uroced_control_watch(int fd, enum uroced_woke what)
+{
+	const unsigned int *bit = what == UROCED_WOKE_DOORBELL ? &woke_bits[0] : &woke_bits[1];
+
+	if (epoll_ctl(uroced.epfd, EPOLL_CTL_ADD, fd,
+		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = (void *)bit}) != 0)
+		return -errno;
+	return 0;
+}
+
+static bool is_woke_bit(const void *p)
+{
+	return p == &woke_bits[0] || p == &woke_bits[1];
+}
+
+unsigned int uroced_control_poll(uint64_t timeout_ns)
 {
 	struct epoll_event ev[64];
 	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
 			      .tv_nsec = (long)(timeout_ns % 1000000000u)};
+	unsigned int woke = 0;
 	int n, i, rounds = 0;
 
 	/* A few rounds while the array comes back full: closes and new connections are
@@ -241,6 +261,12 @@ again:
 	for (i = 0; i < n; i++) {
 		struct uroced_conn *c = ev[i].data.ptr;
 
+		if (is_woke_bit(ev[i].data.ptr)) {
+			/* Drained by whoever armed it (uroce_rnic_sleep_end, the port). */
+			woke |= *(const unsigned int *)ev[i].data.ptr;
+			continue;
+		}
+		woke |= UROCED_WOKE_CONTROL;
 		if (!c) {
 			accept_clients();
 			continue;
@@ -280,6 +306,7 @@ again:
 		goto again;
 	}
 	free_gone_conns();
+	return woke;
 }
 
 /* The gid of group @p name, the value of config key @p key. @return 0, or -EINVAL

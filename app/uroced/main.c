@@ -180,6 +180,11 @@ static int setup(void)
 		return rc;
 	}
 	uroced.port_open = true;
+	uroced.rx_wake = uroce_eth_rx_wake_fd(&uroced.port, 0, &uroced.rx_wake_fd);
+	UROCED_INFO("port %s (%s): %s", uroced.port.name, uroced.port.driver,
+		    uroced.rx_wake == UROCE_ETH_RX_WAKE_INTR   ? "sleeps on its rx interrupt" :
+		    uroced.rx_wake == UROCE_ETH_RX_WAKE_SOCKET ? "sleeps on its kernel socket" :
+								 "cannot wake a sleep: naps");
 	uroced.link_up = uroce_eth_link_up(&uroced.port);
 	if (!uroced.link_up)
 		UROCED_INFO("link down");
@@ -191,7 +196,12 @@ static int setup(void)
 	rc = rnic_setup();
 	if (rc)
 		return rc;
-	return uroced_control_init();
+	rc = uroced_control_init();
+	if (rc == 0)
+		rc = uroced_control_watch(uroce_rnic_wake_fd(uroced.rnic), UROCED_WOKE_DOORBELL);
+	if (rc == 0 && uroced_net_wake_fd() >= 0)
+		rc = uroced_control_watch(uroced_net_wake_fd(), UROCED_WOKE_FRAME);
+	return rc;
 }
 
 static inline uint64_t now_ns(void)
@@ -201,17 +211,56 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)((unsigned __int128)t * 1000000000u / uroced.tsc_hz);
 }
 
+/* The first nap of a port that cannot wake us, doubled on each nap that found nothing,
+ * up to lcore.idle_nap_us. */
+#define UROCED_FIRST_NAP_NS 20000u
+
+/*
+ * Sleeps until something can give the loop work, at most @p max_ns: an application's post,
+ * a frame, a control request or connection (all in uroced_control_poll's epoll set).
+ * @p nap_ns: the longest sleep when the port cannot wake us.
+ * @return false: work came in while getting ready (nothing slept); true: slept.
+ */
+static bool sleep_until_work(uint64_t max_ns, uint64_t nap_ns)
+{
+	unsigned int woke;
+	int port;
+
+	port = uroced_net_sleep();
+	if (port == UROCED_NET_SLEEP_FRAMES)
+		return false;
+	if (port == UROCED_NET_SLEEP_NAP && max_ns > nap_ns)
+		max_ns = nap_ns;
+	if (!uroce_rnic_sleep_begin(uroced.rnic)) {
+		uroced_net_awake();
+		return false;
+	}
+	uroced.cnt.sleeps++;
+	woke = uroced_control_poll(max_ns);
+	uroce_rnic_sleep_end(uroced.rnic);
+	uroced_net_awake();
+	if (woke & UROCED_WOKE_DOORBELL)
+		uroced.cnt.woke_doorbell++;
+	if (woke & UROCED_WOKE_FRAME)
+		uroced.cnt.woke_frame++;
+	if (woke & UROCED_WOKE_CONTROL)
+		uroced.cnt.woke_control++;
+	if (!woke)
+		uroced.cnt.woke_timer++;
+	return true;
+}
+
 static void poll_loop(void)
 {
 	const uint64_t ctrl_every = (uint64_t)uroced.conf.lcore.control_poll_us * 1000u;
-	const uint64_t idle_sleep = (uint64_t)uroced.conf.lcore.idle_sleep_us * 1000u;
+	const uint64_t sleep_max = (uint64_t)uroced.conf.lcore.idle_sleep_us * 1000u;
+	const uint64_t nap_max = (uint64_t)uroced.conf.lcore.idle_nap_us * 1000u;
 	const uint64_t idle_after = (uint64_t)uroced.conf.lcore.idle_after_us * 1000u;
 	const uint64_t idle_yield = (uint64_t)uroced.conf.lcore.idle_yield_us * 1000u;
-	uint64_t next_ctrl = 0, next_link = 0, idle_since = 0;
+	uint64_t next_ctrl = 0, next_link = 0, idle_since = 0, nap = UROCED_FIRST_NAP_NS;
 
 	while (!uroced.stop) {
 		unsigned int work = 0;
-		uint64_t deadline;
 
 		uroced.now_ns = now_ns();
 		/* net_memif still polling when its peer left under traffic segfaulted in
@@ -234,18 +283,26 @@ static void poll_loop(void)
 
 		if (work) {
 			idle_since = uroced.now_ns;
-		} else if (idle_sleep && uroced.now_ns - idle_since > idle_after) {
-			/* Idle a while: sleep in the control socket's wait, so a command or a
-			 * timer ends the nap, at most idle_sleep_us. */
-			deadline = uroce_rnic_next_deadline(uroced.rnic);
-			if (uroced_net_next_deadline() < deadline)
-				deadline = uroced_net_next_deadline();
-			if (deadline > uroced.now_ns) {
-				uint64_t nap = deadline - uroced.now_ns;
+			nap = UROCED_FIRST_NAP_NS;
+		} else if (sleep_max && uroced.now_ns - idle_since > idle_after) {
+			/* Quiet for idle_after_us: sleep until work comes or a timer (the
+			 * transport's, the CM's, the host stack's, the link check) is due. */
+			uint64_t until = uroce_rnic_next_deadline(uroced.rnic);
 
-				uroced_control_poll(nap < idle_sleep ? nap : idle_sleep);
-				next_ctrl = now_ns() + ctrl_every;
-				continue;
+			if (uroced_net_next_deadline() < until)
+				until = uroced_net_next_deadline();
+			if (next_link < until)
+				until = next_link;
+			if (until > uroced.now_ns) {
+				uint64_t max = until - uroced.now_ns;
+
+				if (sleep_until_work(max < sleep_max ? max : sleep_max,
+						     nap < nap_max ? nap : nap_max)) {
+					if (nap < nap_max)
+						nap *= 2;
+					next_ctrl = now_ns() + ctrl_every;
+					continue;
+				}
 			}
 		} else if (idle_yield && uroced.now_ns - idle_since > idle_yield) {
 			/* Nothing to do for a moment: let an application that shares this CPU

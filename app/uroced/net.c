@@ -146,6 +146,39 @@ unsigned int uroced_net_rx(void)
 	return done + n;
 }
 
+int uroced_net_wake_fd(void)
+{
+	return uroced.port_open && uroced.rx_wake != UROCE_ETH_RX_WAKE_NONE ? uroced.rx_wake_fd :
+									       -1;
+}
+
+int uroced_net_sleep(void)
+{
+	if (uroced_net_wake_fd() < 0)
+		return UROCED_NET_SLEEP_NAP;
+	/* Link down: no frame comes; the link check every 10 ms bounds the sleep. */
+	if (!uroced.link_up)
+		return UROCED_NET_SLEEP_WAKES;
+	if (uroce_eth_rx_sleep(&uroced.port, 0) != 0)
+		return UROCED_NET_SLEEP_NAP;
+	uroced.rx_armed = true;
+	/* An interrupt covers only frames after the arming: look once more. (A socket is
+	 * readable while frames wait, whenever they came.) */
+	if (uroced.rx_wake == UROCE_ETH_RX_WAKE_INTR && uroced_net_rx() != 0) {
+		uroced_net_awake();
+		return UROCED_NET_SLEEP_FRAMES;
+	}
+	return UROCED_NET_SLEEP_WAKES;
+}
+
+void uroced_net_awake(void)
+{
+	if (!uroced.rx_armed)
+		return;
+	uroced.rx_armed = false;
+	uroce_eth_rx_awake(&uroced.port, 0);
+}
+
 void uroced_net_timers(void)
 {
 	/* Reordered frames held too long, and neighbour requests and timeouts. */

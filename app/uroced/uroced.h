@@ -9,7 +9,9 @@
  *
  * Threads: one poll-mode lcore runs everything (packets, doorbells, timers and, every
  * control_poll_us, the control socket), so the RNIC and its transport are driven by one
- * thread, as their contracts require, without a lock on the data path.
+ * thread, as their contracts require, without a lock on the data path. Idle, it sleeps in
+ * one epoll on the control sockets, the port and the RNIC's wake eventfd, until the next
+ * timer (main.c; doc/daemon.md, "The poll loop").
  *
  * Files: main.c (configuration, EAL, the poll loop, start and stop), net.c (all packet
  * I/O: port, loopback, fault injection, capture, host stack, and the RNIC's ops),
@@ -82,7 +84,12 @@ struct uroced_loop_frame {
 	X(clients_closed)                                                          \
 	X(bad_requests) /* malformed control messages (the client is dropped) */   \
 	X(capture_frames)                                                          \
-	X(capture_errors)
+	X(capture_errors)                                                          \
+	X(sleeps)         /* the poll loop slept in epoll (lcore.idle_sleep_us) */ \
+	X(woke_doorbell)  /* ... and an application's post woke it */              \
+	X(woke_frame)     /* ... a frame from the port */                          \
+	X(woke_control)   /* ... a control request or connection */                \
+	X(woke_timer)     /* ... nothing: a timer or the longest sleep was due */
 
 struct uroced_counters {
 #define UROCED_COUNTER_FIELD(n) uint64_t n;
@@ -118,6 +125,11 @@ struct uroced {
 	struct uroced_conn *conns;
 	uint32_t nconns;
 
+	/* How the port wakes a sleep (uroce_eth_rx_wake_fd), and whether it is armed. */
+	enum uroce_eth_rx_wake rx_wake;
+	int rx_wake_fd;
+	bool rx_armed;
+
 	struct uroced_loop_frame *loop;
 	uint32_t loop_head, loop_tail;
 
@@ -142,6 +154,15 @@ void uroced_net_tx_flush(void);
 void uroced_net_timers(void);
 /* The earliest uroced.now_ns at which uroced_net_timers() has work (UINT64_MAX: none). */
 uint64_t uroced_net_next_deadline(void);
+/* Sleeping (main.c): the descriptor readable when the port receives, -1 if none
+ * (the loop then naps). */
+int uroced_net_wake_fd(void);
+/* Before a sleep: arms the port's wake-up and looks at the port once more.
+ * @return UROCED_NET_SLEEP_* */
+enum { UROCED_NET_SLEEP_FRAMES = -1, UROCED_NET_SLEEP_NAP, UROCED_NET_SLEEP_WAKES };
+int uroced_net_sleep(void);
+/* After a sleep that uroced_net_sleep() allowed: back to polling the port. */
+void uroced_net_awake(void);
 /* Reads the link state into uroced.link_up; on a change, logs it and has the RNIC raise
  * IBV_EVENT_PORT_ACTIVE or IBV_EVENT_PORT_ERR to every application. */
 void uroced_net_link_check(void);
@@ -149,8 +170,18 @@ void uroced_net_link_check(void);
 /* control.c */
 int uroced_control_init(void);
 void uroced_control_fini(void);
-/* Handles what is waiting on the control sockets, waiting at most @p timeout_ns. */
-void uroced_control_poll(uint64_t timeout_ns);
+/* What ended a wait in uroced_control_poll() (none of them: its timeout). */
+enum uroced_woke {
+	UROCED_WOKE_CONTROL = 1u << 0,  /* a control socket: a request, a connection */
+	UROCED_WOKE_DOORBELL = 1u << 1, /* an application posted (uroce_rnic_wake_fd) */
+	UROCED_WOKE_FRAME = 1u << 2,    /* the port received (uroced_net_wake_fd) */
+};
+/* Adds @p fd to the set uroced_control_poll() waits on, as a reason @p what to wake
+ * (its reader drains it). 0 or -errno. */
+int uroced_control_watch(int fd, enum uroced_woke what);
+/* Handles what is waiting on the control sockets, waiting at most @p timeout_ns for it
+ * or for a watched descriptor. @return the enum uroced_woke bits of what was ready. */
+unsigned int uroced_control_poll(uint64_t timeout_ns);
 /* ops->reply: sends on connection @p conn (a struct uroced_conn). */
 int uroced_conn_send(void *io_ctx, void *conn, const void *msg, uint32_t len, const int *fds,
 		     unsigned int nfds);

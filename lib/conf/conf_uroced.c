@@ -79,10 +79,15 @@ static const struct uroce_conf_key keys[] = {
 	UINT(cm, timewait_ms, 0, 600000, "1000",
 	     "milliseconds a disconnected id stays in timewait (stale packets are recognised)"),
 
-	UINT(lcore, idle_sleep_us, 0, 100000, "0",
-	     "microseconds a poll lcore sleeps once idle idle_after_us; 0: never sleeps"),
-	UINT(lcore, idle_after_us, 1, 1000000, "10",
-	     "microseconds without work before a poll lcore naps (idle_sleep_us > 0)"),
+	UINT(lcore, idle_sleep_us, 0, 1000000, "10000",
+	     "longest sleep, in microseconds, of a poll lcore idle for idle_after_us: it sleeps"
+	     " until an application posts, a frame or control request comes or a timer is due;"
+	     " 0: never sleeps (busy polling, for a dedicated core)"),
+	UINT(lcore, idle_nap_us, 20, 1000000, "1000",
+	     "longest sleep, in microseconds, on a port that cannot signal frames (memif, tap"
+	     " with DPDK 22.11): naps of 20 us doubling up to this"),
+	UINT(lcore, idle_after_us, 1, 1000000, "100",
+	     "microseconds without work before a poll lcore sleeps (idle_sleep_us > 0)"),
 	UINT(lcore, idle_yield_us, 0, 1000000, "2",
 	     "microseconds without work before a poll lcore yields its CPU on each empty turn"
 	     " (to applications sharing it; free when none does); 0: never yields"),

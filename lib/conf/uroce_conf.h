@@ -156,6 +156,7 @@ struct uroce_conf {
 	} cm;
 	struct {
 		uint32_t idle_sleep_us;         /**< 0: never sleep */
+		uint32_t idle_nap_us;           /**< longest nap of a port without wake-up */
 		uint32_t idle_after_us;
 		uint32_t idle_yield_us;         /**< 0: never yield */
 		uint32_t control_poll_us;

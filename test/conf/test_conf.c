@@ -92,7 +92,7 @@ Test(conf, defaults)
 	cr_expect_eq(c.transport.max_unacked_psns, 128);
 	cr_expect_eq(c.transport.max_pkts_per_ack, 64);
 	cr_expect_eq(c.transport.seed, 0);
-	cr_expect_eq(c.lcore.idle_sleep_us, 0);
+	cr_expect_eq(c.lcore.idle_sleep_us, 10000);
 	cr_expect_eq(c.lcore.control_poll_us, 100);
 	cr_expect(c.fault.rx_drop == 0 && c.fault.rx_dup == 0 && c.fault.rx_reorder == 0 &&
 		  c.fault.rx_corrupt == 0 && c.fault.tx_drop == 0 && c.fault.tx_dup == 0 &&
@@ -108,7 +108,7 @@ Test(conf, table_is_sane)
 {
 	const struct uroce_conf_table *t = &uroce_conf_uroced;
 
-	cr_expect_eq(t->nkeys, 36);
+	cr_expect_eq(t->nkeys, 37);
 	for (size_t i = 0; i < t->nkeys; i++) {
 		const struct uroce_conf_key *k = &t->keys[i];
 
