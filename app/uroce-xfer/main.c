@@ -50,6 +50,8 @@ static void usage(FILE *f)
 "                       duplicates, not for completeness (RC stays exact)\n"
 "  -w, --window=N       outstanding WRs (ops, bw)\n"
 "  --op=OP              verbs_op's operation\n"
+"  --pause-us=N         lat: the timing side waits N us before each message (the\n"
+"                       latency of a message after silence: the daemons asleep)\n"
 "  --spoil              ops client: flip one byte of the last message of every SEND and\n"
 "                       WRITE case after posting it (the checker must then fail them)\n");
 }
@@ -89,6 +91,7 @@ static int take_opt(int c, struct xfer_opts *o, bool *port_set)
 	case 'w': o->window = atoi(optarg); break;
 	case 'o': o->op = optarg; break;
 	case 'P': o->spoil = true; break;
+	case 'U': o->pause_us = strtol(optarg, NULL, 0); break;
 	case 'h': usage(stdout); return 100;
 	default: usage(stderr); return 2;
 	}
@@ -106,7 +109,7 @@ int main(int argc, char **argv)
 		{ "ops", 1, NULL, 'O' }, { "sizes", 1, NULL, 'z' }, { "count", 1, NULL, 'c' },
 		{ "max-bytes", 1, NULL, 'B' }, { "seed", 1, NULL, 'x' }, { "lossy", 0, NULL, 'L' },
 		{ "window", 1, NULL, 'w' }, { "op", 1, NULL, 'o' }, { "help", 0, NULL, 'h' },
-		{ "spoil", 0, NULL, 'P' },
+		{ "spoil", 0, NULL, 'P' }, { "pause-us", 1, NULL, 'U' },
 		{ NULL, 0, NULL, 0 }
 	};
 	/* '+': stop at the first positional argument (the mode, then the server), so that

@@ -321,6 +321,8 @@ int xfer_lat(const struct xfer_opts *o)
 							goto out;
 						}
 					}
+					if (o->server && o->pause_us > 0)
+						usleep((useconds_t)o->pause_us);
 					if (o->server)
 						t0 = xfer_now_ns();
 					if (uroce_client_post_send(p.qp, &swr, &sbad)) {

@@ -46,6 +46,8 @@ struct xfer_opts {
 	long max_bytes;         /* -B bytes per case (count is cut for large sizes) */
 	/* bw */
 	int window;             /* -w outstanding WRs */
+	/* lat */
+	long pause_us;          /* --pause-us: silence before each timed message */
 	/* verbs_op */
 	const char *op;         /* --op */
 };
