@@ -41,9 +41,11 @@
 # uroced's poll loop is measured in each of TWO_HOSTS_CONFIGS, "NAME:key=value,..." of
 # [lcore] keys, default:
 #   spin:idle_yield_us=0,idle_sleep_us=0   pure busy polling (uroced before a70f397)
-#   yield:idle_yield_us=2,idle_sleep_us=0  sched_yield() once idle 2 us (the default)
-#   nap20:idle_sleep_us=20                 yield, and nap up to 20 us once idle 10 us
-# VERBS_CFG (default yield, else the first configuration): the one perftest and the
+#   yield:idle_yield_us=2,idle_sleep_us=0  sched_yield() once idle 2 us, never sleeps
+#                                          (the default before the event-driven loop)
+#   event:idle_sleep_us=10000              the default: yield, and sleep in epoll once
+#                                          idle 100 us until a post, frame or timer
+# VERBS_CFG (default event, else the first configuration): the one perftest and the
 # verbs-overhead runs use (uroced's defaults, doc/daemon.md).
 # Needs root (namespaces, veth, af_packet): prints "skipped: needs root" and exits 77
 # otherwise (meson counts 77 as SKIP for benchmarks too).
@@ -76,8 +78,8 @@ done
 : "${UROCE_BENCH_UDP:=$BUILD/test/bench/uroce-bench-udp}"
 : "${UROCE_BENCH_VERBS:=$BUILD/test/bench/uroce-bench-verbs}"
 : "${VERBS_LIB_DIR:=$BUILD/lib/verbs}"
-CONFIGS=${TWO_HOSTS_CONFIGS:-spin:idle_yield_us=0,idle_sleep_us=0 yield:idle_yield_us=2,idle_sleep_us=0 nap20:idle_sleep_us=20}
-VERBS_CFG=${VERBS_CFG:-yield}
+CONFIGS=${TWO_HOSTS_CONFIGS:-spin:idle_yield_us=0,idle_sleep_us=0 yield:idle_yield_us=2,idle_sleep_us=0 event:idle_sleep_us=10000}
+VERBS_CFG=${VERBS_CFG:-event}
 case " $CONFIGS " in *" $VERBS_CFG:"*) ;; *) VERBS_CFG=${CONFIGS%%:*} ;; esac
 cfg_name() { echo "${1%%:*}"; }
 cfg_sets() { # CONFIG -> --set lcore.K=V ...

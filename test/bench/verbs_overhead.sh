@@ -13,7 +13,7 @@
 #   binaries: DIR/app/uroced/uroced, DIR/test/bench/uroce-bench-verbs{,-client}
 #   (default DIR: ./build beside this checkout; UROCED, UROCE_BENCH_VERBS,
 #   UROCE_BENCH_VERBS_CLIENT override one each). VB_IDLE: the daemon's [lcore] keys,
-#   default "idle_yield_us=2,idle_sleep_us=0" (uroced's defaults); VB_CPUS: the
+#   default "idle_yield_us=2,idle_sleep_us=10000" (uroced's defaults); VB_CPUS: the
 #   benchmark's CPUs, default "0 1".
 # Needs root (uroced): prints "skipped" and exits 77 otherwise.
 set -u
@@ -35,7 +35,7 @@ done
 : "${UROCED:=$BUILD/app/uroced/uroced}"
 : "${UROCE_BENCH_VERBS:=$BUILD/test/bench/uroce-bench-verbs}"
 : "${UROCE_BENCH_VERBS_CLIENT:=$BUILD/test/bench/uroce-bench-verbs-client}"
-: "${VB_IDLE:=idle_yield_us=2,idle_sleep_us=0}"
+: "${VB_IDLE:=idle_yield_us=2,idle_sleep_us=10000}"
 if [ $QUICK -eq 1 ]; then
 	: "${REPS:=1}"
 	BATCHES=300
