@@ -21,18 +21,9 @@
 # Needs root (namespaces, veth, af_packet); exits 77 otherwise.
 set -u
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-QUICK=0 REPS= BUILD=$ROOT/build
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--reps) REPS=$2; shift ;;
-	--build) BUILD=$2; shift ;;
-	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "idle: unknown argument $1" >&2; exit 2 ;;
-	esac
-	shift
-done
+BENCH=idle
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_args "$@"
 : "${UROCED:=$BUILD/app/uroced/uroced}"
 : "${UROCE_XFER:=$BUILD/app/uroce-xfer/uroce-xfer}"
 CONFIGS=${IDLE_CONFIGS:-event:- yield:idle_sleep_us=0 spin:idle_yield_us=0,idle_sleep_us=0}
@@ -44,137 +35,39 @@ else
 	IDLE_SECS=10 FIRST_ITERS=10 STEADY_ITERS=3000
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-	echo "idle: skipped: needs root (network namespaces, veth, af_packet)"
-	exit 77
-fi
-for b in "$UROCED" "$UROCE_XFER"; do
-	[ -x "$b" ] || { echo "idle: skipped: $b not built"; exit 77; }
-done
+bench_init ui
+bench_veth
 
-ID=$$
-NS_A=ui-$ID-a NS_B=ui-$ID-b IF_A=ui-${ID}a IF_B=ui-${ID}b
-TMP=$(mktemp -d "/tmp/ui-idle.XXXXXX")
-TCP_PORT=$((20000 + (ID + 7919) % 20000))
-PIDS=()
-FAILS=0
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-fail() { log "FAIL: $*"; FAILS=$((FAILS + 1)); }
-
-stop() { # PID: SIGTERM, SIGKILL after 5 s
-	local i
-	kill -TERM "$1" 2>/dev/null
-	for i in $(seq 1 50); do
-		kill -0 "$1" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
-cleanup() {
-	local rc=$? pid
-	trap - EXIT INT TERM HUP
-	for pid in "${PIDS[@]}"; do stop "$pid"; done
-	ip netns del "$NS_A" 2>/dev/null
-	ip netns del "$NS_B" 2>/dev/null
-	rm -f /dev/hugepages/ui-"$ID"* 2>/dev/null
-	rm -rf /var/run/dpdk/ui-"$ID"* 2>/dev/null
-	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-		echo "idle: exit $rc; daemon logs:"
-		tail -n 15 "$TMP"/*.log 2>/dev/null
-	fi
-	rm -rf "$TMP"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-
-record() { [ -n "$2" ] && echo "$2" >>"$TMP/res.$1"; }
-median() {
-	[ -s "$TMP/res.$1" ] || { echo "-"; return; }
-	sort -g "$TMP/res.$1" | awk '{ v[NR] = $1 } END {
-		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f\n", m }'
-}
-spread() {
-	[ -s "$TMP/res.$1" ] && [ "$(grep -c . "$TMP/res.$1")" -ge 2 ] || { echo "-"; return; }
-	sort -g "$TMP/res.$1" | awk '{ v[NR] = $1 } END {
-		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		if (m == 0) print "-"; else printf "%.0f%%\n", 100 * (v[NR] - v[1]) / m }'
-}
-ticks_of() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null; }
-
-ip netns add "$NS_A" && ip netns add "$NS_B" &&
-	ip link add "$IF_A" netns "$NS_A" type veth peer name "$IF_B" netns "$NS_B" ||
-	{ echo "idle: could not create the namespaces and the veth pair"; exit 1; }
-for side in A B; do
-	ns_v=NS_$side if_v=IF_$side
-	ip netns exec "${!ns_v}" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
-	ip netns exec "${!ns_v}" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
-	ip -n "${!ns_v}" link set "${!if_v}" up || { echo "idle: could not bring up"; exit 1; }
-done
-
-# daemons CONFIG: starts A and B (PID_A, PID_B) with CONFIG's [lcore] keys.
-daemons() {
-	local side sets=() kv
-	[ "${1#*:}" = "-" ] || for kv in $(echo "${1#*:}" | tr ',' ' '); do
-		sets+=(--set "lcore.$kv")
-	done
-	for side in A B; do
-		local ns_v=NS_$side if_v=IF_$side ip=10.203.0.1 log=$TMP/$side.log i
-		[ $side = B ] && ip=10.203.0.2
-		rm -f "$TMP/$side.sock"
-		ip netns exec "${!ns_v}" "$UROCED" --no-pci --no-huge --no-telemetry -m 256 \
-			--log-level=lib.eal:error --file-prefix "ui-$ID-$side" \
-			--vdev="net_af_packet0,iface=${!if_v}" -- --set "host.ipv4=$ip" \
-			--set "control.socket=$TMP/$side.sock" "${sets[@]}" >"$log" 2>&1 &
-		printf -v "PID_$side" '%s' $!
-		PIDS+=($!)
-		for i in $(seq 1 200); do
-			grep -q '^uroced: ready' "$log" && break
-			sleep 0.05
-		done
-		grep -q '^uroced: ready' "$log" || { fail "uroced $side did not start"; return 1; }
-	done
-}
-
-# lat NAME ITERS PAUSE_US -> the client's median half round trip, or nothing
+# lat KEY ITERS PAUSE_US: records the timing side's median half round trip under KEY.
 lat() {
-	local out=$TMP/lat-$1 spid
-	TCP_PORT=$((TCP_PORT + 1))
-	timeout -k 2 60 "$UROCE_XFER" -S "$TMP/A.sock" lat -n "$2" -p $TCP_PORT \
-		>"$out.server.log" 2>&1 &
-	spid=$!
-	timeout -k 2 60 "$UROCE_XFER" -S "$TMP/B.sock" lat -n "$2" --pause-us "$3" \
-		-p $TCP_PORT 127.0.0.1 >"$out.client.log" 2>&1 || fail "lat $1: client failed"
-	wait "$spid" || fail "lat $1: server failed"
-	log "    lat $1: $(grep -m1 median "$out.client.log")" >&2
-	sed -n 's/.*median \([0-9.]*\) us.*/\1/p' "$out.client.log" | head -1
+	bench_xfer "$1" lat -n "$2" --pause-us "$3"
+	log "    lat $1: $(grep -m1 median "$TMP/xfer-$1.log")"
+	record "$1" "$(sed -n 's/.*median \([0-9.]*\) us.*/\1/p' "$TMP/xfer-$1.log" | head -1)"
 }
 
 log "idle: $REPS repetition(s)$([ $QUICK -eq 1 ] && echo ', quick'); load average" \
 	"$(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
 for rep in $(seq 1 "$REPS"); do
 	for cfg in $CONFIGS; do
-		name=${cfg%%:*}
-		daemons "$cfg" || { stop "$PID_A"; stop "$PID_B"; continue; }
+		name=${cfg%%:*} sets=()
+		[ "${cfg#*:}" = "-" ] || for kv in $(echo "${cfg#*:}" | tr ',' ' '); do
+			sets+=(--set "lcore.$kv")
+		done
+		bench_daemons "${sets[@]}" || { bench_stop_daemons; continue; }
 		sleep 1
 		a0=$(ticks_of "$PID_A") b0=$(ticks_of "$PID_B") t0=$(date +%s%N)
 		sleep "$IDLE_SECS"
 		a1=$(ticks_of "$PID_A") b1=$(ticks_of "$PID_B") t1=$(date +%s%N)
-		hz=$(getconf CLK_TCK)
 		for side in A B; do
 			if [ $side = A ]; then d=$((a1 - a0)); else d=$((b1 - b0)); fi
-			pct=$(awk -v d="$d" -v hz="$hz" -v ns=$((t1 - t0)) \
-				'BEGIN { printf "%.2f", 100 * d / hz / (ns / 1e9) }')
+			pct=$(awk -v d="$d" -v tick=$TICK_NS -v ns=$((t1 - t0)) \
+				'BEGIN { printf "%.2f", 100 * d * tick / ns }')
 			record "$name.cpu" "$pct"
 			log "  [$name] rep $rep: daemon $side idle: $d ticks in $(((t1 - t0) / 1000000)) ms = $pct % of a core"
 		done
-		record "$name.first" "$(lat "$name-first" "$FIRST_ITERS" 1000000)"
-		record "$name.steady" "$(lat "$name-steady" "$STEADY_ITERS" 0)"
-		stop "$PID_A"
-		stop "$PID_B"
-		PIDS=()
+		lat "$name.first" "$FIRST_ITERS" 1000000
+		lat "$name.steady" "$STEADY_ITERS" 0
+		bench_stop_daemons
 	done
 done
 
@@ -189,8 +82,7 @@ printf '%-8s %12s %8s %10s %8s %10s %8s %9s\n' config "idle CPU %" spread first 
 for cfg in $CONFIGS; do
 	n=${cfg%%:*}
 	f=$(median "$n.first") s=$(median "$n.steady")
-	x=$(awk -v f="$f" -v s="$s" 'BEGIN { if (f == "-" || s == "-" || s == 0) print "-";
-		else printf "%.2f", f / s }')
+	x=$(ratio "$f" "$s")
 	printf '%-8s %12s %8s %10s %8s %10s %8s %9s\n' "$n" "$(median "$n.cpu")" \
 		"$(spread "$n.cpu")" "$f" "$(spread "$n.first")" "$s" "$(spread "$n.steady")" "$x"
 done
