@@ -18,20 +18,10 @@
 # Needs root (uroced): prints "skipped" and exits 77 otherwise.
 set -u
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-QUICK=0
-REPS=
-BUILD=$ROOT/build
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) QUICK=1 ;;
-	--reps) REPS=$2; shift ;;
-	--build) BUILD=$2; shift ;;
-	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "verbs_overhead: unknown argument $1" >&2; exit 2 ;;
-	esac
-	shift
-done
+BENCH=verbs_overhead
+# Its argument parsing only: this benchmark runs one daemon of its own, no veth pair.
+. "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+bench_args "$@"
 : "${UROCED:=$BUILD/app/uroced/uroced}"
 : "${UROCE_BENCH_VERBS:=$BUILD/test/bench/uroce-bench-verbs}"
 : "${UROCE_BENCH_VERBS_CLIENT:=$BUILD/test/bench/uroce-bench-verbs-client}"
