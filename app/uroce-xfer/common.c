@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,47 @@ int xfer_poll_wait(struct uroce_client_cq *cq, struct ibv_wc *wc, int max, int t
 			sched_yield();
 		else
 			usleep(50);
+	}
+}
+
+int xfer_cq_wait(struct uroce_client_cq *cq, struct uroce_client_channel *ch, struct ibv_wc *wc,
+		 int max, int timeout_ms, unsigned int *events)
+{
+	uint64_t deadline;
+
+	if (!ch)
+		return xfer_poll_wait(cq, wc, max, timeout_ms);
+	deadline = xfer_now_ns() + (uint64_t)timeout_ms * 1000000;
+	/* As rdma-core's examples: the CQ is armed; poll, and when it is empty wait for its
+	 * event, take it, re-arm and poll again (a completion between the poll and the arm
+	 * raised an event, or the poll after the arm finds it). Events are counted for
+	 * uroce_client_ack_cq_events(). */
+	for (;;) {
+		struct uroce_client_cq *ev_cq;
+		struct pollfd pf = {.fd = ch->ibv.fd, .events = POLLIN};
+		uint64_t now = xfer_now_ns();
+		int n = uroce_client_poll_cq(cq, max, wc), r;
+
+		if (n)
+			return n;
+		if (now >= deadline)
+			return 0;
+		r = poll(&pf, 1, (int)((deadline - now) / 1000000) + 1);
+		if (r == 0)
+			continue;
+		if (r < 0 || uroce_client_get_cq_event(ch, &ev_cq)) {
+			xfer_err("Failed to get cq_event");
+			return -1;
+		}
+		++*events;
+		if (ev_cq != cq) {
+			xfer_err("CQ event for unknown CQ %p", (void *)ev_cq);
+			return -1;
+		}
+		if (uroce_client_req_notify_cq(cq, 0)) {
+			xfer_err("Couldn't request CQ notification");
+			return -1;
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ static void usage(FILE *f)
 "  -n, --iters=N        iterations (pingpong, bw, lat, verbs_op)\n"
 "  -m, --mtu=BYTES      path MTU: 256, 512, 1024, 2048, 4096\n"
 "  -r, --rx-depth=N     receives posted at a time (pingpong)\n"
-"  -e, --events         sleep on CQ events (pingpong)\n"
+"  -e, --events         sleep on CQ events between polls (pingpong, lat, bw)\n"
 "  -l, --sl=N           accepted for compatibility\n"
 "  -t, --timeout=SEC    longest wait for any progress (default 30)\n"
 "  -v, --verbose        one line per case (ops)\n"

@@ -27,6 +27,8 @@ struct perf_msg {
 
 struct perf {
 	struct xfer_dev dev;
+	struct uroce_client_channel *ch; /* -e: sleep on CQ events between polls */
+	unsigned int events;             /* CQ events taken, acked at close */
 	struct uroce_client_cq *cq;
 	struct uroce_client_qp *qp;
 	struct uroce_client_mr *mr;
@@ -43,8 +45,12 @@ static void perf_close(struct perf *p)
 		close(p->fd);
 	if (p->qp)
 		uroce_client_destroy_qp(p->qp);
+	if (p->cq && p->events)
+		uroce_client_ack_cq_events(p->cq, p->events);
 	if (p->cq)
 		uroce_client_destroy_cq(p->cq);
+	if (p->ch)
+		uroce_client_destroy_channel(p->ch);
 	if (p->mr)
 		uroce_client_dereg_mr(p->mr);
 	xfer_dev_close(&p->dev);
@@ -75,9 +81,20 @@ static int perf_setup(struct perf *p, const struct xfer_opts *o, size_t buflen, 
 		xfer_err("reg_mr: %s", strerror(errno));
 		return -1;
 	}
-	p->cq = uroce_client_create_cq(p->dev.ctx, (int)(sq + rq + 8), NULL, 0);
+	if (o->events) {
+		p->ch = uroce_client_create_channel(p->dev.ctx);
+		if (!p->ch) {
+			xfer_err("create_comp_channel: %s", strerror(errno));
+			return -1;
+		}
+	}
+	p->cq = uroce_client_create_cq(p->dev.ctx, (int)(sq + rq + 8), p->ch, 0);
 	if (!p->cq) {
 		xfer_err("create_cq: %s", strerror(errno));
+		return -1;
+	}
+	if (p->ch && uroce_client_req_notify_cq(p->cq, 0)) {
+		xfer_err("req_notify_cq failed");
 		return -1;
 	}
 	p->qp = xfer_create_qp(&p->dev, IBV_QPT_RC, p->cq, p->cq, sq, rq, 64, &p->cap);
@@ -171,7 +188,7 @@ int xfer_bw(const struct xfer_opts *o)
 				}
 				posted++;
 			}
-			n = xfer_poll_wait(p.cq, wc, 32, o->timeout_ms);
+			n = xfer_cq_wait(p.cq, p.ch, wc, 32, o->timeout_ms, &p.events);
 			if (n <= 0) {
 				xfer_err("bw: %s after %lu of %lu writes (posted %lu)",
 					 n ? "poll failed" : "timeout", (unsigned long)done,
@@ -278,7 +295,7 @@ int xfer_lat(const struct xfer_opts *o)
 		}
 		while (recvd < iters || outstanding) {
 			struct ibv_wc wc[8];
-			int n = xfer_poll_wait(p.cq, wc, 8, o->timeout_ms), k;
+			int n = xfer_cq_wait(p.cq, p.ch, wc, 8, o->timeout_ms, &p.events), k;
 
 			if (n <= 0) {
 				xfer_err("lat: %s after %lu of %lu messages (%u sends outstanding)",
@@ -308,7 +325,8 @@ int xfer_lat(const struct xfer_opts *o)
 					/* The SQ holds 2: wait for room (the ACK) if needed. */
 					while (outstanding >= 2) {
 						struct ibv_wc w;
-						int m = xfer_poll_wait(p.cq, &w, 1, o->timeout_ms);
+						int m = xfer_cq_wait(p.cq, p.ch, &w, 1,
+								     o->timeout_ms, &p.events);
 
 						if (m <= 0 || w.status != IBV_WC_SUCCESS) {
 							xfer_err("lat: no send completion");

@@ -112,45 +112,6 @@ static void pp_close(struct pp *p)
 	xfer_free(p->buf, p->buflen);
 }
 
-/* One wait for completions: polling (spinning, then yielding), or sleeping on the
- * completion channel (-e) with the timeout. */
-static int pp_wait(struct pp *p, struct ibv_wc *wc, int timeout_ms, int *events)
-{
-	if (p->ch) {
-		uint64_t deadline = xfer_now_ns() + (uint64_t)timeout_ms * 1000000;
-
-		/* As rdma-core: the CQ is armed; wait for its event, ack it, re-arm, poll. */
-		for (;;) {
-			struct uroce_client_cq *ev_cq;
-			struct pollfd pf = { .fd = p->ch->ibv.fd, .events = POLLIN };
-			uint64_t now = xfer_now_ns();
-			int n = uroce_client_poll_cq(p->cq, 2, wc), r;
-
-			if (n)
-				return n;
-			if (now >= deadline)
-				return 0;
-			r = poll(&pf, 1, (int)((deadline - now) / 1000000) + 1);
-			if (r == 0)
-				continue;
-			if (r < 0 || uroce_client_get_cq_event(p->ch, &ev_cq)) {
-				xfer_err("Failed to get cq_event");
-				return -1;
-			}
-			++*events;
-			if (ev_cq != p->cq) {
-				xfer_err("CQ event for unknown CQ %p", (void *)ev_cq);
-				return -1;
-			}
-			if (uroce_client_req_notify_cq(p->cq, 0)) {
-				xfer_err("Couldn't request CQ notification");
-				return -1;
-			}
-		}
-	}
-	return xfer_poll_wait(p->cq, wc, 2, timeout_ms);
-}
-
 static int pingpong(const struct xfer_opts *o, enum ibv_qp_type type)
 {
 	const char *name = type == IBV_QPT_RC ? "rc_pingpong" : "ud_pingpong";
@@ -162,7 +123,8 @@ static int pingpong(const struct xfer_opts *o, enum ibv_qp_type type)
 	uint32_t my_psn, iters;
 	uint16_t rem_lid;
 	uint64_t start, end;
-	int routs, rcnt = 0, scnt = 0, ret = 1, fd = -1, num_events = 0;
+	int routs, rcnt = 0, scnt = 0, ret = 1, fd = -1;
+	unsigned int num_events = 0;
 
 	memset(&p, 0, sizeof(p));
 	p.type = type;
@@ -295,7 +257,7 @@ static int pingpong(const struct xfer_opts *o, enum ibv_qp_type type)
 	start = xfer_now_ns();
 	while ((uint32_t)rcnt < iters || (uint32_t)scnt < iters) {
 		struct ibv_wc wc[2];
-		int ne = pp_wait(&p, wc, o->timeout_ms, &num_events), i;
+		int ne = xfer_cq_wait(p.cq, p.ch, wc, 2, o->timeout_ms, &num_events), i;
 
 		if (ne < 0)
 			goto out;
@@ -354,7 +316,7 @@ static int pingpong(const struct xfer_opts *o, enum ibv_qp_type type)
 	ret = 0;
 out:
 	if (p.cq && num_events)
-		uroce_client_ack_cq_events(p.cq, (unsigned int)num_events);
+		uroce_client_ack_cq_events(p.cq, num_events);
 	if (fd >= 0)
 		close(fd);
 	pp_close(&p);

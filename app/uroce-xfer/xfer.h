@@ -102,6 +102,11 @@ struct uroce_client_ah *xfer_create_ah(struct xfer_dev *d, int gid_index,
 /* Waits up to timeout_ms for at least one completion; returns the count (>= 1), 0 on
  * timeout, -1 on a poll error. */
 int xfer_poll_wait(struct uroce_client_cq *cq, struct ibv_wc *wc, int max, int timeout_ms);
+/* As xfer_poll_wait, or, with a completion channel @p ch (-e; the CQ armed once after its
+ * creation), sleeping on the channel between polls; @p events counts the CQ events taken
+ * (to ack). Returns completions, 0 on timeout, -1 on error (printed). */
+int xfer_cq_wait(struct uroce_client_cq *cq, struct uroce_client_channel *ch, struct ibv_wc *wc,
+		 int max, int timeout_ms, unsigned int *events);
 const char *xfer_wc_opcode_str(enum ibv_wc_opcode op);
 /* ibv_wc_status_str's text (nothing here links libibverbs). */
 void xfer_gid_str(const union ibv_gid *gid, char *buf, size_t len);
