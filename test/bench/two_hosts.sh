@@ -541,6 +541,14 @@ uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 	record "$k.lat" "${v% *}"
 	record "$k.p99" "${v#* }"
 	log "  uroced $link $cfg: $(grep -m1 '^lat:' "$XFER_OUT")"
+	if [ "$idle" = "$VERBS_CFG" ]; then
+		# B2: the applications block on their completion channel between messages.
+		xfer "$link" "$idle" lat -e -s 8 -n "$n" -m 1024
+		v=$(sed -n 's/^lat: .* median \([0-9.]*\) us, p99 \([0-9.]*\) us.*/\1 \2/p' "$XFER_OUT")
+		record "$k-e.lat" "${v% *}"
+		record "$k-e.p99" "${v#* }"
+		log "  uroced $link $cfg, lat -e: $(grep -m1 '^lat:' "$XFER_OUT")"
+	fi
 	xfer "$link" "$idle" bw -s 65536 -w 32 -m 1024 \
 		-n "$([ "$link" = memif ] && echo $BW_ITERS_MEMIF || echo $BW_ITERS)"
 	v=$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")
@@ -616,6 +624,7 @@ echo "latency: half round trip (RTT/2) in us; bandwidth: Gbit/s of payload"
 echo "p99: median over the repetitions of each one's p99; spread: (max - min) / median of the"
 echo "repetitions' medians (a large one: the machine disturbed that row, rerun when quiet)"
 echo "x raw = figure / raw DPDK's on the same link; x udp = figure / kernel UDP's (busy) on the veth"
+echo "(the 'apps block' row: / kernel UDP's blocking ping-pong, both sides sleeping between messages)"
 echo
 printf '%-6s %-40s %9s %9s %-7s %7s %9s %9s\n' link what median p99 unit spread "x raw" "x udp"
 for link in veth memif; do
@@ -629,6 +638,8 @@ for link in veth memif; do
 		row $link "uroced 8 B RC SEND lat [$idle]" $link.uroce-$idle.lat us \
 			$link.raw.lat veth.udp.lat
 	done
+	row $link "uroced lat -e, apps block [$VERBS_CFG]" $link.uroce-$VERBS_CFG-e.lat us \
+		$link.raw.lat veth.udpblk.lat
 	row $link "perftest ib_send_lat -s 8 [$VERBS_CFG]" $link.pt.lat us $link.raw.lat veth.udp.lat
 	row $link "  same loop as uroced row, no yield" $link.vbs.lat us $link.raw.lat veth.udp.lat
 	row $link "raw DPDK blast ${RAW_BLAST_SIZE} B frames (x1024 B)" $link.raw.bw Gbit/s \
