@@ -7,8 +7,10 @@
 #     from /proc/PID/stat (user + system ticks), as % of one core: a figure the scheduler
 #     cannot distort;
 #   - the half round trip of an 8 B RC SEND after 1 s of silence (uroce-xfer lat
-#     --pause-us 1000000: the daemons asleep when it is posted), beside the same exchange
-#     back to back (no pause) in the same configuration: what waking costs.
+#     --pause-us 1000000: the daemons asleep when it is posted), with the applications
+#     polling their CQ and with them blocking on its channel (-e, as an idle program
+#     would), beside the same exchange back to back (no pause, polling) in the same
+#     configuration: what waking costs.
 # Each measurement is repeated (3 times, 1 with --quick); the table gives medians and the
 # spread of the repetitions.
 #
@@ -38,9 +40,9 @@ fi
 bench_init ui
 bench_veth
 
-# lat KEY ITERS PAUSE_US: records the timing side's median half round trip under KEY.
+# lat KEY ITERS PAUSE_US [-e]: records the timing side's median half round trip under KEY.
 lat() {
-	bench_xfer "$1" lat -n "$2" --pause-us "$3"
+	bench_xfer "$1" lat -n "$2" --pause-us "$3" ${4:-}
 	log "    lat $1: $(grep -m1 median "$TMP/xfer-$1.log")"
 	record "$1" "$(sed -n 's/.*median \([0-9.]*\) us.*/\1/p' "$TMP/xfer-$1.log" | head -1)"
 }
@@ -66,6 +68,7 @@ for rep in $(seq 1 "$REPS"); do
 			log "  [$name] rep $rep: daemon $side idle: $d ticks in $(((t1 - t0) / 1000000)) ms = $pct % of a core"
 		done
 		lat "$name.first" "$FIRST_ITERS" 1000000
+		lat "$name.firste" "$FIRST_ITERS" 1000000 -e
 		lat "$name.steady" "$STEADY_ITERS" 0
 		bench_stop_daemons
 	done
@@ -75,16 +78,17 @@ echo
 echo "B1 idle: medians of $REPS repetition(s), $(date -u '+%Y-%m-%d %H:%M') UTC; load average" \
 	"$(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 echo "idle CPU: % of one core per daemon over ${IDLE_SECS} s (both daemons of each repetition)"
-echo "first: 8 B RC SEND half round trip after 1 s of silence (daemons asleep), us"
-echo "steady: the same exchange back to back, us; x steady = first / steady"
-printf '%-8s %12s %8s %10s %8s %10s %8s %9s\n' config "idle CPU %" spread first spread \
-	steady spread "x steady"
+echo "first: 8 B RC SEND half round trip after 1 s of silence (daemons asleep), us;"
+echo "  polling: the applications poll their CQ; blocking: they sleep on its channel (-e)"
+echo "steady: the same exchange back to back, polling, us; x steady = first blocking / steady"
+printf '%-8s %11s %7s %9s %7s %9s %7s %9s %7s %8s\n' config "idle CPU %" spread \
+	"1st poll" spread "1st blk" spread steady spread "x steady"
 for cfg in $CONFIGS; do
 	n=${cfg%%:*}
-	f=$(median "$n.first") s=$(median "$n.steady")
-	x=$(ratio "$f" "$s")
-	printf '%-8s %12s %8s %10s %8s %10s %8s %9s\n' "$n" "$(median "$n.cpu")" \
-		"$(spread "$n.cpu")" "$f" "$(spread "$n.first")" "$s" "$(spread "$n.steady")" "$x"
+	printf '%-8s %11s %7s %9s %7s %9s %7s %9s %7s %8s\n' "$n" "$(median "$n.cpu")" \
+		"$(spread "$n.cpu")" "$(median "$n.first")" "$(spread "$n.first")" \
+		"$(median "$n.firste")" "$(spread "$n.firste")" "$(median "$n.steady")" \
+		"$(spread "$n.steady")" "$(ratio "$(median "$n.firste")" "$(median "$n.steady")")"
 done
 echo "configurations ([lcore] keys): $CONFIGS"
 log "idle: $FAILS failure(s)"
