@@ -208,7 +208,9 @@ static inline uint64_t now_ns(void)
 {
 	uint64_t t = rte_rdtsc() - uroced.start_tsc;
 
-	return (uint64_t)((unsigned __int128)t * 1000000000u / uroced.tsc_hz);
+	/* A multiply and a shift: the 128-bit division this replaced (__udivti3) was 2 % of
+	 * a busy daemon's CPU in a profile, run once per poll turn. */
+	return (uint64_t)(((unsigned __int128)t * uroced.ns_per_tsc_q32) >> 32);
 }
 
 /* The first nap of a port that cannot wake us, doubled on each nap that found nothing,
@@ -333,7 +335,8 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	uroced.tsc_hz = rte_get_tsc_hz();
+	uroced.ns_per_tsc_q32 =
+		(uint64_t)(((unsigned __int128)1000000000u << 32) / rte_get_tsc_hz());
 	uroced.start_tsc = rte_rdtsc();
 	if (setup() != 0)
 		goto out;

@@ -117,7 +117,7 @@ struct uroced {
 	uint8_t mac[6];
 
 	uint64_t now_ns; /* the clock of this poll turn */
-	uint64_t tsc_hz;
+	uint64_t ns_per_tsc_q32; /* ns per TSC tick, in 32.32 fixed point */
 	uint64_t start_tsc;
 
 	int listen_fd;
