@@ -10,7 +10,10 @@
 #     --pause-us 1000000: the daemons asleep when it is posted), with the applications
 #     polling their CQ and with them blocking on its channel (-e, as an idle program
 #     would), beside the same exchange back to back (no pause, polling) in the same
-#     configuration: what waking costs.
+#     configuration: what waking costs;
+#   - the baseline, in the same run on the same veth pair: kernel UDP 8 B ping-pong with
+#     blocking sockets (uroce-bench-udp --wait block), after 1 s of silence and back to
+#     back, an IPv4 address on each end for this part only.
 # Each measurement is repeated (3 times, 1 with --quick); the table gives medians and the
 # spread of the repetitions.
 #
@@ -28,6 +31,7 @@ BENCH=idle
 bench_args "$@"
 : "${UROCED:=$BUILD/app/uroced/uroced}"
 : "${UROCE_XFER:=$BUILD/app/uroce-xfer/uroce-xfer}"
+: "${UROCE_BENCH_UDP:=$BUILD/test/bench/uroce-bench-udp}"
 CONFIGS=${IDLE_CONFIGS:-event:- yield:idle_sleep_us=0 spin:idle_yield_us=0,idle_sleep_us=0}
 if [ $QUICK -eq 1 ]; then
 	: "${REPS:=1}"
@@ -38,7 +42,34 @@ else
 fi
 
 bench_init ui
+[ -x "$UROCE_BENCH_UDP" ] || { echo "$BENCH: skipped: $UROCE_BENCH_UDP not built"; exit 77; }
 bench_veth
+UDP_PORT=$((40000 + ID % 20000))
+
+# udp KEY ITERS PAUSE_US: kernel UDP blocking ping-pong between the namespaces; records
+# the client's median half round trip under KEY. The veths get addresses for it only.
+udp() {
+	local out=$TMP/udp-$1 spid
+	UDP_PORT=$((UDP_PORT + 1))
+	ip -n "$NS_A" addr add 10.204.0.1/24 dev "$IF_A" &&
+		ip -n "$NS_B" addr add 10.204.0.2/24 dev "$IF_B" || { fail "udp: addresses"; return; }
+	ip netns exec "$NS_A" "$UROCE_BENCH_UDP" --role server --port $UDP_PORT --wait block \
+		--timeout 60 >"$out.server.log" 2>&1 &
+	spid=$!
+	for _ in $(seq 1 200); do
+		grep -q "^udp-server: listening" "$out.server.log" && break
+		sleep 0.05
+	done
+	ip netns exec "$NS_B" "$UROCE_BENCH_UDP" --role client --addr 10.204.0.1 \
+		--port $UDP_PORT --mode pingpong --size 8 --iters "$2" --warmup 2 --wait block \
+		--pause-us "$3" >"$out.client.log" 2>&1 || fail "udp $1: client failed"
+	wait "$spid"
+	ip -n "$NS_A" addr flush dev "$IF_A"
+	ip -n "$NS_B" addr flush dev "$IF_B"
+	log "    kernel UDP $1: $(grep -m1 '^udp-pingpong: size' "$out.client.log")"
+	record "$1" "$(grep -m1 '^udp-pingpong: size' "$out.client.log" | tr ' ' '\n' |
+		sed -n 's/^half_rtt_median_us=//p')"
+}
 
 # lat KEY ITERS PAUSE_US [-e]: records the timing side's median half round trip under KEY.
 lat() {
@@ -50,6 +81,8 @@ lat() {
 log "idle: $REPS repetition(s)$([ $QUICK -eq 1 ] && echo ', quick'); load average" \
 	"$(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
 for rep in $(seq 1 "$REPS"); do
+	udp udp.first "$FIRST_ITERS" 1000000
+	udp udp.steady "$STEADY_ITERS" 0
 	for cfg in $CONFIGS; do
 		name=${cfg%%:*} sets=()
 		[ "${cfg#*:}" = "-" ] || for kv in $(echo "${cfg#*:}" | tr ',' ' '); do
@@ -81,8 +114,14 @@ echo "idle CPU: % of one core per daemon over ${IDLE_SECS} s (both daemons of ea
 echo "first: 8 B RC SEND half round trip after 1 s of silence (daemons asleep), us;"
 echo "  polling: the applications poll their CQ; blocking: they sleep on its channel (-e)"
 echo "steady: the same exchange back to back, polling, us; x steady = first blocking / steady"
+echo "kern UDP: kernel UDP 8 B ping-pong, blocking sockets, on the same veth pair (baseline)"
+echo "x udp (first blocking): $(ratio "$(median event.firste)" "$(median udp.first)")" \
+	"(uroce's default loop, both sides blocking, against kernel UDP blocking, after silence)"
 printf '%-8s %11s %7s %9s %7s %9s %7s %9s %7s %8s\n' config "idle CPU %" spread \
 	"1st poll" spread "1st blk" spread steady spread "x steady"
+printf '%-8s %11s %7s %9s %7s %9s %7s %9s %7s %8s\n' "kern UDP" - - - - \
+	"$(median udp.first)" "$(spread udp.first)" "$(median udp.steady)" \
+	"$(spread udp.steady)" "$(ratio "$(median udp.first)" "$(median udp.steady)")"
 for cfg in $CONFIGS; do
 	n=${cfg%%:*}
 	printf '%-8s %11s %7s %9s %7s %9s %7s %9s %7s %8s\n' "$n" "$(median "$n.cpu")" \

@@ -65,6 +65,7 @@ struct ub_opts {
 	double duration;
 	double timeout;
 	int cpu;
+	long pause_us; /* client: silence before each ping (the latency after idle) */
 };
 
 static volatile sig_atomic_t quit;
@@ -98,6 +99,7 @@ static void usage(FILE *f)
 		"  --duration S    blast seconds (default 2)\n"
 		"  --wait busy|block  busy: MSG_DONTWAIT spinning (default); block: blocking recv\n"
 		"  --cpu N         pin to CPU N (default: not pinned)\n"
+		"  --pause-us N    pingpong client: wait N us before each ping (after silence)\n"
 		"  --timeout S     give up after S seconds in all (default 60)\n");
 }
 
@@ -115,6 +117,7 @@ static int parse_opts(int argc, char **argv, struct ub_opts *o)
 		{"wait", required_argument, NULL, 'w'},
 		{"cpu", required_argument, NULL, 'c'},
 		{"timeout", required_argument, NULL, 't'},
+		{"pause-us", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -152,6 +155,7 @@ static int parse_opts(int argc, char **argv, struct ub_opts *o)
 			size = true;
 			break;
 		case 'n': o->iters = strtoull(optarg, NULL, 0); break;
+		case 'P': o->pause_us = strtol(optarg, NULL, 0); break;
 		case 'W': o->warmup = strtoull(optarg, NULL, 0); break;
 		case 'd': o->duration = strtod(optarg, NULL); break;
 		case 'w':
@@ -398,6 +402,8 @@ static int run_pingpong(int fd, const struct ub_opts *o, uint64_t end)
 		uint64_t t0, t1, deadline;
 		bool ok = false;
 
+		if (o->pause_us > 0 && i >= o->warmup)
+			usleep((useconds_t)o->pause_us);
 		m = (struct ub_msg){.magic = UB_MAGIC, .type = UB_PING, .seq = ++seq};
 		memset(buf, 0, len > sizeof(m) ? len : sizeof(m));
 		memcpy(buf, &m, sizeof(m)); /* only the first len bytes go */
