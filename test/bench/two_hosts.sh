@@ -79,6 +79,11 @@ done
 : "${UROCE_BENCH_VERBS:=$BUILD/test/bench/uroce-bench-verbs}"
 : "${VERBS_LIB_DIR:=$BUILD/lib/verbs}"
 CONFIGS=${TWO_HOSTS_CONFIGS:-spin:idle_yield_us=0,idle_sleep_us=0 yield:idle_yield_us=2,idle_sleep_us=0 event:idle_sleep_us=10000}
+# --quick (CI): no spin. Four busy pollers on two CPUs starve the applications for
+# milliseconds a message; with any other load on the machine the RC QPs then run out of
+# retries (seen: "transport retry counter exceeded" beside a loaded run). The full run
+# keeps it, as the figure of what busy polling costs there.
+[ $QUICK -eq 1 ] && [ -z "${TWO_HOSTS_CONFIGS:-}" ] && CONFIGS=${CONFIGS#spin:* }
 VERBS_CFG=${VERBS_CFG:-event}
 case " $CONFIGS " in *" $VERBS_CFG:"*) ;; *) VERBS_CFG=${CONFIGS%%:*} ;; esac
 cfg_name() { echo "${1%%:*}"; }
