@@ -115,7 +115,12 @@ bench_daemons() {
 			kill -0 "${!pid_v}" 2>/dev/null || break
 			sleep 0.05
 		done
-		grep -q '^uroced: ready' "$log" || { fail "uroced $side did not start"; return 1; }
+		if ! grep -q '^uroced: ready' "$log"; then
+			local st=running
+			kill -0 "${!pid_v}" 2>/dev/null || { wait "${!pid_v}"; st="exit $?"; }
+			fail "uroced $side did not start ($st): $(tail -n 5 "$log" | tr '\n' ' ')"
+			return 1
+		fi
 	done
 }
 
