@@ -180,11 +180,15 @@ static int setup(void)
 		return rc;
 	}
 	uroced.port_open = true;
-	uroced.rx_wake = uroce_eth_rx_wake_fd(&uroced.port, 0, &uroced.rx_wake_fd);
-	UROCED_INFO("port %s (%s): %s", uroced.port.name, uroced.port.driver,
-		    uroced.rx_wake == UROCE_ETH_RX_WAKE_INTR   ? "sleeps on its rx interrupt" :
-		    uroced.rx_wake == UROCE_ETH_RX_WAKE_SOCKET ? "sleeps on its kernel socket" :
-								 "cannot wake a sleep: naps");
+	{
+		int fd;
+		enum uroce_eth_rx_wake w = uroce_eth_rx_wake_fd(&uroced.port, 0, &fd);
+
+		UROCED_INFO("port %s (%s): %s", uroced.port.name, uroced.port.driver,
+			    w == UROCE_ETH_RX_WAKE_INTR	  ? "sleeps on its rx interrupt" :
+			    w == UROCE_ETH_RX_WAKE_SOCKET ? "sleeps on its kernel socket" :
+							    "cannot wake a sleep: naps");
+	}
 	uroced.link_up = uroce_eth_link_up(&uroced.port);
 	if (!uroced.link_up)
 		UROCED_INFO("link down");

@@ -148,13 +148,18 @@ unsigned int uroced_net_rx(void)
 
 int uroced_net_wake_fd(void)
 {
-	return uroced.port_open && uroced.rx_wake != UROCE_ETH_RX_WAKE_NONE ? uroced.rx_wake_fd :
-									       -1;
+	int fd;
+
+	uroce_eth_rx_wake_fd(&uroced.port, 0, &fd); /* -1 for a port not open */
+	return fd;
 }
 
 int uroced_net_sleep(void)
 {
-	if (uroced_net_wake_fd() < 0)
+	int fd;
+	enum uroce_eth_rx_wake w = uroce_eth_rx_wake_fd(&uroced.port, 0, &fd);
+
+	if (w == UROCE_ETH_RX_WAKE_NONE)
 		return UROCED_NET_SLEEP_NAP;
 	/* Link down: no frame comes; the link check every 10 ms bounds the sleep. */
 	if (!uroced.link_up)
@@ -164,7 +169,7 @@ int uroced_net_sleep(void)
 	uroced.rx_armed = true;
 	/* An interrupt covers only frames after the arming: look once more. (A socket is
 	 * readable while frames wait, whenever they came.) */
-	if (uroced.rx_wake == UROCE_ETH_RX_WAKE_INTR && uroced_net_rx() != 0) {
+	if (w == UROCE_ETH_RX_WAKE_INTR && uroced_net_rx() != 0) {
 		uroced_net_awake();
 		return UROCED_NET_SLEEP_FRAMES;
 	}

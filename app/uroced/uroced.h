@@ -125,9 +125,7 @@ struct uroced {
 	struct uroced_conn *conns;
 	uint32_t nconns;
 
-	/* How the port wakes a sleep (uroce_eth_rx_wake_fd), and whether it is armed. */
-	enum uroce_eth_rx_wake rx_wake;
-	int rx_wake_fd;
+	/* The port's wake-up (uroce_eth_rx_wake_fd) is armed for a sleep. */
 	bool rx_armed;
 
 	struct uroced_loop_frame *loop;
