@@ -45,6 +45,9 @@ bench_init uc
 [ -x "$UROCE_RAWBENCH" ] || { echo "$BENCH: skipped: $UROCE_RAWBENCH not built"; exit 77; }
 bench_veth
 
+# ns_per TICKS COUNT -> ns of CPU per unit, TICKS of CPU over COUNT units
+ns_per() { awk -v t="$1" -v k=$TICK_NS -v n="$2" 'BEGIN { printf "%.1f", t * k / n }'; }
+
 # per SIZE -> WRITEs for about SECS at the rate of a first short run (msg/s it printed)
 iters_for() {
 	local rate
@@ -63,14 +66,10 @@ bw_cpu() {
 	a1=$(ticks_of "$PID_A") b1=$(ticks_of "$PID_B")
 	log "  $size B: $(grep -m1 '^bw:' "$TMP/xfer-bw-$size-$3.log");" \
 		"requester B $((b1 - b0)) ticks, responder A $((a1 - a0)) ticks"
-	record "$key.req.op" "$(awk -v t=$((b1 - b0)) -v k=$TICK_NS -v n="$iters" \
-		'BEGIN { printf "%.1f", t * k / n }')"
-	record "$key.resp.op" "$(awk -v t=$((a1 - a0)) -v k=$TICK_NS -v n="$iters" \
-		'BEGIN { printf "%.1f", t * k / n }')"
-	record "$key.req.frame" "$(awk -v t=$((b1 - b0)) -v k=$TICK_NS -v n="$iters" -v f=$frames \
-		'BEGIN { printf "%.1f", t * k / n / f }')"
-	record "$key.resp.frame" "$(awk -v t=$((a1 - a0)) -v k=$TICK_NS -v n="$iters" -v f=$frames \
-		'BEGIN { printf "%.1f", t * k / n / f }')"
+	record "$key.req.op" "$(ns_per $((b1 - b0)) "$iters")"
+	record "$key.resp.op" "$(ns_per $((a1 - a0)) "$iters")"
+	record "$key.req.frame" "$(ns_per $((b1 - b0)) $((iters * frames)))"
+	record "$key.resp.frame" "$(ns_per $((a1 - a0)) $((iters * frames)))"
 }
 
 # raw_cpu REP: rawbench blast; records ns per frame sent and per frame received.
@@ -114,10 +113,8 @@ raw_cpu() {
 		"sender $((c1 - c0)) ticks, receiver $((s1 - s0)) ticks"
 	[ -n "$sent" ] && [ -n "$got" ] || { fail "rawbench: no result"; return; }
 	# The ticks cover the handshake and the blast: the frames, the blast.
-	record raw.send "$(awk -v t=$((c1 - c0)) -v k=$TICK_NS -v n="$sent" \
-		'BEGIN { printf "%.1f", t * k / n }')"
-	record raw.recv "$(awk -v t=$((s1 - s0)) -v k=$TICK_NS -v n="$got" \
-		'BEGIN { printf "%.1f", t * k / n }')"
+	record raw.send "$(ns_per $((c1 - c0)) "$sent")"
+	record raw.recv "$(ns_per $((s1 - s0)) "$got")"
 }
 
 log "$BENCH: $REPS repetition(s)$([ $QUICK -eq 1 ] && echo ', quick'); load average" \
