@@ -287,13 +287,61 @@ Test(ring, two_processes_stress_in_order_and_intact, .timeout = 120)
 	uroce_shm_close(&r);
 }
 
+/* The producer of the wake-up tests below, in a forked child: @p rounds elements numbered
+ * in order into the ring at @p mem, @p after_commit after each commit (false: exit 3),
+ * and a pause every 7th so that the consumer falls asleep sometimes. Never returns. */
+static _Noreturn void produce_in_child(void *mem, int rounds,
+				       bool (*after_commit)(struct uroce_ring *ring, void *arg),
+				       void *arg)
+{
+	struct uroce_ring ring;
+
+	if (uroce_ring_open(&ring, mem, 4096, true))
+		_exit(2);
+	for (int i = 0; i < rounds; i++) {
+		while (uroce_ring_prod_space(&ring) == 0)
+			;
+		((struct elem *)uroce_ring_prod_slot(&ring, 0))->seq = (uint64_t)i;
+		uroce_ring_prod_commit(&ring, 1);
+		if (!after_commit(&ring, arg))
+			_exit(3);
+		if (i % 7 == 0)
+			usleep(1);
+	}
+	_exit(0);
+}
+
+/* The consumer's side: takes the @p got elements there are, each the next in order. */
+static void take_in_order(struct uroce_ring *ring, uint32_t got, int *seen)
+{
+	for (uint32_t i = 0; i < got; i++, ++*seen)
+		cr_assert_eq(((const struct elem *)uroce_ring_cons_slot(ring, i))->seq,
+			     (uint64_t)*seen);
+	uroce_ring_cons_release(ring, got);
+}
+
+static bool write_one(int efd)
+{
+	static const uint64_t one = 1;
+
+	return write(efd, &one, sizeof(one)) == (ssize_t)sizeof(one);
+}
+
+/* The daemon after a CQ commit: signal the channel when the CQ was armed. */
+static bool signal_if_armed(struct uroce_ring *ring, void *arg)
+{
+	return !uroce_ring_take_arm(ring, false) || write_one(*(int *)arg);
+}
+
 /* Completion notification across processes: arm, re-poll, sleep on the eventfd; the
  * producer signals exactly when armed. Many rounds, to hit the arm/commit race. */
 Test(ring, armed_completion_wakes_the_consumer_exactly_once, .timeout = 120)
 {
 	const int rounds = 20000;
 	struct uroce_shm_region r;
+	struct uroce_ring cq;
 	int efd = eventfd(0, EFD_CLOEXEC);
+	int seen = 0, sleeps = 0;
 	pid_t pid;
 	int status;
 
@@ -304,60 +352,47 @@ Test(ring, armed_completion_wakes_the_consumer_exactly_once, .timeout = 120)
 	cr_assert_eq(uroce_ring_format((uint8_t *)r.addr + 64, 64, 16), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		/* Producer of completions (the daemon). */
-		struct uroce_ring cq;
-		uint64_t one = 1;
+	if (pid == 0) /* the producer of completions (the daemon) */
+		produce_in_child((uint8_t *)r.addr + 64, rounds, signal_if_armed, &efd);
+	cr_assert_eq(uroce_ring_open(&cq, (uint8_t *)r.addr + 64, 4096, false), 0);
+	while (seen < rounds) {
+		uint32_t got = uroce_ring_cons_avail(&cq);
 
-		if (uroce_ring_open(&cq, (uint8_t *)r.addr + 64, 4096, true))
-			_exit(2);
-		for (int i = 0; i < rounds; i++) {
-			while (uroce_ring_prod_space(&cq) == 0)
-				;
-			((struct elem *)uroce_ring_prod_slot(&cq, 0))->seq = (uint64_t)i;
-			uroce_ring_prod_commit(&cq, 1);
-			if (uroce_ring_take_arm(&cq, false) && write(efd, &one, 8) != 8)
-				_exit(3);
-			if (i % 7 == 0)
-				usleep(1); /* let the consumer fall asleep sometimes */
-		}
-		_exit(0);
-	}
-	{
-		struct uroce_ring cq;
-		int seen = 0, sleeps = 0;
+		if (got == 0) {
+			/* verbs' pattern: arm, poll once more, only then sleep */
+			struct pollfd p = {.fd = efd, .events = POLLIN};
+			uint64_t v;
 
-		cr_assert_eq(uroce_ring_open(&cq, (uint8_t *)r.addr + 64, 4096, false), 0);
-		while (seen < rounds) {
-			uint32_t got = uroce_ring_cons_avail(&cq);
-
-			if (got == 0) {
-				/* verbs' pattern: arm, poll once more, only then sleep */
-				struct pollfd p = {.fd = efd, .events = POLLIN};
-				uint64_t v;
-
-				uroce_ring_arm(&cq, false);
-				if (uroce_ring_cons_avail(&cq) > 0)
-					continue;
-				cr_assert_eq(poll(&p, 1, 10000), 1,
-					     "no wake-up: a lost notification");
-				cr_assert_eq(read(efd, &v, 8), 8);
-				sleeps++;
+			uroce_ring_arm(&cq, false);
+			if (uroce_ring_cons_avail(&cq) > 0)
 				continue;
-			}
-			for (uint32_t i = 0; i < got; i++, seen++)
-				cr_assert_eq(
-					((const struct elem *)uroce_ring_cons_slot(&cq, i))->seq,
-					(uint64_t)seen);
-			uroce_ring_cons_release(&cq, got);
+			cr_assert_eq(poll(&p, 1, 10000), 1, "no wake-up: a lost notification");
+			cr_assert_eq(read(efd, &v, 8), 8);
+			sleeps++;
+			continue;
 		}
-		cr_log_info("%d sleeps on the eventfd", sleeps);
-		cr_expect_gt(sleeps, 0, "the consumer never had to sleep: the test proved nothing");
+		take_in_order(&cq, got, &seen);
 	}
+	cr_log_info("%d sleeps on the eventfd", sleeps);
+	cr_expect_gt(sleeps, 0, "the consumer never had to sleep: the test proved nothing");
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(efd);
 	uroce_shm_close(&r);
+}
+
+struct wake_arg {
+	struct uroce_shm_wake *wake;
+	int efd;
+};
+
+/* An application after a post: ring the daemon's eventfd when it announced a sleep. */
+static bool ring_if_announced(struct uroce_ring *ring, void *arg)
+{
+	const struct wake_arg *a = arg;
+
+	(void)ring;
+	return !uroce_wake_take(a->wake) || write_one(a->efd);
 }
 
 /* The wake protocol, the other way round: the consumer (the daemon) sleeps on an eventfd
@@ -368,76 +403,51 @@ Test(ring, a_sleeping_consumer_is_woken_by_every_post_it_announced_a_sleep_for, 
 	const int rounds = 20000;
 	const uint64_t ring_at = 2 * UROCE_SHM_CACHELINE;
 	struct uroce_shm_region r;
-	struct uroce_shm_wake *wake;
-	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct wake_arg arg = {.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+	struct uroce_ring sq;
+	int seen = 0, sleeps = 0, backed_out = 0;
 	pid_t pid;
 	int status;
 
-	cr_assert_geq(efd, 0);
+	cr_assert_geq(arg.efd, 0);
 	cr_assert_eq(uroce_shm_create(&r, "uroce-test-sq", ring_at + uroce_ring_bytes(64, 16),
 				      KIND_TEST, false),
 		     0);
-	wake = (void *)((uint8_t *)r.addr + UROCE_SHM_CACHELINE);
+	arg.wake = (void *)((uint8_t *)r.addr + UROCE_SHM_CACHELINE);
 	cr_assert_eq(uroce_ring_format((uint8_t *)r.addr + ring_at, 64, 16), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		/* Producer of WQEs (the application). */
-		struct uroce_ring sq;
-		uint64_t one = 1;
+	if (pid == 0) /* the producer of WQEs (the application) */
+		produce_in_child((uint8_t *)r.addr + ring_at, rounds, ring_if_announced, &arg);
+	cr_assert_eq(uroce_ring_open(&sq, (uint8_t *)r.addr + ring_at, 4096, false), 0);
+	while (seen < rounds) {
+		uint32_t got = uroce_ring_cons_avail(&sq);
 
-		if (uroce_ring_open(&sq, (uint8_t *)r.addr + ring_at, 4096, true))
-			_exit(2);
-		for (int i = 0; i < rounds; i++) {
-			while (uroce_ring_prod_space(&sq) == 0)
-				;
-			((struct elem *)uroce_ring_prod_slot(&sq, 0))->seq = (uint64_t)i;
-			uroce_ring_prod_commit(&sq, 1);
-			if (uroce_wake_take(wake) && write(efd, &one, 8) != 8)
-				_exit(3);
-			if (i % 7 == 0)
-				usleep(1); /* let the consumer fall asleep sometimes */
-		}
-		_exit(0);
-	}
-	{
-		struct uroce_ring sq;
-		int seen = 0, sleeps = 0, backed_out = 0;
+		if (got == 0) {
+			/* the daemon's pattern: announce, fence, look again, sleep */
+			struct pollfd p = {.fd = arg.efd, .events = POLLIN};
+			uint64_t v;
 
-		cr_assert_eq(uroce_ring_open(&sq, (uint8_t *)r.addr + ring_at, 4096, false), 0);
-		while (seen < rounds) {
-			uint32_t got = uroce_ring_cons_avail(&sq);
-
-			if (got == 0) {
-				/* the daemon's pattern: announce, fence, look again, sleep */
-				struct pollfd p = {.fd = efd, .events = POLLIN};
-				uint64_t v;
-
-				uroce_wake_announce(wake);
-				uroce_wake_fence();
-				if (uroce_ring_cons_moved(&sq)) {
-					uroce_wake_withdraw(wake);
-					backed_out++;
-					continue;
-				}
-				cr_assert_eq(poll(&p, 1, 10000), 1, "no wake-up: a lost doorbell");
-				uroce_wake_withdraw(wake);
-				cr_assert_eq(read(efd, &v, 8), 8);
-				sleeps++;
+			uroce_wake_announce(arg.wake);
+			uroce_wake_fence();
+			if (uroce_ring_cons_moved(&sq)) {
+				uroce_wake_withdraw(arg.wake);
+				backed_out++;
 				continue;
 			}
-			for (uint32_t i = 0; i < got; i++, seen++)
-				cr_assert_eq(
-					((const struct elem *)uroce_ring_cons_slot(&sq, i))->seq,
-					(uint64_t)seen);
-			uroce_ring_cons_release(&sq, got);
+			cr_assert_eq(poll(&p, 1, 10000), 1, "no wake-up: a lost doorbell");
+			uroce_wake_withdraw(arg.wake);
+			cr_assert_eq(read(arg.efd, &v, 8), 8);
+			sleeps++;
+			continue;
 		}
-		cr_log_info("%d sleeps, %d announcements taken back", sleeps, backed_out);
-		cr_expect_gt(sleeps, 0, "the consumer never slept: the test proved nothing");
+		take_in_order(&sq, got, &seen);
 	}
+	cr_log_info("%d sleeps, %d announcements taken back", sleeps, backed_out);
+	cr_expect_gt(sleeps, 0, "the consumer never slept: the test proved nothing");
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	close(efd);
+	close(arg.efd);
 	uroce_shm_close(&r);
 }
 
