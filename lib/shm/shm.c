@@ -2,10 +2,14 @@
 /* Shared regions (memfd, hugepages when there are some) and ring layout. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "uroce_shm.h"
@@ -189,4 +193,33 @@ bool uroce_shm_sealed(int fd)
 
 	return seals >= 0 &&
 	       (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW);
+}
+
+/* The line is in a MAP_SHARED mapping of another process too: FUTEX_WAIT and FUTEX_WAKE,
+ * never their _PRIVATE forms (those key on this process's address space only). */
+int uroce_waiters_sleep(struct uroce_shm_waiters *w, uint32_t snapshot, uint64_t timeout_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(timeout_ns / 1000000000u),
+		.tv_nsec = (long)(timeout_ns % 1000000000u),
+	};
+	long rc;
+	int err;
+
+	/* seq_cst RMW, a full barrier: ordered before the kernel's read of seq (the pairing
+	 * with uroce_waiters_notify, in uroce_shm.h). */
+	atomic_fetch_add_explicit(&w->waiters, 1u, memory_order_seq_cst);
+	rc = syscall(SYS_futex, &w->seq, FUTEX_WAIT, snapshot, &ts, NULL, 0);
+	err = errno;
+	atomic_fetch_sub_explicit(&w->waiters, 1u, memory_order_relaxed);
+	if (rc == 0 || err == EAGAIN) /* woken, or seq had moved before we slept */
+		return 0;
+	return -err;
+}
+
+int uroce_waiters_wake(struct uroce_shm_waiters *w)
+{
+	if (syscall(SYS_futex, &w->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0) < 0)
+		return -errno;
+	return 0;
 }

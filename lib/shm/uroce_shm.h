@@ -313,6 +313,67 @@ static inline bool uroce_wake_take(struct uroce_shm_wake *w)
 	return atomic_exchange_explicit(&w->sleeping, 0u, memory_order_relaxed) != 0;
 }
 
+/* Blocking a consumer thread until the producer commits ------------------------------------ */
+
+/*
+ * The other direction: an application thread that polls completion rings may block in
+ * the kernel instead of spinning, until the daemon commits to any of the rings a line of
+ * this kind covers (one per application context). The producer bumps @c seq after every
+ * batch of commits, whether anyone waits or not (one atomic add, no system call); it
+ * makes the system call (a futex wake) only while @c waiters says a thread sleeps or is
+ * about to.
+ *
+ * The pairing, Dekker again:
+ *   consumer: snapshot seq before the polls it wants to sleep after; waiters += 1 (full
+ *             barrier); futex-wait while seq still equals the snapshot; waiters -= 1;
+ *   producer: commit, seq += 1, fence, read waiters, futex-wake if it is not 0.
+ * Either the producer sees the waiter, or the waiter's futex-wait (which compares seq in
+ * the kernel) sees the new seq and returns at once. A commit made before the snapshot was
+ * visible to the polls made after it.
+ *
+ * The futex word is in memory mapped by both processes (MAP_SHARED): the shared, not the
+ * private, futex operations. A process that scribbles on the line can make the daemon
+ * issue wake-ups for nobody, on its own completions only, or make its own threads sleep
+ * until their time-out: it can hurt nobody else.
+ */
+struct uroce_shm_waiters {
+	_Alignas(UROCE_SHM_CACHELINE) _Atomic uint32_t seq; /* the futex word */
+	_Atomic uint32_t waiters; /* threads asleep on seq, or about to be */
+	uint32_t reserved[14];
+};
+
+static_assert(sizeof(struct uroce_shm_waiters) == UROCE_SHM_CACHELINE,
+	       "the waiters' line: the producer writes it once per batch, alone on its line");
+
+/** Consumer: the value to sleep on; take it before the last polls that found nothing. */
+static inline uint32_t uroce_waiters_snapshot(const struct uroce_shm_waiters *w)
+{
+	/* acquire: a commit whose seq bump we see is visible to the polls that follow. */
+	return atomic_load_explicit(&w->seq, memory_order_acquire);
+}
+
+/**
+ * Consumer: sleeps until the producer bumps seq past @p snapshot, or @p timeout_ns pass.
+ * @return 0 woken (or seq had moved already: poll again), -ETIMEDOUT, -EINTR (a signal),
+ *         or another -errno of futex(2).
+ */
+int uroce_waiters_sleep(struct uroce_shm_waiters *w, uint32_t snapshot, uint64_t timeout_ns);
+
+/** Producer, after committing to the rings the line covers: true when the caller must
+ *  call uroce_waiters_wake(). */
+static inline bool uroce_waiters_notify(struct uroce_shm_waiters *w)
+{
+	/* release: the commits are visible to whoever sees the new seq. */
+	atomic_fetch_add_explicit(&w->seq, 1u, memory_order_release);
+	/* seq_cst fence: the bump is ordered before the load of waiters, the mirror of the
+	 * consumer's increment (a full barrier) before its futex-wait reads seq. */
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit(&w->waiters, memory_order_relaxed) != 0;
+}
+
+/** Producer: wakes every thread asleep on @p w. @return 0 or -errno of futex(2). */
+int uroce_waiters_wake(struct uroce_shm_waiters *w);
+
 #ifdef __cplusplus
 }
 #endif

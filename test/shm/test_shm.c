@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -449,6 +450,84 @@ Test(ring, a_sleeping_consumer_is_woken_by_every_post_it_announced_a_sleep_for, 
 	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(arg.efd);
 	uroce_shm_close(&r);
+}
+
+/* The daemon after a CQ commit: bump the waiters' line, wake if someone sleeps on it. */
+static bool wake_waiters(struct uroce_ring *ring, void *arg)
+{
+	struct uroce_shm_waiters *w = arg;
+
+	(void)ring;
+	return !uroce_waiters_notify(w) || uroce_waiters_wake(w) == 0;
+}
+
+/* A consumer thread that blocks in the kernel (poll_cq's "block" policy): the snapshot
+ * before the last poll, then a futex sleep; the producer bumps and wakes after each
+ * commit. Across processes, since the daemon and the application are two. No commit may
+ * be left unseen by a sleeper: each sleep has 10 s, and must end long before. */
+Test(waiters, a_blocked_consumer_is_woken_by_every_commit_after_its_snapshot, .timeout = 120)
+{
+	const int rounds = 20000;
+	const uint64_t ring_at = 2 * UROCE_SHM_CACHELINE;
+	struct uroce_shm_region r;
+	struct uroce_shm_waiters *w;
+	struct uroce_ring cq;
+	int seen = 0, sleeps = 0;
+	pid_t pid;
+	int status;
+
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test-cq", ring_at + uroce_ring_bytes(64, 16),
+				      KIND_TEST, false),
+		     0);
+	w = (void *)((uint8_t *)r.addr + UROCE_SHM_CACHELINE);
+	cr_assert_eq(uroce_ring_format((uint8_t *)r.addr + ring_at, 64, 16), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) /* the producer of completions (the daemon) */
+		produce_in_child((uint8_t *)r.addr + ring_at, rounds, wake_waiters, w);
+	cr_assert_eq(uroce_ring_open(&cq, (uint8_t *)r.addr + ring_at, 4096, false), 0);
+	while (seen < rounds) {
+		uint32_t snapshot = uroce_waiters_snapshot(w);
+		uint32_t got = uroce_ring_cons_avail(&cq);
+
+		if (got == 0) {
+			int rc = uroce_waiters_sleep(w, snapshot, 10000000000ull);
+
+			cr_assert(rc == 0 || rc == -EINTR, "sleep: %s (a lost wake-up)",
+				  strerror(-rc));
+			sleeps++;
+			continue;
+		}
+		take_in_order(&cq, got, &seen);
+	}
+	cr_log_info("%d sleeps", sleeps);
+	cr_expect_gt(sleeps, 0, "the consumer never slept: the test proved nothing");
+	cr_expect_eq(atomic_load(&w->waiters), 0u, "every sleeper counted itself out");
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	uroce_shm_close(&r);
+}
+
+/* The two ways a sleep ends without a wake: the seq moved since the snapshot (at once),
+ * and the time-out (not before it). */
+Test(waiters, a_stale_snapshot_returns_at_once_and_a_quiet_line_times_out)
+{
+	static struct uroce_shm_waiters w;
+	struct timespec t0, t1;
+	uint32_t snapshot = uroce_waiters_snapshot(&w);
+	int64_t ns;
+
+	cr_expect_not(uroce_waiters_notify(&w), "nobody waits");
+	cr_assert_eq(uroce_waiters_sleep(&w, snapshot, 10000000000ull), 0,
+		     "seq moved since the snapshot: no sleep");
+	snapshot = uroce_waiters_snapshot(&w);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(uroce_waiters_sleep(&w, snapshot, 20000000ull), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+	cr_expect_geq(ns, 20000000ll, "slept %lld ns of 20 ms", (long long)ns);
+	cr_expect_eq(atomic_load(&w.waiters), 0u);
+	cr_expect_eq(uroce_waiters_wake(&w), 0, "a wake with nobody asleep is harmless");
 }
 
 /* uroce_ring_cons_moved re-reads the producer index whatever the cached view holds, and
