@@ -10,11 +10,24 @@
 #include "uroce_ctrl.h"
 #include "uroce_shm.h"
 
-/* About a microsecond of empty polls before poll_cq yields the CPU once. */
+/* About a microsecond of empty polls before poll_cq yields the CPU once (cq_wait.c). */
 #define UROCE_CLIENT_EMPTY_POLLS 64
 
 #define cl_container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* What poll_cq does with the CPU while a CQ stays empty (cq_wait.c). */
+enum cl_cq_wait_mode {
+	CL_CQ_WAIT_YIELD, /* sched_yield every UROCE_CLIENT_EMPTY_POLLS empty polls */
+	CL_CQ_WAIT_SPIN,  /* never give the CPU up */
+	CL_CQ_WAIT_BLOCK, /* yield for spin_ns, then sleep until a completion or block_ns */
+};
+
+struct cl_cq_wait {
+	enum cl_cq_wait_mode mode;
+	uint64_t spin_ns;  /* of empty polls in a row before the first sleep (block) */
+	uint64_t block_ns; /* longest sleep of one poll_cq call (block) */
+};
 
 /* A page range of the application moved onto a memfd (mr_share.c). */
 struct cl_share {
@@ -49,6 +62,10 @@ struct uroce_client_ctx {
 	 * rings it when the announcement is up (cl_wake_daemon). */
 	struct uroce_shm_wake *wake;
 	int wake_efd;
+	/* Bumped by the daemon after it commits to any of our CQs: a thread blocked in
+	 * poll_cq sleeps on it (cq_wait.c). In region. */
+	struct uroce_shm_waiters *waiters;
+	struct cl_cq_wait cq_wait; /* from the environment, at open */
 	bool fatal_reported;
 	pthread_mutex_t share_lock; /* the share table (mr_share.c), across its calls */
 	struct cl_share *shares;
@@ -77,7 +94,11 @@ struct uroce_client_cq {
 	pthread_spinlock_t lock;
 	uint32_t events_seen; /* of ctl->events, taken by get_cq_event */
 	uint32_t events_acked;
-	uint32_t empty_polls; /* in a row (poll_cq yields after UROCE_CLIENT_EMPTY_POLLS) */
+	/* The wait policy's state (cq_wait.c), under lock: empty polls in a row, and when
+	 * the policy blocks, the waiters' seq and the time at the streak's second poll. */
+	uint32_t empty_polls;
+	uint32_t waiters_snapshot;
+	uint64_t streak_start_ns;
 };
 
 struct uroce_client_srq {
@@ -143,6 +164,18 @@ void cl_fork_untrack(struct uroce_client_ctx *ctx);
 /* uroce_shm_attach, and the mapping left out of fork() children (MADV_DONTFORK).
  * @return 0 or -errno; on success the region owns @p fd. */
 int cl_attach_region(struct uroce_shm_region *r, int fd, uint32_t kind);
+
+/* cq_wait.c: the wait policy, read from the environment (bad values: a line on stderr
+ * and the default). */
+void cl_cq_wait_init(struct cl_cq_wait *w);
+/* poll_cq, under cq->lock: before it reads the ring. */
+void cl_cq_before_poll(struct uroce_client_cq *cq);
+/* poll_cq, under cq->lock, after finding the ring empty: true when the caller must, once
+ * the lock is dropped, call cl_cq_sleep with what this stored. */
+bool cl_cq_empty(struct uroce_client_cq *cq, uint32_t *snapshot, uint64_t *timeout_ns);
+/* Without cq->lock: sched_yield (timeout 0), or sleep until the daemon commits to one of
+ * the context's CQs after @p snapshot, or @p timeout_ns pass. */
+void cl_cq_sleep(struct uroce_client_cq *cq, uint32_t snapshot, uint64_t timeout_ns);
 
 /* After a post's commit (its doorbell): wakes the daemon if it announced a sleep, one
  * eventfd write per announcement; errno is kept (a post's caller reads only its return). */

@@ -2,7 +2,6 @@
 /* The verbs objects on the client side: PD, MR, completion channel, CQ, SRQ, QP, AH,
  * and the data path (post send/recv into shared rings, poll CQ from a shared ring). */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -295,34 +294,34 @@ void **uroce_client_cq_priv(struct uroce_client_cq *cq)
 
 int uroce_client_poll_cq(struct uroce_client_cq *cq, int n, struct ibv_wc *wc)
 {
-	uint32_t avail, i;
+	uint64_t timeout_ns;
+	uint32_t avail, i, snapshot;
+	bool sleep;
 
 	if (n <= 0)
 		return 0;
 	if (__builtin_expect(cq->ctx->forked, 0))
 		return -EIO; /* the parent's CQ (fork.c) */
 	pthread_spin_lock(&cq->lock);
+	cl_cq_before_poll(cq);
 	avail = uroce_ring_cons_avail(&cq->ring);
 	if (avail > (uint32_t)n)
 		avail = (uint32_t)n;
 	for (i = 0; i < avail; i++)
 		memcpy(&wc[i], uroce_ring_cons_slot(&cq->ring, i), sizeof(*wc));
-	if (avail)
+	if (avail) {
 		uroce_ring_cons_release(&cq->ring, avail);
-	/* An application spinning on an empty CQ may hold the very CPU the daemon needs to
-	 * produce its completion (unmodified tools spin without pause): every
-	 * UROCE_CLIENT_EMPTY_POLLS empty polls in a row, let another task run. With a CPU to
-	 * ourselves sched_yield returns at once; a busy CQ never gets here. */
-	if (avail == 0 && ++cq->empty_polls >= UROCE_CLIENT_EMPTY_POLLS) {
 		cq->empty_polls = 0;
 		pthread_spin_unlock(&cq->lock);
-		sched_yield();
-		return 0;
+		return (int)avail;
 	}
-	if (avail)
-		cq->empty_polls = 0;
+	/* Empty: the wait policy may give the CPU up (cq_wait.c); a busy CQ never gets
+	 * here. */
+	sleep = cl_cq_empty(cq, &snapshot, &timeout_ns);
 	pthread_spin_unlock(&cq->lock);
-	return (int)avail;
+	if (sleep)
+		cl_cq_sleep(cq, snapshot, timeout_ns);
+	return 0;
 }
 
 int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only)

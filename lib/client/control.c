@@ -188,6 +188,19 @@ static int cl_async_fd_init(struct uroce_client_ctx *ctx)
 	return 0;
 }
 
+/* The cache line at @p offset of a region (the daemon's wake-up announcement, the CQ
+ * waiters: one line each, after the header), or NULL when the daemon's offset is not one. */
+static void *region_line(const struct uroce_shm_region *r, uint32_t offset)
+{
+	static_assert(sizeof(struct uroce_shm_wake) == UROCE_SHM_CACHELINE &&
+			      sizeof(struct uroce_shm_waiters) == UROCE_SHM_CACHELINE,
+		      "each a line");
+	if (offset % UROCE_SHM_CACHELINE || offset < sizeof(struct uroce_shm_hdr) ||
+	    offset > r->size - UROCE_SHM_CACHELINE)
+		return NULL;
+	return (uint8_t *)r->addr + offset;
+}
+
 struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -252,13 +265,13 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 		rc = -EPROTO;
 		goto fail_rc;
 	}
-	if (rep.wake_offset % UROCE_SHM_CACHELINE ||
-	    rep.wake_offset < sizeof(struct uroce_shm_hdr) ||
-	    rep.wake_offset > ctx->region.size - sizeof(struct uroce_shm_wake)) {
+	ctx->wake = region_line(&ctx->region, rep.wake_offset);
+	ctx->waiters = region_line(&ctx->region, rep.waiters_offset);
+	if (!ctx->wake || !ctx->waiters) {
 		rc = -EPROTO;
 		goto fail_rc;
 	}
-	ctx->wake = (void *)((uint8_t *)ctx->region.addr + rep.wake_offset);
+	cl_cq_wait_init(&ctx->cq_wait);
 	memcpy(ctx->dev_name, rep.dev_name, sizeof(ctx->dev_name));
 	ctx->dev_name[sizeof(ctx->dev_name) - 1] = 0;
 	cl_fork_track(ctx);

@@ -39,8 +39,8 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 4u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
-				* 4: the daemon's wake-up (HELLO) */
+#define UROCE_CTRL_VERSION 5u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+				* 4: the daemon's wake-up (HELLO); 5: CQ waiters (HELLO) */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -171,10 +171,10 @@ struct uroce_ctrl_hdr {
 
 /* ---- requests and replies (payload after the header) ------------------------------------ */
 
-/* HELLO. Reply fds: [0] the context region (async event ring and wake-up announcement),
- * [1] the async eventfd, [2] the daemon's wake-up eventfd: written (8 bytes, any value)
- * after a post when the announcement at wake_offset says the daemon sleeps (lib/shm,
- * uroce_wake_take). */
+/* HELLO. Reply fds: [0] the context region (async event ring, wake-up announcement and
+ * CQ waiters), [1] the async eventfd, [2] the daemon's wake-up eventfd: written (8 bytes,
+ * any value) after a post when the announcement at wake_offset says the daemon sleeps
+ * (lib/shm, uroce_wake_take). */
 struct uroce_ctrl_hello_req {
 	uint32_t version;
 	int32_t pid;
@@ -187,7 +187,9 @@ struct uroce_ctrl_hello_rep {
 	char dev_name[UROCE_CTRL_NAME_MAX]; /**< "uroce0" */
 	uint64_t node_guid;                 /**< network byte order, as verbs keeps it */
 	uint32_t wake_offset;               /**< struct uroce_shm_wake, in the context region */
-	uint32_t reserved;
+	/** struct uroce_shm_waiters, in the context region: bumped after the daemon commits
+	 *  completions to any CQ of this context (an application thread may sleep on it). */
+	uint32_t waiters_offset;
 };
 
 struct uroce_ctrl_query_device_rep {

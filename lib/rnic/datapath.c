@@ -9,7 +9,9 @@
  *   those WQEs are committed to the CQ ring, so an application that sees a completion
  *   and posts again never finds its queue spuriously full;
  * - a CQ's event count is incremented before its eventfd is written, so a reader woken
- *   by the eventfd finds which CQ it was.
+ *   by the eventfd finds which CQ it was;
+ * - the client's CQ waiters line is bumped after the completions are committed, so a
+ *   thread it wakes finds them (lib/shm, uroce_waiters_notify).
  */
 #include <errno.h>
 #include <string.h>
@@ -250,6 +252,22 @@ void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq)
 		q->ready = true;
 }
 
+/* After completions were committed to one of @p c's CQ rings: wakes its threads blocked
+ * in poll_cq, if any (a system call only then). */
+static void cq_wake_waiters(struct uroce_rnic_client *c)
+{
+	struct uroce_rnic *nic = c->rnic;
+	int rc;
+
+	if (!uroce_waiters_notify(c->waiters))
+		return;
+	rc = uroce_waiters_wake(c->waiters);
+	if (rc)
+		RNIC_WARN(nic, "CQ waiter wake-up failed: %s", strerror(-rc));
+	else
+		nic->cnt.cq_waiter_wakes++;
+}
+
 /* Moves a CQ's completions into its shared ring. @return true when it is drained. */
 static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
 {
@@ -270,6 +288,8 @@ static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
 		wc = uroce_ring_prod_slot(&q->ring, 0);
 		n = uroce_tp_poll_cq(q->tp, (int)run, wc);
 		if (n == 0) {
+			if (any)
+				cq_wake_waiters(q->client);
 			if (any && uroce_ring_take_arm(&q->ring, solicited)) {
 				/* Count first, then wake: see the file comment. */
 				atomic_fetch_add_explicit(&q->ctl->events, 1, memory_order_release);
@@ -301,6 +321,8 @@ static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
 		*moved += (unsigned int)n;
 		any = true;
 	}
+	if (any)
+		cq_wake_waiters(q->client);
 	/* The shared ring is full: the rest stays in the transport's CQ (which overruns, as
 	 * verbs says, if the application never polls). */
 	if (uroce_tp_cq_overflowed(q->tp) && !q->overrun_reported) {

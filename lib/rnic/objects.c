@@ -347,9 +347,11 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	/* c->pid is the kernel's (SO_PEERCRED); the pid in the request is not believed. */
 	memcpy(c->name, req->name, sizeof(c->name));
 	c->name[sizeof(c->name) - 1] = 0;
-	/* Header, the wake-up announcement, the async ring: each from its own line. */
+	/* Header, the wake-up announcement, the CQ waiters, the async ring: each from its
+	 * own line. */
 	rep.wake_offset = UROCE_SHM_CACHELINE;
-	rep.async_ring_offset = rep.wake_offset + sizeof(struct uroce_shm_wake);
+	rep.waiters_offset = rep.wake_offset + sizeof(struct uroce_shm_wake);
+	rep.async_ring_offset = rep.waiters_offset + sizeof(struct uroce_shm_waiters);
 	rc = region_create(nic, &c->region, "uroce-ctx",
 			   rep.async_ring_offset +
 				   uroce_ring_bytes(UROCE_CTRL_ASYNC_RING_SIZE,
@@ -364,6 +366,7 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	uroce_ring_open(&c->async_ring, (uint8_t *)c->region.addr + rep.async_ring_offset,
 			c->region.size - rep.async_ring_offset, true);
 	c->wake = (void *)((uint8_t *)c->region.addr + rep.wake_offset);
+	c->waiters = (void *)((uint8_t *)c->region.addr + rep.waiters_offset);
 	/* A semaphore eventfd: one read per event, as ibv_get_async_event consumes them. */
 	c->async_efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
 	if (c->async_efd < 0) {

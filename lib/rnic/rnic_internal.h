@@ -137,9 +137,10 @@ struct uroce_rnic_client {
 	struct rnic_obj *objs; /* handle h is objs[h - 1] */
 	uint32_t nobjs, cap_objs;
 	uint32_t counts[RNIC_OBJ_TYPES];
-	struct uroce_shm_region region; /* async event ring and wake-up announcement */
+	struct uroce_shm_region region; /* async ring, wake-up announcement, CQ waiters */
 	struct uroce_ring async_ring;   /* producer */
 	struct uroce_shm_wake *wake;    /* in region; NULL before HELLO */
+	struct uroce_shm_waiters *waiters; /* in region: bumped after CQ commits */
 	int async_efd;
 	struct rnic_pending pending;
 	struct uroce_rnic_client *next;
@@ -150,6 +151,7 @@ struct uroce_rnic_client {
 #define RNIC_COUNTERS(X)                                                       \
 	X(bad_wqe) /* WQEs the transport refused: their QP went to error */    \
 	X(cq_overruns)                                                         \
+	X(cq_waiter_wakes) /* application threads woken in poll_cq (futex) */ \
 	X(async_events)                                                        \
 	X(async_lost)     /* an application's async event ring was full */     \
 	X(admin_refused)  /* ADMIN/CAPTURE_START from a client not an admin */ \

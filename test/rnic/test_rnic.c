@@ -319,6 +319,10 @@ static void app_wake_open(struct app_wake *a, const struct host *h)
 	cr_assert_eq(uroce_shm_attach(&a->region, dup(h->fds[0]), UROCE_CTRL_REGION_CONTEXT), 0);
 	cr_assert_eq(rep.wake_offset % UROCE_SHM_CACHELINE, 0u);
 	cr_assert_neq(rep.wake_offset, rep.async_ring_offset);
+	/* The CQ waiters' line: its own, between the announcement and the async ring. */
+	cr_assert_eq(rep.waiters_offset % UROCE_SHM_CACHELINE, 0u);
+	cr_assert_geq(rep.waiters_offset, rep.wake_offset + sizeof(struct uroce_shm_wake));
+	cr_assert_leq(rep.waiters_offset + sizeof(struct uroce_shm_waiters), rep.async_ring_offset);
 	a->wake = (void *)((uint8_t *)a->region.addr + rep.wake_offset);
 	a->efd = dup(h->fds[2]);
 }

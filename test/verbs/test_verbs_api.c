@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -2437,6 +2438,133 @@ Test(verbs, fork_private_copy_hugepage)
 }
 
 /* ---------------------------------------------------------------- no daemon */
+
+/* ---------------------------------------------------------------- the CQ wait policy */
+
+/* UROCE_CQ_WAIT=block (lib/client, cq_wait.c): an empty poll_cq sleeps in the kernel
+ * until the daemon commits a completion to any CQ of the context. Here the sleep may last
+ * 10 s and begins at the first chance, so a wake-up that never comes fails the test by
+ * time, and a poller that spins instead fails it by CPU time and poll count. */
+static void cq_wait_block_init(void)
+{
+	setenv("UROCE_CQ_WAIT", "block", 1);
+	setenv("UROCE_CQ_SPIN_US", "0", 1);
+	setenv("UROCE_CQ_BLOCK_US", "10000000", 1);
+	suite_init();
+}
+
+TestSuite(cq_wait, .init = cq_wait_block_init, .fini = suite_fini, .timeout = 60);
+
+struct late_post {
+	struct ibv_qp *qp;
+	struct ibv_send_wr *wr;
+	int rc;
+};
+
+/* Posts after 300 ms, from another thread: the poller has long been asleep by then. */
+static void *late_post_run(void *arg)
+{
+	struct late_post *lp = arg;
+	struct ibv_send_wr *bad = NULL;
+
+	usleep(300 * 1000);
+	lp->rc = ibv_post_send(lp->qp, lp->wr, &bad);
+	return NULL;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Polls @p wait_cq (its completion is what we wait for) and, between, @p other_cq when
+ * not NULL (always empty: the thread sleeps in its poll and must be woken by wait_cq's
+ * completion). @return the completion's wr_id; the figures go to the caller. */
+static uint64_t poll_while_late_post(struct ibv_cq *wait_cq, struct ibv_cq *other_cq,
+				     struct late_post *lp, uint64_t *calls, uint64_t *cpu_ns,
+				     uint64_t *wall_ms)
+{
+	uint64_t t0 = now_ms(), c0 = thread_cpu_ns();
+	struct ibv_wc wc;
+	pthread_t th;
+	int n;
+
+	*calls = 0;
+	cr_assert_eq(pthread_create(&th, NULL, late_post_run, lp), 0);
+	for (;;) {
+		if (other_cq) {
+			cr_assert_eq(ibv_poll_cq(other_cq, 1, &wc), 0, "the other CQ stays empty");
+			++*calls;
+		}
+		n = ibv_poll_cq(wait_cq, 1, &wc);
+		++*calls;
+		cr_assert_geq(n, 0);
+		if (n == 1)
+			break;
+		/* A lost wake-up sleeps 10 s per call: give up long before the next one ends. */
+		cr_assert_lt(now_ms() - t0, 8000u, "no completion in 8 s: a lost wake-up");
+	}
+	*cpu_ns = thread_cpu_ns() - c0;
+	*wall_ms = now_ms() - t0;
+	pthread_join(th, NULL);
+	cr_assert_eq(lp->rc, 0, "ibv_post_send: %s", strerror(lp->rc));
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	return wc.wr_id;
+}
+
+Test(cq_wait, block_sleeps_until_a_completion_on_this_or_another_cq)
+{
+	struct ibv_cq *quiet_cq;
+	struct pair p;
+	struct mbuf s, r;
+	struct ibv_sge ss, rs;
+	struct ibv_send_wr wr = {.sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED};
+	struct late_post lp = {.wr = &wr};
+	uint64_t calls, cpu_ns, wall_ms;
+	int round;
+
+	if (vfx_reference())
+		cr_skip_test("the wait policy is uroce's own (UROCE_CQ_WAIT)");
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	quiet_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	cr_assert_not_null(quiet_cq);
+	live_add((void **)live_cqs, quiet_cq);
+	mb_make(&s, 64);
+	mb_make(&r, 64);
+	ss = sge_of(&s, 0, 64);
+	rs = sge_of(&r, 0, 64);
+	lp.qp = p.qp[0];
+	/* Round 0: one CQ, the receive's. Round 1: the thread polls an empty CQ too, and
+	 * sleeps there as often as in the receive's: a completion on either CQ of the
+	 * context must end the sleep. */
+	for (round = 0; round < 2; round++) {
+		wr.wr_id = 10 + (uint64_t)round;
+		post_recv_ok(p.qp[1], &rs, 1, 20 + (uint64_t)round);
+		cr_assert_eq(poll_while_late_post(p.cq[1], round ? quiet_cq : NULL, &lp, &calls,
+						  &cpu_ns, &wall_ms),
+			     20 + (uint64_t)round);
+		cr_log_info("round %d: %llu polls, %llu us of CPU in %llu ms", round,
+			    (unsigned long long)calls, (unsigned long long)cpu_ns / 1000,
+			    (unsigned long long)wall_ms);
+		cr_expect_geq(wall_ms, 300u, "the completion came before the post");
+		/* Spinning or yielding, 300 ms of polls cost tens of ms of CPU even on a
+		 * loaded machine, and millions of calls; asleep, a few hundred calls. */
+		cr_expect_lt(calls, 10000u, "round %d: %llu polls in %llu ms: it did not sleep",
+			     round, (unsigned long long)calls, (unsigned long long)wall_ms);
+		cr_expect_lt(cpu_ns, 30000000u, "round %d: %llu us of CPU while it waited", round,
+			     (unsigned long long)cpu_ns / 1000);
+		expect_ok(p.cq[0], 10 + (uint64_t)round, IBV_WC_SEND, NULL);
+	}
+	mb_free(&s);
+	mb_free(&r);
+	live_del((void **)live_cqs, quiet_cq);
+	cr_assert_eq(ibv_destroy_cq(quiet_cq), 0);
+	pair_free(&p);
+}
 
 static void nodaemon_init(void)
 {
