@@ -9,7 +9,11 @@
  * same run, memcpy of the same payload bytes (the floor any software transport pays once
  * per copy; the wire here copies each frame once more).
  *
- *   uroce-bench-transport [--quick] [--reps N]
+ *   uroce-bench-transport [--quick] [--reps N] [--case TEXT]
+ *
+ * --case runs only the cases whose name and MTU/ICRC columns contain TEXT (e.g.
+ * "SEND 8 B 1024 yes"; "memcpy" for the baseline alone), so that a profiler sees one
+ * of them alone.
  *
  * Method: R repetitions of a timed batch per case (~0.25 s each), cases interleaved
  * within each repetition, median reported; one core, pinned.
@@ -80,6 +84,8 @@ struct bench_case {
 	double results[64];
 	int nres;
 	uint64_t frames_per_msg_x1000;
+	char label[48]; /* name, MTU, ICRC: what --case matches */
+	bool skip;      /* not chosen by --case */
 };
 
 struct setup {
@@ -367,15 +373,24 @@ int main(int argc, char **argv)
 	double batch_s = 0.25;
 	cpu_set_t set;
 
+	const char *only = NULL;
+
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			reps = 1, batch_s = 0.02;
 		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--case") && i + 1 < argc)
+			only = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [--quick] [--reps N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--quick] [--reps N] [--case TEXT]\n", argv[0]);
 			return 2;
 		}
+	}
+	for (int k = 0; k < ncases; k++) {
+		snprintf(cases[k].label, sizeof(cases[k].label), "%s %u %s", cases[k].name,
+			 128u << cases[k].mtu, cases[k].icrc ? "yes" : "no");
+		cases[k].skip = only && !strstr(cases[k].label, only);
 	}
 	if (reps < 1 || reps > 64)
 		reps = 7;
@@ -395,7 +410,11 @@ int main(int argc, char **argv)
 	uint64_t msgs[16];
 	for (int k = 0; k < ncases; k++) {
 		uint64_t n = cases[k].size > 1024 ? 200 : 20000;
-		double t = (double)run(&cases[k], n) / 1e9;
+		double t;
+
+		if (cases[k].skip)
+			continue;
+		t = (double)run(&cases[k], n) / 1e9;
 
 		msgs[k] = (uint64_t)((double)n * batch_s / (t > 1e-6 ? t : 1e-6));
 		if (msgs[k] < 100)
@@ -403,10 +422,13 @@ int main(int argc, char **argv)
 	}
 	for (int r = 0; r < reps; r++) {
 		for (int k = 0; k < ncases; k++)
-			cases[k].results[cases[k].nres++] =
-				(double)run(&cases[k], msgs[k]) / (double)msgs[k];
-		memcpy_small[r] = (double)run_memcpy(8, 10000000) / 1e7;
-		memcpy_big[r] = (double)run_memcpy(65536, 20000) / 2e4;
+			if (!cases[k].skip)
+				cases[k].results[cases[k].nres++] =
+					(double)run(&cases[k], msgs[k]) / (double)msgs[k];
+		if (!only || strstr("memcpy", only)) {
+			memcpy_small[r] = (double)run_memcpy(8, 10000000) / 1e7;
+			memcpy_big[r] = (double)run_memcpy(65536, 20000) / 2e4;
+		}
 	}
 
 	printf("uroce-bench-transport: lib/transport ceilings, two RC endpoints on one core,\n");
@@ -420,12 +442,16 @@ int main(int argc, char **argv)
 		struct bench_case *c = &cases[k];
 		double med;
 
+		if (c->skip)
+			continue;
 		qsort(c->results, (size_t)c->nres, sizeof(double), cmp_double);
 		med = c->results[c->nres / 2];
 		printf("%-14s %5u %5s %12.1f %12.0f %10.2f %9.2f\n", c->name, 128u << c->mtu,
 		       c->icrc ? "yes" : "no", med, 1e9 / med, (double)c->size * 8 / med,
 		       (double)c->frames_per_msg_x1000 / 1000);
 	}
+	if (only && !strstr("memcpy", only))
+		goto out;
 	qsort(memcpy_small, (size_t)reps, sizeof(double), cmp_double);
 	qsort(memcpy_big, (size_t)reps, sizeof(double), cmp_double);
 	printf("%-14s %5s %5s %12.1f %12.0f %10.2f\n", "memcpy 8 B", "-", "-",
@@ -433,6 +459,7 @@ int main(int argc, char **argv)
 	printf("%-14s %5s %5s %12.1f %12.0f %10.2f\n", "memcpy 64 KiB", "-", "-",
 	       memcpy_big[reps / 2], 1e9 / memcpy_big[reps / 2],
 	       65536.0 * 8 / memcpy_big[reps / 2]);
+out:
 	free(wire.slot);
 	return 0;
 }
