@@ -64,12 +64,29 @@ static int wire_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	return 0;
 }
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A batch's cost: wall time, and the CPU time this process got (what another task on
+ * the same core cannot add to, on a shared machine). */
+struct cost {
+	uint64_t wall_ns, cpu_ns;
+};
+
+static struct cost cost_start(void)
+{
+	return (struct cost){clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_PROCESS_CPUTIME_ID)};
+}
+
+static struct cost cost_since(struct cost t0)
+{
+	return (struct cost){clock_ns(CLOCK_MONOTONIC) - t0.wall_ns,
+			     clock_ns(CLOCK_PROCESS_CPUTIME_ID) - t0.cpu_ns};
 }
 
 enum op { OP_SEND, OP_WRITE };
@@ -81,11 +98,12 @@ struct bench_case {
 	enum ibv_mtu mtu;
 	bool icrc;
 	uint32_t idle_qps; /* extra RTS QPs per device that never send: the loop must not care */
-	double results[64];
+	double results[64], cpu_results[64]; /* ns per message: wall, CPU */
 	int nres;
 	uint64_t frames_per_msg_x1000;
 	char label[48]; /* name, MTU, ICRC: what --case matches */
 	bool skip;      /* not chosen by --case */
+	bool baseline;  /* memcpy: no MTU, ICRC or frames */
 };
 
 struct setup {
@@ -275,12 +293,13 @@ static void post_recv(struct setup *s, const struct bench_case *c, uint32_t k)
 		die("post_recv");
 }
 
-/* Runs @msgs messages; returns elapsed ns. */
-static uint64_t run(const struct bench_case *c, uint64_t msgs)
+/* Runs @msgs messages; returns what they cost. */
+static struct cost run(const struct bench_case *c, uint64_t msgs)
 {
 	struct setup s;
 	struct ibv_wc wc[64];
-	uint64_t posted = 0, done = 0, t0, t1, frames0;
+	uint64_t posted = 0, done = 0, frames0;
+	struct cost t;
 
 	setup_pair(&s, c);
 	add_idle_qps(&s, c);
@@ -288,7 +307,7 @@ static uint64_t run(const struct bench_case *c, uint64_t msgs)
 		for (uint32_t k = 0; k < DEPTH; k++)
 			post_recv(&s, c, k);
 	frames0 = wire.frames;
-	t0 = now_ns();
+	t = cost_start();
 	while (done < msgs) {
 		int n;
 
@@ -314,38 +333,58 @@ static uint64_t run(const struct bench_case *c, uint64_t msgs)
 			done += (uint64_t)n;
 		}
 	}
-	t1 = now_ns();
+	t = cost_since(t);
 	((struct bench_case *)c)->frames_per_msg_x1000 = (wire.frames - frames0) * 1000 / msgs;
 	teardown(&s, c);
-	return t1 - t0;
+	return t;
 }
 
-static uint64_t run_memcpy(uint32_t size, uint64_t msgs)
+static struct cost run_memcpy(uint32_t size, uint64_t msgs)
 {
 	static uint8_t *a, *b;
 	volatile uint8_t sink;
-	uint64_t t0, t1;
+	struct cost t;
 
 	if (!a) {
 		a = calloc(1, 64u << 10);
 		b = calloc(1, 64u << 10);
 	}
-	t0 = now_ns();
+	t = cost_start();
 	for (uint64_t i = 0; i < msgs; i++) {
 		a[i & 63] = (uint8_t)i;
 		memcpy(b, a, size);
 		__asm__ volatile("" ::: "memory");
 	}
-	t1 = now_ns();
+	t = cost_since(t);
 	sink = b[0];
 	(void)sink;
-	return t1 - t0;
+	return t;
 }
 
 static int cmp_double(const void *x, const void *y)
 {
 	double a = *(const double *)x, b = *(const double *)y;
 	return (a > b) - (a < b);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return v[n / 2];
+}
+
+static void print_row(struct bench_case *c)
+{
+	double wall = median(c->results, c->nres), cpu = median(c->cpu_results, c->nres);
+
+	if (c->baseline) {
+		printf("%-14s %5s %5s %10.1f %10.1f %12.0f %10.2f\n", c->name, "-", "-", wall,
+		       cpu, 1e9 / wall, (double)c->size * 8 / wall);
+		return;
+	}
+	printf("%-14s %5u %5s %10.1f %10.1f %12.0f %10.2f %9.2f\n", c->name, 128u << c->mtu,
+	       c->icrc ? "yes" : "no", wall, cpu, 1e9 / wall, (double)c->size * 8 / wall,
+	       (double)c->frames_per_msg_x1000 / 1000);
 }
 
 int main(int argc, char **argv)
@@ -368,7 +407,8 @@ int main(int argc, char **argv)
 		 .icrc = false},
 	};
 	const int ncases = sizeof(cases) / sizeof(cases[0]);
-	double memcpy_small[64], memcpy_big[64];
+	struct bench_case memcpy_small = {.name = "memcpy 8 B", .size = 8, .baseline = true};
+	struct bench_case memcpy_big = {.name = "memcpy 64 KiB", .size = 65536, .baseline = true};
 	int reps = 7;
 	double batch_s = 0.25;
 	cpu_set_t set;
@@ -414,52 +454,48 @@ int main(int argc, char **argv)
 
 		if (cases[k].skip)
 			continue;
-		t = (double)run(&cases[k], n) / 1e9;
-
+		t = (double)run(&cases[k], n).wall_ns / 1e9;
 		msgs[k] = (uint64_t)((double)n * batch_s / (t > 1e-6 ? t : 1e-6));
 		if (msgs[k] < 100)
 			msgs[k] = 100;
 	}
 	for (int r = 0; r < reps; r++) {
-		for (int k = 0; k < ncases; k++)
-			if (!cases[k].skip)
-				cases[k].results[cases[k].nres++] =
-					(double)run(&cases[k], msgs[k]) / (double)msgs[k];
+		for (int k = 0; k < ncases; k++) {
+			struct bench_case *c = &cases[k];
+			struct cost t;
+
+			if (c->skip)
+				continue;
+			t = run(c, msgs[k]);
+			c->results[c->nres] = (double)t.wall_ns / (double)msgs[k];
+			c->cpu_results[c->nres++] = (double)t.cpu_ns / (double)msgs[k];
+		}
 		if (!only || strstr("memcpy", only)) {
-			memcpy_small[r] = (double)run_memcpy(8, 10000000) / 1e7;
-			memcpy_big[r] = (double)run_memcpy(65536, 20000) / 2e4;
+			struct cost t = run_memcpy(8, 10000000);
+
+			memcpy_small.results[r] = (double)t.wall_ns / 1e7;
+			memcpy_small.cpu_results[r] = (double)t.cpu_ns / 1e7;
+			t = run_memcpy(65536, 20000);
+			memcpy_big.results[r] = (double)t.wall_ns / 2e4;
+			memcpy_big.cpu_results[r] = (double)t.cpu_ns / 2e4;
+			memcpy_small.nres = memcpy_big.nres = r + 1;
 		}
 	}
 
 	printf("uroce-bench-transport: lib/transport ceilings, two RC endpoints on one core,\n");
 	printf("in-memory lossless wire (each frame copied once), %d WRs in flight over %d "
 	       "buffers\n"
-	       "(cache-resident), median of %d\n\n",
+	       "(cache-resident), median of %d; cpu: the CPU time the process got, per message\n\n",
 	       DEPTH, BUFS, reps);
-	printf("%-14s %5s %5s %12s %12s %10s %9s\n", "operation", "mtu", "icrc", "ns/msg", "msgs/s",
-	       "Gbit/s", "frames");
-	for (int k = 0; k < ncases; k++) {
-		struct bench_case *c = &cases[k];
-		double med;
-
-		if (c->skip)
-			continue;
-		qsort(c->results, (size_t)c->nres, sizeof(double), cmp_double);
-		med = c->results[c->nres / 2];
-		printf("%-14s %5u %5s %12.1f %12.0f %10.2f %9.2f\n", c->name, 128u << c->mtu,
-		       c->icrc ? "yes" : "no", med, 1e9 / med, (double)c->size * 8 / med,
-		       (double)c->frames_per_msg_x1000 / 1000);
+	printf("%-14s %5s %5s %10s %10s %12s %10s %9s\n", "operation", "mtu", "icrc", "ns/msg",
+	       "cpu ns/msg", "msgs/s", "Gbit/s", "frames");
+	for (int k = 0; k < ncases; k++)
+		if (!cases[k].skip)
+			print_row(&cases[k]);
+	if (!only || strstr("memcpy", only)) {
+		print_row(&memcpy_small);
+		print_row(&memcpy_big);
 	}
-	if (only && !strstr("memcpy", only))
-		goto out;
-	qsort(memcpy_small, (size_t)reps, sizeof(double), cmp_double);
-	qsort(memcpy_big, (size_t)reps, sizeof(double), cmp_double);
-	printf("%-14s %5s %5s %12.1f %12.0f %10.2f\n", "memcpy 8 B", "-", "-",
-	       memcpy_small[reps / 2], 1e9 / memcpy_small[reps / 2], 64 / memcpy_small[reps / 2]);
-	printf("%-14s %5s %5s %12.1f %12.0f %10.2f\n", "memcpy 64 KiB", "-", "-",
-	       memcpy_big[reps / 2], 1e9 / memcpy_big[reps / 2],
-	       65536.0 * 8 / memcpy_big[reps / 2]);
-out:
 	free(wire.slot);
 	return 0;
 }
