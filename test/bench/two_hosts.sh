@@ -11,7 +11,9 @@
 #         only for this part: 8 B ping-pong (busy polling, and blocking), 1472 B blast;
 #       - two uroced (net_af_packet on the veths), MTU 1500 (path MTU 1024), in each
 #         poll-loop configuration below: uroce-xfer lat (8 B RC SEND ping-pong) and bw
-#         (64 KiB RDMA WRITE);
+#         (64 KiB RDMA WRITE); in the default one also lat -e (the applications block on
+#         their completion channels) and lat with UROCE_CQ_WAIT=block (they poll, and
+#         lib/client sleeps in an empty poll_cq until a completion);
 #   (b) memif (no kernel interface): uroce-rawbench and the two uroced pairs with the same
 #       vdev arguments (bsize=9216: doc/ethdev.md); the kernel UDP column is the veth one.
 #   On both links, with the uroced pair in the default poll loop only (VERBS_CFG, below):
@@ -553,6 +555,13 @@ uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 		record "$k-e.lat" "${v% *}"
 		record "$k-e.p99" "${v#* }"
 		log "  uroced $link $cfg, lat -e: $(grep -m1 '^lat:' "$XFER_OUT")"
+		# B2, applications that poll, with lib/client's blocking wait policy: an
+		# empty poll_cq sleeps until a completion (doc/verbs.md).
+		UROCE_CQ_WAIT=block xfer "$link" "$idle" lat -s 8 -n "$n" -m 1024
+		v=$(sed -n 's/^lat: .* median \([0-9.]*\) us, p99 \([0-9.]*\) us.*/\1 \2/p' "$XFER_OUT")
+		record "$k-block.lat" "${v% *}"
+		record "$k-block.p99" "${v#* }"
+		log "  uroced $link $cfg, UROCE_CQ_WAIT=block: $(grep -m1 '^lat:' "$XFER_OUT")"
 	fi
 	xfer "$link" "$idle" bw -s 65536 -w 32 -m 1024 \
 		-n "$([ "$link" = memif ] && echo $BW_ITERS_MEMIF || echo $BW_ITERS)"
@@ -645,6 +654,8 @@ for link in veth memif; do
 	done
 	row $link "uroced lat -e, apps block [$VERBS_CFG]" $link.uroce-$VERBS_CFG-e.lat us \
 		$link.raw.lat veth.udpblk.lat
+	row $link "uroced lat, UROCE_CQ_WAIT=block [$VERBS_CFG]" \
+		$link.uroce-$VERBS_CFG-block.lat us $link.raw.lat veth.udp.lat
 	row $link "perftest ib_send_lat -s 8 [$VERBS_CFG]" $link.pt.lat us $link.raw.lat veth.udp.lat
 	row $link "  same loop as uroced row, no yield" $link.vbs.lat us $link.raw.lat veth.udp.lat
 	row $link "raw DPDK blast ${RAW_BLAST_SIZE} B frames (x1024 B)" $link.raw.bw Gbit/s \
