@@ -71,58 +71,71 @@ _Static_assert(UROCE_CTRL_MAX_INLINE == UROCE_TP_MAX_INLINE, "inline bytes: the 
 _Static_assert(UROCE_CTRL_QUEUE_CTL_OFFSET >= sizeof(struct uroce_shm_hdr),
 	       "a QP region's queue counters sit after its header");
 
+/*
+ * WQEs come from rings the application writes, and it may rewrite a slot while we read
+ * it (a bug, or on purpose). Each field is therefore read exactly once
+ * (UROCE_SHM_READ_ONCE) into the transport's WQE, and what bounds a copy (num_sge,
+ * inline_len) is checked there, in our own memory: a length checked in the ring and read
+ * again for the copy could overrun the WQE on our stack. Payload bytes (inline data) may
+ * still change under the copy; they are data, and bound nothing.
+ */
+#define RD(field) UROCE_SHM_READ_ONCE(field)
+
 static void to_tp_recv(struct uroce_tp_recv_wqe *t, const struct uroce_ctrl_recv_wqe *w)
 {
-	uint32_t i, n = w->num_sge > UROCE_TP_MAX_SGE ? UROCE_TP_MAX_SGE + 1 : w->num_sge;
+	uint32_t i, n;
 
-	t->wr_id = w->wr_id;
-	t->num_sge = n; /* too many is refused by the transport, not truncated here */
-	for (i = 0; i < n && i < UROCE_TP_MAX_SGE; i++) {
-		t->sg_list[i].addr = w->sg_list[i].addr;
-		t->sg_list[i].length = w->sg_list[i].length;
-		t->sg_list[i].lkey = w->sg_list[i].lkey;
+	t->wr_id = RD(w->wr_id);
+	t->num_sge = RD(w->num_sge); /* too many is refused by the transport, not truncated */
+	n = t->num_sge < UROCE_TP_MAX_SGE ? t->num_sge : UROCE_TP_MAX_SGE;
+	for (i = 0; i < n; i++) {
+		t->sg_list[i].addr = RD(w->sg_list[i].addr);
+		t->sg_list[i].length = RD(w->sg_list[i].length);
+		t->sg_list[i].lkey = RD(w->sg_list[i].lkey);
 	}
 }
 
 static int to_tp_send(struct rnic_qp *q, struct uroce_tp_send_wqe *t,
 		      const struct uroce_ctrl_send_wqe *w)
 {
-	t->wr_id = w->wr_id;
-	t->opcode = (enum ibv_wr_opcode)w->opcode;
-	t->send_flags = w->send_flags;
-	t->imm_data = w->imm_data;
-	t->invalidate_rkey = w->invalidate_rkey;
-	t->remote_addr = w->remote_addr;
-	t->rkey = w->rkey;
-	t->compare_add = w->compare_add;
-	t->swap = w->swap;
+	uint32_t ah = RD(w->ah), i;
+
+	t->wr_id = RD(w->wr_id);
+	t->opcode = (enum ibv_wr_opcode)RD(w->opcode);
+	t->send_flags = RD(w->send_flags);
+	t->imm_data = RD(w->imm_data);
+	t->invalidate_rkey = RD(w->invalidate_rkey);
+	t->remote_addr = RD(w->remote_addr);
+	t->rkey = RD(w->rkey);
+	t->compare_add = RD(w->compare_add);
+	t->swap = RD(w->swap);
+	t->remote_qpn = RD(w->remote_qpn);
+	t->remote_qkey = RD(w->remote_qkey);
+	t->num_sge = RD(w->num_sge);
+	t->inline_len = RD(w->inline_len);
 	t->ah = NULL;
-	if (w->ah) {
-		t->ah = rnic_obj_get(q->client, w->ah, RNIC_OBJ_AH);
+	if (ah) {
+		t->ah = rnic_obj_get(q->client, ah, RNIC_OBJ_AH);
 		if (!t->ah)
 			return -EINVAL;
 	}
-	t->remote_qpn = w->remote_qpn;
-	t->remote_qkey = w->remote_qkey;
-	t->num_sge = w->num_sge;
-	t->inline_len = w->inline_len;
-	if (w->send_flags & IBV_SEND_INLINE) {
-		if (w->inline_len > sizeof(t->inline_data))
+	if (t->send_flags & IBV_SEND_INLINE) {
+		if (t->inline_len > sizeof(t->inline_data))
 			return -EINVAL;
-		memcpy(t->inline_data, w->inline_data, w->inline_len);
-	} else {
-		uint32_t i;
-
-		if (w->num_sge > UROCE_TP_MAX_SGE)
-			return -EINVAL;
-		for (i = 0; i < w->num_sge; i++) {
-			t->sg_list[i].addr = w->sg_list[i].addr;
-			t->sg_list[i].length = w->sg_list[i].length;
-			t->sg_list[i].lkey = w->sg_list[i].lkey;
-		}
+		memcpy(t->inline_data, w->inline_data, t->inline_len);
+		return 0;
+	}
+	if (t->num_sge > UROCE_TP_MAX_SGE)
+		return -EINVAL;
+	for (i = 0; i < t->num_sge; i++) {
+		t->sg_list[i].addr = RD(w->sg_list[i].addr);
+		t->sg_list[i].length = RD(w->sg_list[i].length);
+		t->sg_list[i].lkey = RD(w->sg_list[i].lkey);
 	}
 	return 0;
 }
+
+#undef RD
 
 /* @p refill: called from inside the transport (rq_refill), where a QP must not change
  * state: a malformed WQE is left for the next doorbell scan instead. */

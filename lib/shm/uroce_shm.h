@@ -85,6 +85,14 @@ void uroce_shm_close(struct uroce_shm_region *r);
  *  nothing an application gives it unless this holds. */
 bool uroce_shm_sealed(int fd);
 
+/**
+ * Reads a field of shared memory the other process may rewrite at any moment, exactly
+ * once. Whoever checks such a field checks its private copy, never the shared original:
+ * checking one read and using another (a compiler may read a plain field again wherever
+ * it likes) lets the other side pass the check with one value and use another.
+ */
+#define UROCE_SHM_READ_ONCE(field) (*(const volatile __typeof__(field) *)&(field))
+
 /* ---- rings ----------------------------------------------------------------------------- */
 
 /** The shared part of a ring: each index alone on its cache line, so the producer's
