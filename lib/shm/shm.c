@@ -223,3 +223,56 @@ int uroce_waiters_wake(struct uroce_shm_waiters *w)
 		return -errno;
 	return 0;
 }
+
+int uroce_summary_open(struct uroce_summary *s, void *mem, uint32_t slots)
+{
+	uint32_t words = slots / UROCE_SUMMARY_WORD_BITS;
+
+	if (!slots || slots % (UROCE_SUMMARY_WORD_BITS * UROCE_SUMMARY_WORD_BITS) ||
+	    (uintptr_t)mem % sizeof(uint64_t))
+		return -EINVAL;
+	s->top = mem;
+	s->bits = s->top + words / UROCE_SUMMARY_WORD_BITS;
+	s->slots = slots;
+	return 0;
+}
+
+bool uroce_summary_pending(const struct uroce_summary *s)
+{
+	uint32_t n = s->slots / UROCE_SUMMARY_WORD_BITS / UROCE_SUMMARY_WORD_BITS;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (atomic_load_explicit(&s->top[i], memory_order_relaxed))
+			return true;
+	return false;
+}
+
+uint32_t uroce_summary_take(struct uroce_summary *s, void (*fn)(void *arg, uint32_t slot),
+			    void *arg)
+{
+	uint32_t n = s->slots / UROCE_SUMMARY_WORD_BITS / UROCE_SUMMARY_WORD_BITS, taken = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t top;
+
+		/* A relaxed look first: an exchange would take the line from the producers
+		 * on every turn, for the usual answer of nothing. */
+		if (!atomic_load_explicit(&s->top[i], memory_order_relaxed))
+			continue;
+		top = atomic_exchange_explicit(&s->top[i], 0, memory_order_acquire);
+		while (top) {
+			uint32_t w = i * UROCE_SUMMARY_WORD_BITS + (uint32_t)__builtin_ctzll(top);
+			uint64_t bits = atomic_exchange_explicit(&s->bits[w], 0,
+								 memory_order_acquire);
+
+			top &= top - 1;
+			while (bits) {
+				fn(arg, w * UROCE_SUMMARY_WORD_BITS +
+						(uint32_t)__builtin_ctzll(bits));
+				bits &= bits - 1;
+				taken++;
+			}
+		}
+	}
+	return taken;
+}

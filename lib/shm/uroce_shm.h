@@ -382,6 +382,77 @@ static inline bool uroce_waiters_notify(struct uroce_shm_waiters *w)
 /** Producer: wakes every thread asleep on @p w. @return 0 or -errno of futex(2). */
 int uroce_waiters_wake(struct uroce_shm_waiters *w);
 
+/* A doorbell summary: which rings have news --------------------------------------------------- */
+
+/*
+ * A consumer of many rings (the daemon, of every queue of an application) would otherwise
+ * load every ring's producer index on every turn: a cache line per ring, for rings that
+ * are mostly idle. Instead each ring has a slot in its producers' summary, a two-level
+ * bitmap: after committing, the producer sets its slot's bit, and the bit of that bit's
+ * word one level up. The consumer reads the few top words, and takes (exchanges with 0)
+ * only the words they point at, then the rings whose bits were set.
+ *
+ * Ordering: producer: commit (release), set the slot's bit (a release RMW), and, only when
+ * that word was 0 before, the top bit (release RMW); consumer: take the top word, then
+ * each word it names (acquire), then read those rings' producer indices. A bit taken
+ * after the commit it announces shows that commit; a commit after the take sets the bit
+ * again. A producer that finds the word non-zero leaves the top bit to whoever set the
+ * first bit of it: that one sets it after its own, or the consumer has yet to take it.
+ *
+ * The bits are a hint a producer gives about its own rings: one that does not set them
+ * delays only its own work, one that sets too many costs the consumer a look at rings
+ * with nothing new.
+ */
+#define UROCE_SUMMARY_WORD_BITS 64u
+
+/** Bytes of a summary of @p slots slots (a multiple of 4096): the top words, then the
+ *  slot words. */
+static inline uint64_t uroce_summary_bytes(uint32_t slots)
+{
+	uint32_t words = slots / UROCE_SUMMARY_WORD_BITS;
+
+	return ((uint64_t)words / UROCE_SUMMARY_WORD_BITS + words) * sizeof(uint64_t);
+}
+
+/** One side's handle on a summary in shared memory. */
+struct uroce_summary {
+	_Atomic uint64_t *top;   /* bit w: word w of bits may have bits set */
+	_Atomic uint64_t *bits;  /* bit s % 64 of word s / 64: slot s */
+	uint32_t slots;
+};
+
+/** Points @p s at the summary of @p slots slots (a multiple of 4096) at @p mem, 8-byte
+ *  aligned, zeroed by whoever created it. @return 0 or -EINVAL. */
+int uroce_summary_open(struct uroce_summary *s, void *mem, uint32_t slots);
+
+/** Producer, after committing to the ring of @p slot: announces it. */
+static inline void uroce_summary_set(struct uroce_summary *s, uint32_t slot)
+{
+	uint32_t w = slot / UROCE_SUMMARY_WORD_BITS;
+	uint64_t old;
+
+	if (slot >= s->slots)
+		return;
+	old = atomic_fetch_or_explicit(&s->bits[w], 1ull << (slot % UROCE_SUMMARY_WORD_BITS),
+				       memory_order_release);
+	if (old == 0)
+		atomic_fetch_or_explicit(&s->top[w / UROCE_SUMMARY_WORD_BITS],
+					 1ull << (w % UROCE_SUMMARY_WORD_BITS),
+					 memory_order_release);
+}
+
+/** Consumer: true when some slot is announced (nothing is taken). For the check made
+ *  after announcing a sleep (uroce_wake_fence), which this pairs with as the ring
+ *  indices do. */
+bool uroce_summary_pending(const struct uroce_summary *s);
+
+/**
+ * Consumer: takes every announced slot, calling @p fn for each (in no promised order).
+ * @return how many slots were taken.
+ */
+uint32_t uroce_summary_take(struct uroce_summary *s, void (*fn)(void *arg, uint32_t slot),
+			    void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -530,6 +530,147 @@ Test(waiters, a_stale_snapshot_returns_at_once_and_a_quiet_line_times_out)
 	cr_expect_eq(uroce_waiters_wake(&w), 0, "a wake with nobody asleep is harmless");
 }
 
+/* ---- the doorbell summary ---- */
+
+struct taken {
+	uint32_t slots[64];
+	uint32_t n;
+};
+
+static void note_slot(void *arg, uint32_t slot)
+{
+	struct taken *t = arg;
+
+	if (t->n < 64)
+		t->slots[t->n] = slot;
+	t->n++;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Slots at the edges of words and of top words come back once each, and only once. */
+Test(summary, each_set_slot_is_taken_once)
+{
+	static const uint32_t set[] = {0, 63, 64, 4095, 4096, 8191, 65535, 64, 0};
+	static const uint32_t want[] = {0, 63, 64, 4095, 4096, 8191, 65535};
+	static _Alignas(64) uint8_t mem[16384];
+	struct uroce_summary s;
+	struct taken t = {0};
+
+	cr_assert_leq(uroce_summary_bytes(65536), sizeof(mem));
+	cr_assert_eq(uroce_summary_open(&s, mem, 1000), -EINVAL, "not a multiple of 4096");
+	cr_assert_eq(uroce_summary_open(&s, mem, 65536), 0);
+	cr_expect_not(uroce_summary_pending(&s));
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+		uroce_summary_set(&s, set[i]);
+	uroce_summary_set(&s, 65536); /* out of range: ignored */
+	cr_expect(uroce_summary_pending(&s));
+	cr_assert_eq(uroce_summary_take(&s, note_slot, &t), 7);
+	qsort(t.slots, t.n, sizeof(t.slots[0]), cmp_u32);
+	for (size_t i = 0; i < 7; i++)
+		cr_expect_eq(t.slots[i], want[i], "slot %zu: %u", i, t.slots[i]);
+	cr_expect_not(uroce_summary_pending(&s));
+	t.n = 0;
+	cr_expect_eq(uroce_summary_take(&s, note_slot, &t), 0, "taken once");
+}
+
+#define SUM_RINGS 16
+#define SUM_SLOT(i) ((uint32_t)(i) * 4099u % 65536u) /* spread over words and top words */
+
+struct sum_take {
+	struct uroce_ring *rings;
+	int *seen;
+};
+
+static void take_slot(void *arg, uint32_t slot)
+{
+	struct sum_take *t = arg;
+
+	for (int i = 0; i < SUM_RINGS; i++)
+		if (SUM_SLOT(i) == slot)
+			take_in_order(&t->rings[i], uroce_ring_cons_avail(&t->rings[i]),
+				      &t->seen[i]);
+}
+
+/* Many rings, one summary, two processes: the consumer looks only at the rings the
+ * summary names, and must still see every element of every ring, in order. */
+Test(summary, a_consumer_that_reads_only_the_summary_misses_no_commit, .timeout = 120)
+{
+	const int rounds = 20000;
+	const uint64_t ring_bytes = uroce_ring_bytes(64, 16);
+	const uint64_t sum_bytes = uroce_summary_bytes(65536);
+	struct uroce_shm_region r;
+	struct uroce_ring rings[SUM_RINGS];
+	struct uroce_summary s;
+	int seen[SUM_RINGS] = {0}, total = 0;
+	struct timespec last, now;
+	struct sum_take t = {rings, seen};
+	pid_t pid;
+	int status;
+
+	cr_assert_eq(uroce_shm_create(&r, "uroce-test-sum", sum_bytes + SUM_RINGS * ring_bytes,
+				      KIND_TEST, false),
+		     0);
+	cr_assert_eq(uroce_summary_open(&s, r.addr, 65536), 0);
+	for (int i = 0; i < SUM_RINGS; i++)
+		cr_assert_eq(uroce_ring_format((uint8_t *)r.addr + sum_bytes + i * ring_bytes, 64,
+					       16),
+			     0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* The producer: an application posting on its queues in turn. */
+		for (int i = 0; i < SUM_RINGS; i++)
+			if (uroce_ring_open(&rings[i],
+					    (uint8_t *)r.addr + sum_bytes + i * ring_bytes,
+					    ring_bytes, true))
+				_exit(2);
+		for (int k = 0; k < rounds; k++) {
+			int i = (int)((unsigned int)k * 7u % SUM_RINGS);
+			uint32_t seq = (uint32_t)(k / SUM_RINGS);
+
+			while (uroce_ring_prod_space(&rings[i]) == 0)
+				;
+			((struct elem *)uroce_ring_prod_slot(&rings[i], 0))->seq = seq;
+			uroce_ring_prod_commit(&rings[i], 1);
+			uroce_summary_set(&s, SUM_SLOT(i));
+			if (k % 13 == 0)
+				usleep(1);
+		}
+		_exit(0);
+	}
+	for (int i = 0; i < SUM_RINGS; i++) {
+		void *at = (uint8_t *)r.addr + sum_bytes + i * ring_bytes;
+
+		cr_assert_eq(uroce_ring_open(&rings[i], at, ring_bytes, false), 0);
+	}
+	/* Until every element came: a lost announcement leaves a ring's elements unseen
+	 * for good, and nothing comes for 10 s (the producer pauses for microseconds). */
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	while (total < rounds) {
+		int before = total;
+
+		uroce_summary_take(&s, take_slot, &t);
+		total = 0;
+		for (int i = 0; i < SUM_RINGS; i++)
+			total += seen[i];
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (total != before)
+			last = now;
+		cr_assert_lt(now.tv_sec - last.tv_sec, 10, "%d of %d elements, then nothing: lost",
+			     total, rounds);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_expect_not(uroce_summary_pending(&s));
+	uroce_shm_close(&r);
+}
+
 /* uroce_ring_cons_moved re-reads the producer index whatever the cached view holds, and
  * says "moved" once per change. */
 Test(ring, cons_moved_reports_each_change_of_the_producer_index_once)
