@@ -59,13 +59,15 @@ struct uroce_client_ctx {
 	int async_fd;  /* epoll */
 	int async_efd; /* the daemon's semaphore eventfd */
 	/* The daemon's sleep announcement (in region) and the eventfd that wakes it: a post
-	 * rings it when the announcement is up (cl_wake_daemon). */
+	 * rings it when the announcement is up (cl_ring_doorbell). */
 	struct uroce_shm_wake *wake;
 	int wake_efd;
 	/* Bumped by the daemon after it commits to any of our CQs: a thread blocked in
 	 * poll_cq sleeps on it (cq_wait.c). In region. */
 	struct uroce_shm_waiters *waiters;
 	struct cl_cq_wait cq_wait; /* from the environment, at open */
+	/* The doorbell summary (in region): a post sets its queue's slot. */
+	struct uroce_summary doorbells;
 	bool fatal_reported;
 	pthread_mutex_t share_lock; /* the share table (mr_share.c), across its calls */
 	struct cl_share *shares;
@@ -111,6 +113,7 @@ struct uroce_client_srq {
 	struct uroce_ctrl_queue_ctl *ctl;
 	pthread_spinlock_t lock;
 	uint32_t max_wr, max_sge;
+	uint32_t doorbell_slot; /* from ctl, at creation */
 };
 
 struct uroce_client_qp {
@@ -128,6 +131,7 @@ struct uroce_client_qp {
 	pthread_spinlock_t sq_lock, rq_lock;
 	struct ibv_qp_cap cap;
 	struct uroce_client_srq *srq;
+	uint32_t doorbell_slot; /* from ctl, at creation */
 };
 
 /* The embedded verbs structs are at offset 0 (container_of both ways), and the extended
@@ -177,8 +181,9 @@ bool cl_cq_empty(struct uroce_client_cq *cq, uint32_t *snapshot, uint64_t *timeo
  * the context's CQs after @p snapshot, or @p timeout_ns pass. */
 void cl_cq_sleep(struct uroce_client_cq *cq, uint32_t snapshot, uint64_t timeout_ns);
 
-/* After a post's commit (its doorbell): wakes the daemon if it announced a sleep, one
- * eventfd write per announcement; errno is kept (a post's caller reads only its return). */
-void cl_wake_daemon(struct uroce_client_ctx *ctx);
+/* After a post's commit: announces the queue's doorbell @p slot in the summary, and
+ * wakes the daemon if it announced a sleep (one eventfd write per announcement); errno
+ * is kept (a post's caller reads only its return). */
+void cl_ring_doorbell(struct uroce_client_ctx *ctx, uint32_t slot);
 
 #endif

@@ -402,6 +402,7 @@ struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
 		goto fail;
 	}
 	srq->ctl = (void *)((uint8_t *)srq->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	srq->doorbell_slot = srq->ctl->doorbell_slot;
 	srq->max_wr = rep.attr.max_wr;
 	srq->max_sge = rep.attr.max_sge;
 	attr->attr = rep.attr;
@@ -498,7 +499,7 @@ int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr 
 		uroce_ring_prod_commit(&srq->ring, n);
 	pthread_spin_unlock(&srq->lock);
 	if (n)
-		cl_wake_daemon(srq->ctx);
+		cl_ring_doorbell(srq->ctx, srq->doorbell_slot);
 	if (rc)
 		*bad_wr = wr;
 	return rc;
@@ -560,6 +561,7 @@ struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
 		goto fail;
 	}
 	qp->ctl = (void *)((uint8_t *)qp->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	qp->doorbell_slot = qp->ctl->doorbell_slot;
 	qp->cap = rep.cap;
 	attr->cap = rep.cap;
 	qp->srq = attr->srq ? uroce_client_srq_from_ibv(attr->srq) : NULL;
@@ -794,7 +796,7 @@ int uroce_client_post_send(struct uroce_client_qp *qp, struct ibv_send_wr *wr,
 out:
 	pthread_spin_unlock(&qp->sq_lock);
 	if (n)
-		cl_wake_daemon(qp->ctx);
+		cl_ring_doorbell(qp->ctx, qp->doorbell_slot);
 	if (rc)
 		*bad_wr = wr;
 	return rc;
@@ -834,7 +836,7 @@ int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
 out:
 	pthread_spin_unlock(&qp->rq_lock);
 	if (n)
-		cl_wake_daemon(qp->ctx);
+		cl_ring_doorbell(qp->ctx, qp->doorbell_slot);
 	if (rc)
 		*bad_wr = wr;
 	return rc;

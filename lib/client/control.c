@@ -267,7 +267,13 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 	}
 	ctx->wake = region_line(&ctx->region, rep.wake_offset);
 	ctx->waiters = region_line(&ctx->region, rep.waiters_offset);
-	if (!ctx->wake || !ctx->waiters) {
+	if (!ctx->wake || !ctx->waiters || rep.doorbells_offset % UROCE_SHM_CACHELINE ||
+	    rep.doorbells_offset < sizeof(struct uroce_shm_hdr) ||
+	    rep.doorbells_offset > ctx->region.size -
+					   uroce_summary_bytes(UROCE_CTRL_DOORBELL_SLOTS) ||
+	    uroce_summary_open(&ctx->doorbells,
+			       (uint8_t *)ctx->region.addr + rep.doorbells_offset,
+			       UROCE_CTRL_DOORBELL_SLOTS) != 0) {
 		rc = -EPROTO;
 		goto fail_rc;
 	}
@@ -514,11 +520,14 @@ int uroce_client_capture_start(struct uroce_client_ctx *ctx, int fd)
 	return cl_call(ctx, UROCE_CTRL_CAPTURE_START, NULL, 0, &fd, 1, NULL, 0, NULL, 0);
 }
 
-void cl_wake_daemon(struct uroce_client_ctx *ctx)
+void cl_ring_doorbell(struct uroce_client_ctx *ctx, uint32_t slot)
 {
 	static const uint64_t one = 1;
 	int saved = errno;
 
+	/* The slot before the sleep check: a daemon that announced its sleep looks at the
+	 * summary after the announcement (the Dekker pairing of lib/shm). */
+	uroce_summary_set(&ctx->doorbells, slot);
 	if (uroce_wake_take(ctx->wake) && write(ctx->wake_efd, &one, sizeof(one)) < 0) {
 		/* The counter is full (2^64 - 2 rings) or the daemon is gone: either way it
 		 * needs no further wake-up from us. */

@@ -40,7 +40,8 @@ extern "C" {
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
 #define UROCE_CTRL_VERSION 5u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
-				* 4: the daemon's wake-up (HELLO); 5: CQ waiters (HELLO) */
+				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
+				* doorbell summary (HELLO, queue_ctl) */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -171,10 +172,10 @@ struct uroce_ctrl_hdr {
 
 /* ---- requests and replies (payload after the header) ------------------------------------ */
 
-/* HELLO. Reply fds: [0] the context region (async event ring, wake-up announcement and
- * CQ waiters), [1] the async eventfd, [2] the daemon's wake-up eventfd: written (8 bytes,
- * any value) after a post when the announcement at wake_offset says the daemon sleeps
- * (lib/shm, uroce_wake_take). */
+/* HELLO. Reply fds: [0] the context region (async event ring, wake-up announcement, CQ
+ * waiters and doorbell summary), [1] the async eventfd, [2] the daemon's wake-up
+ * eventfd: written (8 bytes, any value) after a post when the announcement at
+ * wake_offset says the daemon sleeps (lib/shm, uroce_wake_take). */
 struct uroce_ctrl_hello_req {
 	uint32_t version;
 	int32_t pid;
@@ -190,7 +191,15 @@ struct uroce_ctrl_hello_rep {
 	/** struct uroce_shm_waiters, in the context region: bumped after the daemon commits
 	 *  completions to any CQ of this context (an application thread may sleep on it). */
 	uint32_t waiters_offset;
+	/** The doorbell summary (lib/shm, uroce_summary) of UROCE_CTRL_DOORBELL_SLOTS slots,
+	 *  in the context region: a post sets its queue's slot (queue_ctl) after its
+	 *  commit, and the daemon looks only at the queues whose slots are set. */
+	uint32_t doorbells_offset;
+	uint32_t reserved;
 };
+/** Slots of a context's doorbell summary: its QPs and SRQs together (one more is
+ *  refused with ENOMEM). */
+#define UROCE_CTRL_DOORBELL_SLOTS 65536u
 
 struct uroce_ctrl_query_device_rep {
 	struct ibv_device_attr attr;
@@ -286,6 +295,9 @@ struct uroce_ctrl_cq_ctl {
  *  at the queue's real capacity. */
 struct uroce_ctrl_queue_ctl {
 	_Alignas(64) _Atomic uint32_t sq_retired; /**< SRQ: the receive queue's */
+	/** Written once by the daemon before the reply: the queue's slot in its context's
+	 *  doorbell summary, which a post sets after its commit (lib/shm, uroce_summary). */
+	uint32_t doorbell_slot;
 	_Alignas(64) _Atomic uint32_t rq_retired;
 };
 #define UROCE_CTRL_QUEUE_CTL_OFFSET 64u
@@ -632,7 +644,7 @@ struct uroce_ctrl_async_event {
 	static_assert(sizeof(type) == (bytes), #type ": a protocol change (see the version)")
 UROCE_CTRL_SIZE(struct uroce_ctrl_hdr, 24);
 UROCE_CTRL_SIZE(struct uroce_ctrl_hello_req, 40);
-UROCE_CTRL_SIZE(struct uroce_ctrl_hello_rep, 64);
+UROCE_CTRL_SIZE(struct uroce_ctrl_hello_rep, 72);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_device_rep, 232);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_port_req, 4);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_port_rep, 52);

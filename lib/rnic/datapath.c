@@ -14,6 +14,7 @@
  *   thread it wakes finds them (lib/shm, uroce_waiters_notify).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -137,6 +138,119 @@ static int to_tp_send(struct rnic_qp *q, struct uroce_tp_send_wqe *t,
 
 #undef RD
 
+/* ---- the retiring list ------------------------------------------------------------- */
+
+/* A queue that just handed WQEs to the transport: its retired counts must be published
+ * until they catch up (rnic_doorbells), completions or not. */
+static void retiring_add(struct uroce_rnic *nic, struct rnic_qp *qp, struct rnic_srq *srq)
+{
+	uint32_t *idx = qp ? &qp->retiring_idx : &srq->retiring_idx;
+
+	if (*idx != RNIC_NOT_RETIRING)
+		return;
+	/* Without memory the counts wait for the queue's next completion, which publishes
+	 * them too: late, never wrong. */
+	if (rnic_array_room(&nic->retiring, nic->nretiring, &nic->cap_retiring,
+			    sizeof(*nic->retiring)))
+		return;
+	*idx = nic->nretiring;
+	nic->retiring[nic->nretiring++] = (struct rnic_queue_ref){.qp = qp, .srq = srq};
+}
+
+static void retiring_del(struct uroce_rnic *nic, uint32_t idx)
+{
+	struct rnic_queue_ref *last = &nic->retiring[--nic->nretiring];
+	struct rnic_queue_ref *gone = &nic->retiring[idx];
+
+	if (gone->qp)
+		gone->qp->retiring_idx = RNIC_NOT_RETIRING;
+	else
+		gone->srq->retiring_idx = RNIC_NOT_RETIRING;
+	if (idx == nic->nretiring)
+		return;
+	*gone = *last;
+	if (gone->qp)
+		gone->qp->retiring_idx = idx;
+	else
+		gone->srq->retiring_idx = idx;
+}
+
+/* Publishes what retired on every queue of the list; a queue whose WQEs have all
+ * retired leaves it. */
+static void retiring_publish(struct uroce_rnic *nic)
+{
+	uint32_t i = 0;
+
+	while (i < nic->nretiring) {
+		struct rnic_queue_ref *r = &nic->retiring[i];
+		bool done;
+
+		if (r->qp) {
+			rnic_qp_publish_retired(r->qp);
+			done = r->qp->sq_retired == r->qp->sq_taken &&
+			       (r->qp->srq || r->qp->rq_retired == r->qp->rq_taken);
+		} else {
+			srq_publish_retired(r->srq);
+			done = uroce_tp_srq_outstanding(r->srq->tp) == 0;
+		}
+		if (done)
+			retiring_del(nic, i);
+		else
+			i++;
+	}
+}
+
+/* ---- doorbell slots ------------------------------------------------------------------ */
+
+int rnic_doorbell_slot_get(struct uroce_rnic_client *c, struct rnic_qp *qp, struct rnic_srq *srq)
+{
+	uint32_t slot;
+
+	if (c->nfree_slots) {
+		slot = c->free_slots[--c->nfree_slots];
+	} else {
+		if (c->nslots == c->doorbells.slots)
+			return -ENOMEM;
+		if (rnic_array_room(&c->slots, c->nslots, &c->cap_slots, sizeof(*c->slots)))
+			return -ENOMEM;
+		slot = c->nslots++;
+	}
+	c->slots[slot] = (struct rnic_queue_ref){.qp = qp, .srq = srq};
+	if (qp) {
+		qp->doorbell_slot = slot;
+		qp->retiring_idx = RNIC_NOT_RETIRING;
+		qp->ctl->doorbell_slot = slot;
+	} else {
+		srq->doorbell_slot = slot;
+		srq->retiring_idx = RNIC_NOT_RETIRING;
+		srq->ctl->doorbell_slot = slot;
+	}
+	return 0;
+}
+
+void rnic_doorbell_slot_put(struct uroce_rnic_client *c, struct rnic_qp *qp, struct rnic_srq *srq)
+{
+	uint32_t slot = qp ? qp->doorbell_slot : srq->doorbell_slot;
+	uint32_t idx = qp ? qp->retiring_idx : srq->retiring_idx;
+
+	if (idx != RNIC_NOT_RETIRING)
+		retiring_del(c->rnic, idx);
+	c->slots[slot] = (struct rnic_queue_ref){0};
+	/* Without memory the slot stays unused: one fewer for this client. */
+	if (rnic_array_room(&c->free_slots, c->nfree_slots, &c->cap_free_slots,
+			    sizeof(*c->free_slots)) == 0)
+		c->free_slots[c->nfree_slots++] = slot;
+}
+
+void rnic_doorbell_slots_free(struct uroce_rnic_client *c)
+{
+	free(c->slots);
+	free(c->free_slots);
+	c->slots = NULL;
+	c->free_slots = NULL;
+	c->nslots = c->cap_slots = c->nfree_slots = c->cap_free_slots = 0;
+}
+
 /* @p refill: called from inside the transport (rq_refill), where a QP must not change
  * state: a malformed WQE is left for the next doorbell scan instead. */
 static unsigned int rq_doorbell(struct rnic_qp *q, bool refill)
@@ -160,7 +274,12 @@ static unsigned int rq_doorbell(struct rnic_qp *q, bool refill)
 	if (i) {
 		uroce_ring_cons_release(&q->rq, i);
 		q->rq_taken += i;
+		retiring_add(q->client->rnic, q, NULL);
 	}
+	/* What stays in the ring (the transport's queue is full, or a malformed WQE waits
+	 * for a scan outside the transport) is looked at again next turn. */
+	if (i < n)
+		uroce_summary_set(&q->client->doorbells, q->doorbell_slot);
 	return i;
 }
 
@@ -197,7 +316,10 @@ static unsigned int qp_doorbell(struct rnic_qp *q)
 		uroce_ring_cons_release(&q->sq, i);
 		q->sq_taken += i;
 		done += i;
+		retiring_add(q->client->rnic, q, NULL);
 	}
+	if (i < n) /* the transport's send queue is full: again next turn */
+		uroce_summary_set(&q->client->doorbells, q->doorbell_slot);
 	if (!q->srq)
 		done += rq_doorbell(q, false);
 	return done;
@@ -217,7 +339,10 @@ static unsigned int srq_doorbell(struct rnic_srq *s)
 	if (i) {
 		uroce_ring_cons_release(&s->ring, i);
 		s->taken += i;
+		retiring_add(s->client->rnic, NULL, s);
 	}
+	if (i < n) /* full, or a malformed WQE: again next turn */
+		uroce_summary_set(&s->client->doorbells, s->doorbell_slot);
 	return i;
 }
 
@@ -234,24 +359,33 @@ void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *tq)
 		rq_doorbell(q, true);
 }
 
+/* One announced slot of a client's summary: that queue's rings. */
+static void slot_doorbell(void *arg, uint32_t slot)
+{
+	struct uroce_rnic_client *c = arg;
+	struct rnic_queue_ref *r;
+
+	if (slot >= c->nslots) /* a bit the client set for no queue of ours */
+		return;
+	r = &c->slots[slot];
+	if (r->qp)
+		c->rnic->doorbell_work += qp_doorbell(r->qp);
+	else if (r->srq)
+		c->rnic->doorbell_work += srq_doorbell(r->srq);
+}
+
 unsigned int rnic_doorbells(struct uroce_rnic *nic)
 {
-	unsigned int done = 0;
-	uint32_t i;
+	struct uroce_rnic_client *c;
 
-	/* Every QP's producer indices, each a load of a line the application writes only
-	 * when it posts. A doorbell summary page would make idle QPs free; see
-	 * doc/daemon.md for why this is the simple first step. */
-	for (i = 0; i < nic->nsrqs; i++) {
-		done += srq_doorbell(nic->srqs[i]);
-		srq_publish_retired(nic->srqs[i]);
-	}
-	for (i = 0; i < nic->nqps; i++) {
-		done += qp_doorbell(nic->qps[i]);
-		/* Unsignaled WQEs retire without a completion: publish here too. */
-		rnic_qp_publish_retired(nic->qps[i]);
-	}
-	return done;
+	/* Only the queues whose slots the applications announced after a post: an idle
+	 * QP costs nothing here, however many there are (lib/shm, uroce_summary). */
+	nic->doorbell_work = 0;
+	for (c = nic->clients; c; c = c->next)
+		if (c->doorbells.slots)
+			uroce_summary_take(&c->doorbells, slot_doorbell, c);
+	retiring_publish(nic);
+	return nic->doorbell_work;
 }
 
 void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq)
@@ -422,19 +556,11 @@ void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object)
 
 bool rnic_doorbells_moved(struct uroce_rnic *nic)
 {
-	bool moved = false;
-	uint32_t i;
+	struct uroce_rnic_client *c;
 
-	/* Every queue, even after a hit: each ring's cached view must be fresh, or a ring
-	 * whose index moved would keep reporting so to the next sleep too. */
-	for (i = 0; i < nic->nsrqs; i++)
-		moved |= uroce_ring_cons_moved(&nic->srqs[i]->ring);
-	for (i = 0; i < nic->nqps; i++) {
-		struct rnic_qp *q = nic->qps[i];
-
-		moved |= uroce_ring_cons_moved(&q->sq);
-		if (!q->srq)
-			moved |= uroce_ring_cons_moved(&q->rq);
-	}
-	return moved;
+	/* A post sets its slot before it looks for our sleep announcement. */
+	for (c = nic->clients; c; c = c->next)
+		if (c->doorbells.slots && uroce_summary_pending(&c->doorbells))
+			return true;
+	return false;
 }

@@ -65,17 +65,27 @@ static int list_del(void **list, uint32_t *n, uint32_t idx)
 	return (int)idx;
 }
 
+int rnic_array_room(void *array, uint32_t n, uint32_t *cap, size_t elem_size)
+{
+	void **a = array;
+	uint32_t nc;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 64;
+	p = realloc(*a, (size_t)nc * elem_size);
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = nc;
+	return 0;
+}
+
 int rnic_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx)
 {
-	if (*n == *cap) {
-		uint32_t nc = *cap ? *cap * 2 : 64;
-		void **l = realloc(*list, nc * sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		*list = l;
-		*cap = nc;
-	}
+	if (rnic_array_room(list, *n, cap, sizeof(**list)))
+		return -ENOMEM;
 	if (idx)
 		*idx = *n;
 	(*list)[(*n)++] = item;
@@ -192,6 +202,7 @@ static int destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q
 	rc = uroce_tp_destroy_qp(q->tp);
 	if (rc)
 		return rc;
+	rnic_doorbell_slot_put(c, q, NULL);
 	qp_unlist(q);
 	region_close(nic, &q->region);
 	rnic_obj_del(c, h);
@@ -206,6 +217,7 @@ static int destroy_srq(struct uroce_rnic_client *c, uint32_t h, struct rnic_srq 
 
 	if (rc)
 		return rc;
+	rnic_doorbell_slot_put(c, NULL, s);
 	srq_unlist(s);
 	region_close(nic, &s->region);
 	rnic_obj_del(c, h);
@@ -322,6 +334,8 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	free(c->objs);
 	c->objs = NULL;
 	c->nobjs = c->cap_objs = 0;
+	rnic_doorbell_slots_free(c);
+	memset(&c->doorbells, 0, sizeof(c->doorbells));
 	c->wake = NULL;
 	if (c->region.addr)
 		region_close(nic, &c->region);
@@ -351,7 +365,11 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	 * own line. */
 	rep.wake_offset = UROCE_SHM_CACHELINE;
 	rep.waiters_offset = rep.wake_offset + sizeof(struct uroce_shm_wake);
-	rep.async_ring_offset = rep.waiters_offset + sizeof(struct uroce_shm_waiters);
+	rep.doorbells_offset = rep.waiters_offset + sizeof(struct uroce_shm_waiters);
+	rep.async_ring_offset =
+		(uint32_t)((rep.doorbells_offset + uroce_summary_bytes(UROCE_CTRL_DOORBELL_SLOTS) +
+			    UROCE_SHM_CACHELINE - 1) &
+			   ~(uint64_t)(UROCE_SHM_CACHELINE - 1));
 	rc = region_create(nic, &c->region, "uroce-ctx",
 			   rep.async_ring_offset +
 				   uroce_ring_bytes(UROCE_CTRL_ASYNC_RING_SIZE,
@@ -367,6 +385,8 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			c->region.size - rep.async_ring_offset, true);
 	c->wake = (void *)((uint8_t *)c->region.addr + rep.wake_offset);
 	c->waiters = (void *)((uint8_t *)c->region.addr + rep.waiters_offset);
+	uroce_summary_open(&c->doorbells, (uint8_t *)c->region.addr + rep.doorbells_offset,
+			   UROCE_CTRL_DOORBELL_SLOTS);
 	/* A semaphore eventfd: one read per event, as ibv_get_async_event consumes them. */
 	c->async_efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
 	if (c->async_efd < 0) {
@@ -751,8 +771,11 @@ void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 	s->ctl = (void *)((uint8_t *)s->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
 	s->client = c;
 	uroce_tp_srq_set_user(s->tp, s);
-	s->handle = rep.srq = rnic_obj_add(c, RNIC_OBJ_SRQ, s);
+	rc = rnic_doorbell_slot_get(c, NULL, s);
+	s->handle = rep.srq = rc ? 0 : rnic_obj_add(c, RNIC_OBJ_SRQ, s);
 	if (!s->handle) {
+		if (rc == 0)
+			rnic_doorbell_slot_put(c, NULL, s);
 		srq_unlist(s);
 		uroce_tp_destroy_srq(s->tp);
 		region_close(nic, &s->region);
@@ -839,8 +862,11 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	q->send_cq = scq;
 	q->recv_cq = rcq;
 	uroce_tp_qp_set_user(q->tp, q);
-	q->handle = rep.qp = rnic_obj_add(c, RNIC_OBJ_QP, q);
+	rc = rnic_doorbell_slot_get(c, q, NULL);
+	q->handle = rep.qp = rc ? 0 : rnic_obj_add(c, RNIC_OBJ_QP, q);
 	if (!q->handle) {
+		if (rc == 0)
+			rnic_doorbell_slot_put(c, q, NULL);
 		qp_unlist(q);
 		uroce_tp_destroy_qp(q->tp);
 		region_close(nic, &q->region);

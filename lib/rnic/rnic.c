@@ -134,6 +134,7 @@ void uroce_rnic_destroy(struct uroce_rnic *nic)
 	free(nic->qps);
 	free(nic->srqs);
 	free(nic->ready);
+	free(nic->retiring);
 	close(nic->wake_efd);
 	free(nic);
 }

@@ -91,6 +91,8 @@ struct rnic_srq {
 	struct uroce_ctrl_queue_ctl *ctl;
 	uint32_t taken; /* WQEs handed to the transport since creation */
 	uint32_t idx;   /* in the daemon's SRQ list */
+	uint32_t doorbell_slot; /* in the client's doorbell summary */
+	uint32_t retiring_idx;  /* in the daemon's retiring list, or RNIC_NOT_RETIRING */
 };
 
 struct rnic_qp {
@@ -105,10 +107,20 @@ struct rnic_qp {
 	uint32_t sq_taken, rq_taken;     /* WQEs handed to the transport */
 	uint32_t sq_retired, rq_retired; /* last published */
 	uint32_t idx;                    /* in the daemon's QP list */
+	uint32_t doorbell_slot;          /* in the client's doorbell summary */
+	uint32_t retiring_idx;           /* in the daemon's retiring list, or RNIC_NOT_RETIRING */
 	/* multicast groups attached (the host stack's membership is counted per attach) */
 	union ibv_gid mcast[UROCE_TP_MAX_MCAST_QP_ATTACH];
 	uint32_t nmcast;
 };
+
+/* A queue with doorbells: a QP or an SRQ (a client's doorbell slot, an entry of the
+ * retiring list). */
+struct rnic_queue_ref {
+	struct rnic_qp *qp;   /* one of the two, or neither (a free slot) */
+	struct rnic_srq *srq;
+};
+#define RNIC_NOT_RETIRING UINT32_MAX
 
 struct rnic_obj {
 	enum rnic_obj_type type;
@@ -141,6 +153,13 @@ struct uroce_rnic_client {
 	struct uroce_ring async_ring;   /* producer */
 	struct uroce_shm_wake *wake;    /* in region; NULL before HELLO */
 	struct uroce_shm_waiters *waiters; /* in region: bumped after CQ commits */
+	/* The doorbell summary in region (datapath.c), and what each slot is: a QP or an
+	 * SRQ of this client, or free. Slots are handed out lowest free first. */
+	struct uroce_summary doorbells;
+	struct rnic_queue_ref *slots;
+	uint32_t nslots, cap_slots; /* slots[0, nslots) were ever used */
+	uint32_t *free_slots;       /* a stack of the released ones */
+	uint32_t nfree_slots, cap_free_slots;
 	int async_efd;
 	struct rnic_pending pending;
 	struct uroce_rnic_client *next;
@@ -193,6 +212,11 @@ struct uroce_rnic {
 	uint32_t nsrqs, cap_srqs;
 	struct rnic_cq **ready;
 	uint32_t nready, cap_ready;
+	/* Queues with WQEs the transport holds: their retired counts are published each
+	 * turn until none is outstanding (unsignaled WQEs retire without a completion). */
+	struct rnic_queue_ref *retiring;
+	uint32_t nretiring, cap_retiring;
+	unsigned int doorbell_work; /* WQEs taken by the current rnic_doorbells() */
 
 	/* cm_glue.c */
 	struct rnic_cm_id *cm_ids; /* every CM id, for neighbour callbacks */
@@ -252,11 +276,21 @@ int rnic_mcast_detach(struct rnic_qp *q, const union ibv_gid *gid);
 /* datapath.c */
 unsigned int rnic_doorbells(struct uroce_rnic *nic);
 bool rnic_doorbells_moved(struct uroce_rnic *nic);
+/* A QP's or SRQ's slot in its client's doorbell summary, written to its queue_ctl
+ * (exactly one of @p qp, @p srq). @return 0 or -ENOMEM (none left, or no memory). */
+int rnic_doorbell_slot_get(struct uroce_rnic_client *c, struct rnic_qp *qp, struct rnic_srq *srq);
+/* At destruction: the slot goes back, the queue leaves the retiring list. */
+void rnic_doorbell_slot_put(struct uroce_rnic_client *c, struct rnic_qp *qp, struct rnic_srq *srq);
+void rnic_doorbell_slots_free(struct uroce_rnic_client *c);
 unsigned int rnic_completions(struct uroce_rnic *nic);
 void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq);
 void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *qp);
 void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object);
 void rnic_qp_publish_retired(struct rnic_qp *q);
+/* Makes room for one more element in the array *@p array (a pointer to the array's
+ * pointer) of @p n elements of @p elem_size bytes, *@p cap allocated: doubles it when
+ * full. @return 0 or -ENOMEM (the array is as it was). */
+int rnic_array_room(void *array, uint32_t n, uint32_t *cap, size_t elem_size);
 int rnic_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx);
 
 /* cm_glue.c */

@@ -312,14 +312,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 2:
 		case 3: {
 			struct uroce_ring r;
+			struct rnic_qp *q;
 			bool sq = kind % 4 == 2;
 
-			if (n < 1 || !qp_ring(c, p[0], sq, &r) || uroce_ring_prod_space(&r) == 0)
+			if (n < 1)
+				break;
+			q = qp_ring(c, p[0], sq, &r);
+			if (!q || uroce_ring_prod_space(&r) == 0)
 				break;
 			memset(uroce_ring_prod_slot(&r, 0), 0, r.elem_size);
 			memcpy(uroce_ring_prod_slot(&r, 0), p + 1,
 			       (size_t)n - 1 < r.elem_size ? (size_t)n - 1 : r.elem_size);
 			uroce_ring_prod_commit(&r, 1);
+			/* The doorbell, as lib/client rings it. */
+			uroce_summary_set(&c->doorbells, q->doorbell_slot);
 			if (!sq) {
 				now_ns += 1000;
 				uroce_rnic_doorbells(nic);
