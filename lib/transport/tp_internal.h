@@ -9,7 +9,17 @@
 
 #include "uroce_transport.h"
 
-#define TP_QP_HASH 1024u
+/* QPNs are 24 bits: QPs are found through a two-level table indexed by the QPN, 4096
+ * pages of 4096 entries, a page allocated with its first QP and freed with its last.
+ * QPNs are handed out in sequence, so the pages in use are dense. */
+#define TP_QPN_PAGE_BITS 12u
+#define TP_QPN_PAGE_SIZE (1u << TP_QPN_PAGE_BITS)
+#define TP_QPN_PAGES (1u << (24u - TP_QPN_PAGE_BITS))
+
+struct tp_qpn_page {
+	struct uroce_tp_qp *qp[TP_QPN_PAGE_SIZE];
+	uint32_t used;
+};
 
 /* Every PD, CQ, SRQ and AH is on a list of its device, so that destroying the device (the
  * daemon does when an application dies) frees what the application left. Circular, with
@@ -198,7 +208,6 @@ struct uroce_tp_qp {
 	struct tp_resp resp;
 
 	void *user;
-	struct uroce_tp_qp *hash_next;
 	struct uroce_tp_qp *next, *prev; /* every QP of the device */
 	/* schedule.c: on the device's work list while it has packets to send that the link
 	 * refused or nobody has tried yet; in the timer heap while a timer is armed. */
@@ -216,7 +225,7 @@ struct tp_mcast_group {
 struct uroce_tp_dev {
 	struct uroce_tp_dev_cfg cfg;
 	struct uroce_tp_counters cnt;
-	struct uroce_tp_qp *qp_hash[TP_QP_HASH];
+	struct tp_qpn_page *qpn_pages[TP_QPN_PAGES];
 	struct uroce_tp_qp *qps; /* list of every QP */
 	struct tp_node pds, cqs, srqs, ahs;
 	uint32_t next_qpn;

@@ -6,19 +6,37 @@
 #include "transport_qp_attr.h"
 #include "tp_internal.h"
 
-static uint32_t qp_hash(uint32_t qpn)
-{
-	return (qpn * 0x9e3779b1u) >> 22; /* TP_QP_HASH = 1024 buckets */
-}
-
 struct uroce_tp_qp *uroce_tp_qp_lookup(struct uroce_tp_dev *dev, uint32_t qpn)
 {
-	struct uroce_tp_qp *qp;
+	const struct tp_qpn_page *p = dev->qpn_pages[(qpn & UROCE_PSN_MASK) >> TP_QPN_PAGE_BITS];
 
-	for (qp = dev->qp_hash[qp_hash(qpn)]; qp; qp = qp->hash_next)
-		if (qp->qpn == qpn)
-			return qp;
-	return NULL;
+	return p ? p->qp[qpn & (TP_QPN_PAGE_SIZE - 1)] : NULL;
+}
+
+/* The table entry of a QPN, its page allocated if need be. @return 0 or -ENOMEM. */
+static int qpn_insert(struct uroce_tp_dev *dev, struct uroce_tp_qp *qp)
+{
+	struct tp_qpn_page **pp = &dev->qpn_pages[qp->qpn >> TP_QPN_PAGE_BITS];
+
+	if (!*pp) {
+		*pp = calloc(1, sizeof(**pp));
+		if (!*pp)
+			return -ENOMEM;
+	}
+	(*pp)->qp[qp->qpn & (TP_QPN_PAGE_SIZE - 1)] = qp;
+	(*pp)->used++;
+	return 0;
+}
+
+static void qpn_remove(struct uroce_tp_dev *dev, const struct uroce_tp_qp *qp)
+{
+	struct tp_qpn_page **pp = &dev->qpn_pages[qp->qpn >> TP_QPN_PAGE_BITS];
+
+	(*pp)->qp[qp->qpn & (TP_QPN_PAGE_SIZE - 1)] = NULL;
+	if (--(*pp)->used == 0) {
+		free(*pp);
+		*pp = NULL;
+	}
 }
 
 static void qp_reset_state(struct uroce_tp_qp *qp)
@@ -46,7 +64,7 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	struct uroce_tp_dev *dev = pd->dev;
 	struct ibv_qp_cap *cap = &init->cap;
 	struct uroce_tp_qp *qp;
-	uint32_t sq_n, rq_n, h;
+	uint32_t sq_n, rq_n;
 
 	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC &&
 	     init->qp_type != IBV_QPT_UD) ||
@@ -71,14 +89,8 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	qp->sq = calloc(sq_n, sizeof(*qp->sq));
 	qp->rq = init->srq ? NULL : calloc(rq_n, sizeof(*qp->rq));
 	qp->resp.res = calloc(1, sizeof(*qp->resp.res));
-	if (qp->sq == NULL || (!init->srq && qp->rq == NULL) || qp->resp.res == NULL) {
-		free(qp->sq);
-		free(qp->rq);
-		free(qp->resp.res);
-		free(qp);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (qp->sq == NULL || (!init->srq && qp->rq == NULL) || qp->resp.res == NULL)
+		goto fail_nomem;
 	qp->resp.res_n = 1;
 	qp->dev = dev;
 	qp->pd = pd;
@@ -109,9 +121,8 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 		if (dev->next_qpn < 2)
 			dev->next_qpn = 2;
 	} while (uroce_tp_qp_lookup(dev, qp->qpn));
-	h = qp_hash(qp->qpn);
-	qp->hash_next = dev->qp_hash[h];
-	dev->qp_hash[h] = qp;
+	if (qpn_insert(dev, qp))
+		goto fail_nomem;
 	qp->next = dev->qps;
 	if (dev->qps)
 		dev->qps->prev = qp;
@@ -124,19 +135,24 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	if (qp->srq)
 		qp->srq->refs++;
 	return qp;
+
+fail_nomem:
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->resp.res);
+	free(qp);
+	errno = ENOMEM;
+	return NULL;
 }
 
 int uroce_tp_destroy_qp(struct uroce_tp_qp *qp)
 {
 	struct uroce_tp_dev *dev = qp->dev;
-	struct uroce_tp_qp **pp = &dev->qp_hash[qp_hash(qp->qpn)];
 
 	tp_qp_unschedule(qp);
 	tp_mcast_detach_all(qp);
 	dev->nqps--;
-	while (*pp != qp)
-		pp = &(*pp)->hash_next;
-	*pp = qp->hash_next;
+	qpn_remove(dev, qp);
 	if (qp->prev)
 		qp->prev->next = qp->next;
 	else

@@ -348,6 +348,47 @@ Test(device, create_errors)
 	env_fini(&e);
 }
 
+/* QPs are found by QPN through a table of 4096-entry pages: across page boundaries,
+ * after destruction, with every other QP gone, and never a QP of another QPN. */
+Test(device, qp_lookup_by_qpn_across_pages)
+{
+	enum { N = 10000 };
+	static struct uroce_tp_qp *qps[N];
+	struct uroce_tp_dev *dev;
+	struct env e;
+	uint32_t pages = 0, last_page = UINT32_MAX;
+
+	env_init(&e);
+	dev = e.s.host[0].dev;
+	for (int i = 0; i < N; i++) {
+		uint32_t qpn;
+
+		qps[i] = mkqp(&e, 0, IBV_QPT_UD, NULL, false, 1);
+		qpn = uroce_tp_qp_num(qps[i]);
+		cr_assert_leq(qpn, 0xffffffu);
+		if (qpn >> 12 != last_page)
+			pages++, last_page = qpn >> 12;
+	}
+	cr_assert_geq(pages, 3, "10,000 QPs span at least three pages");
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(uroce_tp_qp_lookup(dev, uroce_tp_qp_num(qps[i])), qps[i]);
+	/* Every other one goes; the others stay found, the gone ones are not. */
+	for (int i = 0; i < N; i += 2) {
+		uint32_t qpn = uroce_tp_qp_num(qps[i]);
+
+		cr_assert_eq(uroce_tp_destroy_qp(qps[i]), 0);
+		cr_assert_null(uroce_tp_qp_lookup(dev, qpn));
+		qps[i] = NULL;
+	}
+	for (int i = 1; i < N; i += 2)
+		cr_assert_eq(uroce_tp_qp_lookup(dev, uroce_tp_qp_num(qps[i])), qps[i]);
+	/* The high byte of a 32-bit number is not part of a QPN. */
+	cr_assert_eq(uroce_tp_qp_lookup(dev, uroce_tp_qp_num(qps[1]) | 0xff000000u), qps[1]);
+	for (int i = 1; i < N; i += 2)
+		cr_assert_eq(uroce_tp_destroy_qp(qps[i]), 0);
+	env_fini(&e);
+}
+
 /* Multicast (IBA 10.5): a UD SEND to a group reaches every attached QP, each with its own
  * receive WQE and Q_Key check; nothing reaches a QP once detached or destroyed. Attach
  * refuses RC QPs and unicast GIDs, and stops at the group's QP limit. */
