@@ -211,3 +211,51 @@ Test(cq, overflow)
 
 /* IBA 9.7.5.1.5: a duplicate atomic is not executed again; the responder answers
  * with the saved original value. */
+
+/* The PSN of the last ACK host @p from sent, or -1. */
+static int64_t last_ack_psn(int from)
+{
+	int64_t psn = -1;
+
+	for (uint32_t i = 0; i < g_tx.n; i++)
+		if (g_tx.f[i].from == from && g_tx.f[i].opcode == OPC(RC, ACKNOWLEDGE))
+			psn = g_tx.f[i].psn;
+	return psn;
+}
+
+/* Inside one burst, in-order AckReq packets wait for its end and get one ACK; a
+ * duplicate is answered at once: its requester went back, and an ACK it gets late may
+ * name PSNs past those it has sent again, which it must ignore. */
+Test(ack, a_burst_in_order_waits_for_its_end_a_duplicate_does_not)
+{
+	static const uint8_t payload[8] = "burst";
+	struct sim_qp_opts o = default_opts();
+	struct uroce_wire_hdr h;
+	struct env e;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	for (int i = 0; i < 4; i++)
+		post_recv(&e, 1, (uint64_t)i, (uint64_t)i * 64, 64);
+	for (uint32_t k = 0; k < 3; k++) {
+		uroce_wire_hdr_init(&h, 4, OPC(RC, SEND_ONLY));
+		h.bth.psn = uroce_psn_add(o.psn_a, (int32_t)k);
+		h.bth.ack_req = true;
+		inject_in_burst(&e, &h, payload, sizeof(payload));
+		cr_assert_eq(nacks(1, ANY, ANY), 0, "packet %u: no ACK before the burst ends", k);
+	}
+	uroce_tp_process(e.s.host[1].dev, e.s.now);
+	cr_assert_eq(nacks(1, UROCE_AETH_ACK, ANY), 1, "one ACK for the burst");
+	cr_assert_eq(last_ack_psn(1), uroce_psn_add(o.psn_a, 2), "for its last PSN");
+	cr_assert_eq(cnt(&e, 1)->ack_coalesced, 2);
+
+	/* The first again, in a new burst: ACKed before any process call. */
+	uroce_wire_hdr_init(&h, 4, OPC(RC, SEND_ONLY));
+	h.bth.psn = o.psn_a;
+	h.bth.ack_req = true;
+	inject_in_burst(&e, &h, payload, sizeof(payload));
+	cr_assert_eq(nacks(1, UROCE_AETH_ACK, ANY), 2, "a duplicate is ACKed at once");
+	cr_assert_eq(last_ack_psn(1), uroce_psn_add(o.psn_a, 2), "up to the latest PSN taken");
+	cr_assert_eq(cnt(&e, 1)->duplicate_request, 1);
+	env_fini(&e);
+}
