@@ -121,6 +121,32 @@ static int rnic_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 	return uroce_fault_frame(&uroced.tx_fault, uroced.now_ns, frame, len);
 }
 
+/* A frame for the wire built straight in a port mbuf: only when nothing on the way
+ * needs the frame itself (the loopback queue, multicast to our own members, capture,
+ * an active fault injector) and the link is up; everything else takes rnic_tx. */
+static uint8_t *rnic_tx_buf(void *io_ctx, const uint8_t dst_mac[6], uint32_t len)
+{
+	(void)io_ctx;
+	if (!uroced.link_up || uroced.capturing || uroced.tx_fault.active || (dst_mac[0] & 1) ||
+	    memcmp(dst_mac, uroced.mac, 6) == 0)
+		return NULL;
+	return uroce_eth_tx_alloc(&uroced.port, 0, len);
+}
+
+static int rnic_tx_commit(void *io_ctx, uint8_t *frame, uint32_t len)
+{
+	(void)io_ctx;
+	(void)frame; /* the port's reservation: uroce_eth_tx_commit knows it */
+	(void)len;
+	if (uroce_eth_tx_commit(&uroced.port, 0) != 0) {
+		uroced.cnt.tx_refused++;
+		return -EAGAIN;
+	}
+	uroce_fault_count_passed(&uroced.tx_fault);
+	uroced.cnt.tx_in_place++;
+	return 0;
+}
+
 unsigned int uroced_net_rx(void)
 {
 	struct uroce_eth_frame fr[UROCE_ETH_BURST_MAX];
@@ -476,6 +502,8 @@ static void rnic_stats(void *io_ctx,
 const struct uroce_rnic_ops uroced_rnic_ops = {
 	.reply = uroced_conn_send,
 	.tx = rnic_tx,
+	.tx_buf = rnic_tx_buf,
+	.tx_commit = rnic_tx_commit,
 	.link = rnic_link,
 	.mcast_add = rnic_mcast_add,
 	.mcast_del = rnic_mcast_del,

@@ -59,13 +59,28 @@ static int tp_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 	return nic->ops->tx(nic->io_ctx, frame, len);
 }
 
+static uint8_t *tp_tx_buf(void *io_ctx, const uint8_t dst_mac[6], uint32_t len)
+{
+	struct uroce_rnic *nic = io_ctx;
+
+	return nic->ops->tx_buf(nic->io_ctx, dst_mac, len);
+}
+
+static int tp_tx_commit(void *io_ctx, uint8_t *frame, uint32_t len)
+{
+	struct uroce_rnic *nic = io_ctx;
+
+	return nic->ops->tx_commit(nic->io_ctx, frame, len);
+}
+
 struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 {
 	struct uroce_tp_dev_cfg tc;
 	struct uroce_rnic *nic;
 	int rc;
 
-	if (!cfg->ops || !cfg->conf || !cfg->ip) {
+	if (!cfg->ops || !cfg->conf || !cfg->ip ||
+	    (cfg->ops->tx_buf == NULL) != (cfg->ops->tx_commit == NULL)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -95,6 +110,10 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 	memcpy(tc.gid, nic->gids, sizeof(tc.gid));
 	tc.gid_count = nic->ngids;
 	tc.tx = tp_tx;
+	if (nic->ops->tx_buf) {
+		tc.tx_buf = tp_tx_buf;
+		tc.tx_commit = tp_tx_commit;
+	}
 	tc.event = rnic_tp_event;
 	tc.cq_ready = rnic_cq_ready;
 	tc.rq_refill = rnic_rq_refill;

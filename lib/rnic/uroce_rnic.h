@@ -64,6 +64,14 @@ struct uroce_rnic_ops {
 	 *   transport retries it.
 	 */
 	int (*tx)(void *io_ctx, const uint8_t *frame, uint32_t len);
+	/**
+	 * Optional (NULL: every frame goes through tx): a buffer of @p len bytes in the
+	 * port's own memory to build a frame to @p dst_mac in, or NULL when this one must go
+	 * through tx (to this device, captured, under fault injection...). tx_commit then
+	 * sends it: 0, or -EAGAIN as tx. lib/transport's uroce_tp_tx_buf_fn contract.
+	 */
+	uint8_t *(*tx_buf)(void *io_ctx, const uint8_t dst_mac[6], uint32_t len);
+	int (*tx_commit)(void *io_ctx, uint8_t *frame, uint32_t len);
 	/** The port's state and speed in Mbit/s (0: unknown). */
 	enum uroce_rnic_link (*link)(void *io_ctx, uint32_t *speed_mbps);
 	/** Lets frames to multicast MAC @p mac in (add) or no longer (del). 0 or -errno. */

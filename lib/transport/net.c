@@ -46,14 +46,20 @@ int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const u
 int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32_t payload_len,
 		tp_fill_fn fill, void *arg)
 {
-	uint8_t *f = dev->frame;
 	uint32_t hdr_len, frame_len, pad, l3_off;
+	uint8_t *f = NULL;
 	int rc;
 
 	frame_len = uroce_wire_frame_len(h, payload_len);
 	if (frame_len == 0 || frame_len > sizeof(dev->frame))
 		return -EINVAL;
-	hdr_len = uroce_wire_build_hdrs(f, sizeof(dev->frame), h, payload_len);
+	/* In the port's buffer when the host offers one: the payload is gathered from the
+	 * MR once, straight into the frame that goes out. */
+	if (dev->cfg.tx_buf)
+		f = dev->cfg.tx_buf(dev->cfg.io_ctx, h->eth_dst, frame_len);
+	if (!f)
+		f = dev->frame;
+	hdr_len = uroce_wire_build_hdrs(f, frame_len, h, payload_len);
 	if (payload_len) {
 		rc = fill(arg, f + hdr_len, payload_len);
 		if (rc)
@@ -67,7 +73,10 @@ int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32
 					       : uroce_wire_icrc_contig(f + l3_off, h->ip_version,
 									frame_len - l3_off -
 										UROCE_ICRC_LEN));
-	rc = dev->cfg.tx(dev->cfg.io_ctx, f, frame_len);
+	if (f != dev->frame)
+		rc = dev->cfg.tx_commit(dev->cfg.io_ctx, f, frame_len);
+	else
+		rc = dev->cfg.tx(dev->cfg.io_ctx, f, frame_len);
 	if (rc) {
 		dev->cnt.tx_busy++;
 		dev->tx_blocked = true;

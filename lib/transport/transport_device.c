@@ -29,7 +29,8 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 {
 	struct uroce_tp_dev *dev;
 
-	if (cfg->tx == NULL || cfg->gid_count == 0 || cfg->gid_count > UROCE_TP_MAX_GID ||
+	if (cfg->tx == NULL || (cfg->tx_buf == NULL) != (cfg->tx_commit == NULL) ||
+	    cfg->gid_count == 0 || cfg->gid_count > UROCE_TP_MAX_GID ||
 	    cfg->ack_coalesce == 0 || cfg->max_unacked_psns == 0 ||
 	    cfg->max_unacked_psns > (1u << 22) || cfg->max_pkts_per_ack == 0 ||
 	    cfg->port_mtu < IBV_MTU_256 || cfg->port_mtu > IBV_MTU_4096 ||

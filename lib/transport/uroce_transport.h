@@ -109,6 +109,15 @@ struct uroce_tp_counters {
  *  full: the transport keeps the packet's work and tries again on a later call. The
  *  frame is only valid during the call. */
 typedef int (*uroce_tp_tx_fn)(void *io_ctx, const uint8_t *frame, uint32_t len);
+/** Optional, with uroce_tp_tx_commit_fn: where to build a frame of @p len bytes to
+ *  @p dst_mac in place (the port's own buffer: no copy of the frame afterwards), or NULL
+ *  to have it built in the transport's and passed to tx. The buffer is the caller's
+ *  until the commit; a frame whose payload cannot be read (the MR went away) is never
+ *  committed, and the next call may take its buffer back. */
+typedef uint8_t *(*uroce_tp_tx_buf_fn)(void *io_ctx, const uint8_t dst_mac[6], uint32_t len);
+/** Sends the frame built in the buffer tx_buf gave: 0, or -EAGAIN as tx (the buffer is
+ *  then the caller's again, and the transport builds the frame anew later). */
+typedef int (*uroce_tp_tx_commit_fn)(void *io_ctx, uint8_t *frame, uint32_t len);
 
 /** An asynchronous event (IBV_EVENT_*) for a QP, SRQ or the device. */
 typedef void (*uroce_tp_event_fn)(void *io_ctx, enum ibv_event_type type, void *object);
@@ -119,6 +128,8 @@ struct uroce_tp_dev_cfg {
 	union ibv_gid gid[UROCE_TP_MAX_GID];
 	uint8_t gid_count;
 	uroce_tp_tx_fn tx;
+	uroce_tp_tx_buf_fn tx_buf;       /**< may be NULL: frames are built here, then tx */
+	uroce_tp_tx_commit_fn tx_commit; /**< with tx_buf */
 	uroce_tp_event_fn event; /**< may be NULL */
 	/** Called when a CQ that was empty gets a completion (may be NULL): the caller
 	 *  keeps a list of CQs to drain instead of polling every CQ it has. */

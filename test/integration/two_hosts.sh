@@ -43,6 +43,15 @@ it_veth_pair 1500 || exit 1
 it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)" 10.77.0.1 1500 || exit 1
 it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.77.0.2 1500 || exit 1
 run veth-mtu1024 "$(it_sock A)" "$(it_sock B)" -m 1024 -L -c "$COUNT" -z "$SIZES"
+# Frames for the wire are built in the port's mbufs (no copy into one afterwards).
+for d in A B; do
+	v=$(it_stat "$(it_sock "$d")" daemon.tx_in_place)
+	echo "    $d: daemon.tx_in_place $v"
+	if [ "${v:-0}" -le 1000 ]; then
+		it_log "FAIL $d: frames for the wire were not built in place (tx_in_place $v)"
+		IT_FAILS=$((IT_FAILS + 1))
+	fi
+done
 
 it_log "the same with 1 % of received frames dropped on both daemons"
 fault_both rx_drop=0.01 || exit 1
