@@ -19,7 +19,8 @@
 #   On both links, with the uroced pair in the default poll loop only (VERBS_CFG, below):
 #       - perftest, unmodified, over the drop-in libibverbs (LD_LIBRARY_PATH=BUILD/lib/verbs,
 #         UROCE_SOCKET per side, -d uroce0 -x GID -F, no -R): ib_send_lat -s 8 (its
-#         t_typical, the median, which for ib_send_lat is half a round trip) and
+#         t_typical, the median, which for ib_send_lat is half a round trip), the same
+#         with -e (the applications block on their completion channels) and
 #         ib_write_bw -s 65536 (its BW average, MB/s of 2^20 bytes, as Gbit/s);
 #       - uroce-bench-verbs --spin: the uroce-xfer lat/bw loops through libibverbs, polling
 #         without a yield of their own, as perftest does (what its figures are made of);
@@ -487,6 +488,13 @@ perftest_pair() { # LINK
 	record "$link.pt.p99" "${v#* }"
 	log "  perftest $link ib_send_lat -s 8 (t_min t_max t_typical t_avg t_stdev p99 p99.9):" \
 		"$(awk '$1 == 8 && NF >= 9 && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print; exit }' "$PT_OUT")"
+	# B2, applications blocking: -e waits on the completion channel (ibv_get_cq_event).
+	perftest "$link" ib_send_lat -s 8 -e -n "$PT_LAT_ITERS"
+	v=$(awk '$1 == 8 && NF >= 9 && $2 ~ /^[0-9]+$/ { print $5, $8; exit }' "$PT_OUT")
+	record "$link.pte.lat" "${v% *}"
+	record "$link.pte.p99" "${v#* }"
+	log "  perftest $link ib_send_lat -s 8 -e:" \
+		"$(awk '$1 == 8 && NF >= 9 && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print; exit }' "$PT_OUT")"
 	perftest "$link" ib_write_bw -s 65536 \
 		-n "$([ "$link" = memif ] && echo $PT_BW_ITERS_MEMIF || echo $PT_BW_ITERS)"
 	v=$(awk '$1 == 65536 && NF >= 5 && $2 ~ /^[0-9]+$/ { print $4; exit }' "$PT_OUT")
@@ -657,6 +665,8 @@ for link in veth memif; do
 	row $link "uroced lat, UROCE_CQ_WAIT=block [$VERBS_CFG]" \
 		$link.uroce-$VERBS_CFG-block.lat us $link.raw.lat veth.udp.lat
 	row $link "perftest ib_send_lat -s 8 [$VERBS_CFG]" $link.pt.lat us $link.raw.lat veth.udp.lat
+	row $link "perftest ib_send_lat -s 8 -e, apps block" $link.pte.lat us $link.raw.lat \
+		veth.udpblk.lat
 	row $link "  same loop as uroced row, no yield" $link.vbs.lat us $link.raw.lat veth.udp.lat
 	row $link "raw DPDK blast ${RAW_BLAST_SIZE} B frames (x1024 B)" $link.raw.bw Gbit/s \
 		$link.raw.bw veth.udp.bw
