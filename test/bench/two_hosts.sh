@@ -33,7 +33,9 @@
 # rawbench's and UDP's round trips are halved.
 #
 # usage: two_hosts.sh [--quick] [--reps N] [--build DIR] [--only PARTS] [--link LINKS]
-#   --only: comma-separated of raw, udp, uroced, perftest, verbs (default all);
+#   --only: comma-separated of raw, udp, uroced, perftest, verbs, mtu4096 (default all);
+#     mtu4096 (memif only): B5 at path MTU 4096, raw DPDK's blast of 4154-byte frames (a
+#     middle WRITE packet's size) against 64 KiB WRITE between two uroced with MTU 9000;
 #   --link: veth, memif (both)
 #   binaries: DIR/app/uroced/uroced, app/uroce-xfer/uroce-xfer, app/uroce/uroce,
 #   app/uroce-rawbench/uroce-rawbench, test/bench/uroce-bench-udp,
@@ -58,7 +60,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 QUICK=0
 REPS=
 BUILD=$ROOT/build
-ONLY=raw,udp,uroced,perftest,verbs
+ONLY=raw,udp,uroced,perftest,verbs,mtu4096
 VB_RUNS=
 LINKS=veth,memif
 while [ $# -gt 0 ]; do
@@ -89,6 +91,7 @@ CONFIGS=${TWO_HOSTS_CONFIGS:-spin:idle_yield_us=0,idle_sleep_us=0 yield:idle_yie
 [ $QUICK -eq 1 ] && [ -z "${TWO_HOSTS_CONFIGS:-}" ] && CONFIGS=${CONFIGS#spin:* }
 VERBS_CFG=${VERBS_CFG:-event}
 case " $CONFIGS " in *" $VERBS_CFG:"*) ;; *) VERBS_CFG=${CONFIGS%%:*} ;; esac
+VERBS_CFG_FULL=$(for c in $CONFIGS; do [ "${c%%:*}" = "$VERBS_CFG" ] && echo "$c"; done)
 cfg_name() { echo "${1%%:*}"; }
 cfg_sets() { # CONFIG -> --set lcore.K=V ...
 	local kv
@@ -142,6 +145,7 @@ VB_PER_REP=$(((VB_RUNS + REPS - 1) / REPS))
 # applications wait for the scheduler (milliseconds per message on 2 CPUs): fewer rounds.
 # memif moves 5-10x more data than veth: more WRITEs, so that its bw run lasts ~1 s.
 RAW_BLAST_SIZE=1082   # Ethernet..ICRC of a middle RDMA WRITE packet at path MTU 1024
+RAW_BLAST_SIZE_4K=4154 # the same at path MTU 4096
 UDP_BLAST_SIZE=1472   # a 1514-byte frame at MTU 1500
 STEP_TIMEOUT=$([ $QUICK -eq 1 ] && echo 25 || echo 40) # a wedged step is killed, counted
 
@@ -384,7 +388,7 @@ daemon() {
 	# shellcheck disable=SC2086
 	$wrap "$UROCED" $EAL_COMMON -m 512 --file-prefix "ub-$ID-d$name" -l "$cpu" \
 		--vdev="$vdev" -- --set host.ipv4="$ip" --set control.socket="$TMP/$name.sock" \
-		--set port.mtu=1500 $(cfg_sets "$cfg") --set log.level=warning \
+		--set port.mtu="${DAEMON_MTU:-1500}" $(cfg_sets "$cfg") --set log.level=warning \
 		>"$log" 2>&1 &
 	pid=$!
 	PIDS+=("$pid")
@@ -586,6 +590,27 @@ uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 	uroced_pair_stop
 }
 
+# B5 at path MTU 4096 over memif: raw DPDK's blast of frames the size of a middle RDMA
+# WRITE packet at that MTU, then two uroced with MTU 9000 ports (VERBS_CFG) and uroce-xfer
+# bw with -m 4096.
+mtu4096_pair() {
+	local v
+	rawbench memif blast4k "" "$VDEV_MEMIF_S" "" "$VDEV_MEMIF_C" --mode blast --mtu 9000 \
+		--size $RAW_BLAST_SIZE_4K --duration "$BLAST_SECS"
+	v=$(kv "$RAW_OUT" "^blast-result" server_mpps)
+	[ -n "$v" ] && record "memif4k.raw.bw" "$(awk -v x="$v" 'BEGIN { print x * 4096 * 8 / 1000 }')"
+	log "  raw DPDK memif $RAW_BLAST_SIZE_4K B blast: $(grep -m1 '^blast-result' "$RAW_OUT")"
+	DAEMON_MTU=9000
+	daemon A "" 0 "$VDEV_MEMIF_S" $IP_ROCE_A "$VERBS_CFG_FULL" &&
+		daemon B "" 1 "$VDEV_MEMIF_C" $IP_ROCE_B "$VERBS_CFG_FULL" || {
+		DAEMON_MTU=; stop "${DPID_A:-}"; stop "${DPID_B:-}"; return 1; }
+	DAEMON_MTU=
+	xfer memif 4k bw -s 65536 -w 32 -m 4096 -n $BW_ITERS_MEMIF
+	record "memif4k.uroce.bw" "$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")"
+	log "  uroced memif MTU 4096: $(grep -m1 '^bw:' "$XFER_OUT")"
+	uroced_pair_stop
+}
+
 uroced_pair_stop() {
 	# The memif client first: a memif side still polling when its peer goes can crash.
 	stop "$DPID_B"
@@ -621,6 +646,7 @@ for REP in $(seq 1 "$REPS"); do
 		uroced_pair memif "$cfg" "" "$VDEV_MEMIF_S" "" "$VDEV_MEMIF_C" \
 			$IP_ROCE_A $IP_ROCE_B
 	done
+	want mtu4096 memif && mtu4096_pair
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -681,6 +707,10 @@ for link in veth memif; do
 		$link.raw.bw veth.udp.bw
 	row $link "  same loop as uroced row, no yield" $link.vbs.bw Gbit/s $link.raw.bw veth.udp.bw
 done
+row memif "raw DPDK blast ${RAW_BLAST_SIZE_4K} B frames (x4096 B)" memif4k.raw.bw Gbit/s \
+	memif4k.raw.bw veth.udp.bw
+row memif "uroced 64 KiB WRITE bw, MTU 4096 [$VERBS_CFG]" memif4k.uroce.bw Gbit/s \
+	memif4k.raw.bw veth.udp.bw
 nvals() { [ -s "$TMP/res.$1" ] && grep -c . "$TMP/res.$1" || echo 0; }
 vrow() { # LINK WHAT KEY UNIT
 	local c v
