@@ -406,10 +406,8 @@ static enum resp_state duplicate(struct resp_ctx *c)
 
 	if (c->f & (UROCE_OPF_SEND | UROCE_OPF_WRITE)) {
 		/* Already executed: acknowledge again, up to the latest PSN we took
-		 * (IBA 9.7.5.1.2), at once: the requester went back, and the burst's
-		 * coalescing is for the stream in order. */
+		 * (IBA 9.7.5.1.2). */
 		qp->resp.ack_pending = true;
-		qp->resp.ack_now = true;
 		return RESPST_DONE;
 	}
 	for (uint32_t k = 0; k < qp->resp.res_count; k++) {

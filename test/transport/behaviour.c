@@ -358,8 +358,8 @@ void expect_wc(const struct ibv_wc *wc, uint64_t id, enum ibv_wc_status st)
 
 /* Builds a request from host 0 to host 1's qp[1] (or h->bth.dqpn) and hands it to host 1;
  * @corrupt_at: flip a bit of that byte, @trunc: pass only that many bytes. */
-static void inject_rx(struct env *e, struct uroce_wire_hdr *h, const void *payload, uint32_t len,
-		      uint32_t corrupt_at, uint32_t trunc)
+void inject_raw(struct env *e, struct uroce_wire_hdr *h, const void *payload, uint32_t len,
+		uint32_t corrupt_at, uint32_t trunc)
 {
 	uint8_t buf[2048];
 	uint32_t n;
@@ -376,20 +376,9 @@ static void inject_rx(struct env *e, struct uroce_wire_hdr *h, const void *paylo
 	if (corrupt_at)
 		buf[corrupt_at] ^= 0x10;
 	uroce_tp_rx(e->s.host[1].dev, buf, trunc ? trunc : n, e->s.now);
-}
-
-void inject_raw(struct env *e, struct uroce_wire_hdr *h, const void *payload, uint32_t len,
-		uint32_t corrupt_at, uint32_t trunc)
-{
-	inject_rx(e, h, payload, len, corrupt_at, trunc);
 	/* A burst of one: the responder's answer (ACK, NAK, READ or atomic response)
 	 * goes out from the process that follows a burst, as in the daemon. */
 	uroce_tp_process(e->s.host[1].dev, e->s.now);
-}
-
-void inject_in_burst(struct env *e, struct uroce_wire_hdr *h, const void *payload, uint32_t len)
-{
-	inject_rx(e, h, payload, len, 0, 0);
 }
 
 void inject(struct env *e, struct uroce_wire_hdr *h, const void *payload, uint32_t len)

@@ -155,9 +155,6 @@ void inject_raw(struct env *e, struct uroce_wire_hdr *h, const void *payload, ui
 		uint32_t corrupt_at, uint32_t trunc);
 
 void inject(struct env *e, struct uroce_wire_hdr *h, const void *payload, uint32_t len);
-/* inject() without the uroce_tp_process after it: the frame is one of a burst that the
- * caller ends with its own uroce_tp_process. */
-void inject_in_burst(struct env *e, struct uroce_wire_hdr *h, const void *payload, uint32_t len);
 
 int to_init(struct uroce_tp_qp *qp, const struct ibv_qp_attr *over, int extra);
 
