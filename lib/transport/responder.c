@@ -382,17 +382,10 @@ static enum resp_state acknowledge(struct resp_ctx *c)
 		return RESPST_DONE;
 	qp->resp.ack_psn = c->pkt->hdr.bth.psn;
 	/* ACK what asks for it, and at least every ack_coalesce packets (rxe ACKs AckReq
-	 * packets only; coalescing more is a tunable). The bound holds inside a burst: that
-	 * ACK goes out now. An AckReq waits for the end of the caller's burst, whose one
-	 * ACK covers every packet of it (an ACK acknowledges all PSNs up to its own, IBA
-	 * 9.7.5.1). */
-	if (++qp->resp.noack >= qp->dev->cfg.ack_coalesce) {
+	 * packets only; coalescing more is a tunable). */
+	if (c->pkt->hdr.bth.ack_req || ++qp->resp.noack >= qp->dev->cfg.ack_coalesce) {
 		qp->resp.ack_pending = true;
-		qp->resp.ack_now = true;
-	} else if (c->pkt->hdr.bth.ack_req) {
-		if (qp->resp.ack_pending)
-			qp->dev->cnt.ack_coalesced++;
-		qp->resp.ack_pending = true;
+		qp->resp.noack = 0;
 	} else {
 		qp->dev->cnt.ack_deferred++;
 	}
@@ -589,15 +582,7 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 			qp->resp.drop_msg = !(c.f & UROCE_OPF_LAST);
 			return;
 		case RESPST_DONE:
-			/* What the packet calls for goes out now when the ack_coalesce bound
-			 * was reached, else from uroce_tp_process after the caller's burst
-			 * (acknowledge above). */
-			if (qp->type != IBV_QPT_RC)
-				return;
-			if (qp->resp.ack_now)
-				tp_resp_run(qp);
-			else
-				tp_qp_schedule(qp);
+			tp_resp_run(qp);
 			return;
 		}
 	}
@@ -608,19 +593,12 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 static int send_ack(struct uroce_tp_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	struct uroce_wire_hdr h = qp->tmpl;
-	int rc;
 
 	h.bth.opcode = UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_ACKNOWLEDGE);
 	h.bth.psn = psn;
 	h.aeth.syndrome = syndrome;
 	h.aeth.msn = qp->resp.msn;
-	rc = tp_send_pkt(qp->dev, &h, 0, NULL, NULL);
-	if (rc)
-		return rc;
-	/* An ACK or NAK acknowledges every PSN before it: the count starts again. */
-	qp->resp.noack = 0;
-	qp->resp.ack_now = false;
-	return 0;
+	return tp_send_pkt(qp->dev, &h, 0, NULL, NULL);
 }
 
 struct read_fill {

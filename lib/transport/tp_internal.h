@@ -173,11 +173,10 @@ struct tp_resp {
 	/* acknowledgement */
 	uint32_t ack_psn;    /* last PSN executed, to acknowledge */
 	bool ack_pending;
-	bool ack_now;        /* the ack_coalesce bound was reached: ACK before the burst ends */
 	bool nak_pending;    /* a NAK or RNR NAK waits behind the queued responses */
 	uint8_t nak_syndrome;
 	uint32_t nak_psn;
-	uint32_t noack;      /* packets executed since the last ACK sent */
+	uint32_t noack;      /* packets executed since the last ACK */
 	/* responder resources, a ring in PSN order */
 	struct tp_rd_res *res;
 	uint32_t res_n, res_head, res_count; /* res_head: oldest; count <= n */

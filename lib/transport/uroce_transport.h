@@ -96,8 +96,7 @@ struct uroce_tp_ah;
 	X(rcvd_ghost_ack)                                                                 \
 	X(uc_dropped_msgs)                                                                \
 	X(ud_dropped_no_rwqe)                                                             \
-	X(tx_busy)                                                                        \
-	X(ack_coalesced) /* AckReq packets a later ACK of the same burst acknowledged */
+	X(tx_busy)
 
 struct uroce_tp_counters {
 #define UROCE_TP_COUNTER_FIELD(name) uint64_t name;
@@ -177,10 +176,7 @@ const struct uroce_tp_counters *uroce_tp_counters(const struct uroce_tp_dev *dev
 
 /**
  * Receives one frame (from its Ethernet header). Malformed frames, bad ICRCs, unknown
- * QPs and packets a QP may not take are dropped and counted. What the frame calls for
- * (an ACK, READ responses) is sent by the next uroce_tp_process(), which
- * uroce_tp_next_deadline() then asks for at once: receive a burst, then process, and
- * each RC QP acknowledges the burst with one ACK.
+ * QPs and packets a QP may not take are dropped and counted.
  */
 void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len,
 		 uint64_t now_ns);

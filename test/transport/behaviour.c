@@ -376,9 +376,6 @@ void inject_raw(struct env *e, struct uroce_wire_hdr *h, const void *payload, ui
 	if (corrupt_at)
 		buf[corrupt_at] ^= 0x10;
 	uroce_tp_rx(e->s.host[1].dev, buf, trunc ? trunc : n, e->s.now);
-	/* A burst of one: the responder's answer (ACK, NAK, READ or atomic response)
-	 * goes out from the process that follows a burst, as in the daemon. */
-	uroce_tp_process(e->s.host[1].dev, e->s.now);
 }
 
 void inject(struct env *e, struct uroce_wire_hdr *h, const void *payload, uint32_t len)
