@@ -23,7 +23,6 @@
  * context, so a thread that polls two CQs in turn is woken by either.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
