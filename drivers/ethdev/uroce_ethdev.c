@@ -3,6 +3,7 @@
 
 #include "uroce_ethdev.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 #include <linux/if_packet.h>
 
+#include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
 #include <rte_eal.h>
@@ -64,8 +66,18 @@ struct uroce_eth_txq {
 	struct rte_mbuf *batch[UROCE_ETH_TX_BATCH];
 	uint16_t nb;
 	struct rte_mbuf *reserved; /* uroce_eth_tx_alloc's frame, not yet committed */
-	uint64_t frames, bytes, chained, dropped, nombuf, oversize;
+	struct rte_mbuf *reserved_tail; /* its last segment (tx_lend, tx_append) */
+	uint64_t frames, bytes, chained, lent, dropped, nombuf, oversize;
 } __rte_cache_aligned;
+
+/* The private area of a lend_pool mbuf: the shared info DPDK's extbuf needs lives here,
+ * not at the end of the lent memory (the application's, which we must not write). */
+struct lend_priv {
+	struct rte_mbuf_ext_shared_info shinfo;
+	uroce_eth_lend_done_fn done;
+	void *arg;
+};
+static_assert(sizeof(struct lend_priv) % RTE_MBUF_PRIV_ALIGN == 0, "mbuf priv alignment");
 
 /* ---- EAL -------------------------------------------------------------------------------- */
 
@@ -418,7 +430,8 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 	nb_mbufs = cfg->nb_mbufs;
 	if (nb_mbufs == 0)
 		nb_mbufs = p->nb_rxq * ((uint32_t)rx_ring + UROCE_ETH_BURST_MAX) * segs +
-			   p->nb_txq * ((uint32_t)tx_ring + UROCE_ETH_TX_BATCH + 1) * segs +
+			   /* + 1: a zero-copy frame's tail (pad and ICRC) is an mbuf of its own */
+			   p->nb_txq * ((uint32_t)tx_ring + UROCE_ETH_TX_BATCH + 1) * (segs + 1) +
 			   128u * (rte_lcore_count() + 1) + 512;
 	snprintf(pool_name, sizeof(pool_name), "uroce_eth_%u", port_id);
 	p->pool = rte_pktmbuf_pool_create(pool_name, nb_mbufs, 128, 0,
@@ -427,6 +440,21 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 		ETH_ERR("%s: mempool of %u mbufs of %u bytes: %s", p->name, nb_mbufs, room,
 			rte_strerror(rte_errno));
 		return -ENOMEM;
+	}
+
+	/* Lending: a virtual device copies from the mbuf's virtual address and frees it in
+	 * tx_burst or its own flush; a PCI NIC would read the lent memory by DMA, unmapped. */
+	if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) && info.device != NULL &&
+	    strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") == 0) {
+		uint32_t n = p->nb_txq * ((uint32_t)tx_ring + UROCE_ETH_TX_BATCH + 1) * 2 + 512;
+
+		snprintf(pool_name, sizeof(pool_name), "uroce_lend_%u", port_id);
+		p->lend_pool = rte_pktmbuf_pool_create(pool_name, n, 128, sizeof(struct lend_priv),
+						       0, socket);
+		if (p->lend_pool == NULL)
+			ETH_WARN("%s: no mempool for zero-copy TX (%s): frames are copied",
+				 p->name, rte_strerror(rte_errno));
+		p->tx_lend = p->lend_pool != NULL;
 	}
 
 	p->rxq = rte_zmalloc_socket("uroce_eth_rxq", sizeof(*p->rxq) * p->nb_rxq,
@@ -553,6 +581,9 @@ void uroce_eth_port_close(struct uroce_eth_port *p)
 	/* After close: the PMD has returned the mbufs of its rings. */
 	rte_mempool_free(p->pool);
 	p->pool = NULL;
+	rte_mempool_free(p->lend_pool);
+	p->lend_pool = NULL;
+	p->tx_lend = false;
 }
 
 bool uroce_eth_link_up(const struct uroce_eth_port *p)
@@ -769,6 +800,7 @@ uint8_t *uroce_eth_tx_alloc(struct uroce_eth_port *p, uint16_t queue, uint32_t l
 	m->data_len = (uint16_t)len;
 	m->pkt_len = len;
 	tq->reserved = m;
+	tq->reserved_tail = m;
 	return rte_pktmbuf_mtod(m, uint8_t *);
 }
 
@@ -780,7 +812,99 @@ int uroce_eth_tx_commit(struct uroce_eth_port *p, uint16_t queue)
 	if (m == NULL)
 		return -EINVAL;
 	tq->reserved = NULL;
+	if (m->nb_segs > 1)
+		tq->chained++;
 	tx_enqueue(p, queue, m);
+	return 0;
+}
+
+/* Whether @p len more bytes may join the reserved frame: 0, -EINVAL (no reservation, or
+ * @p len 0 or above @p max), -EMSGSIZE (the frame would exceed max_frame; counted). */
+static int reserved_room(struct uroce_eth_port *p, struct uroce_eth_txq *tq, uint32_t len,
+			 uint32_t max)
+{
+	if (tq->reserved == NULL || len == 0 || len > max)
+		return -EINVAL;
+	if (tq->reserved->pkt_len + len > p->max_frame) {
+		tq->oversize++;
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+/* Chains @p m after the reserved frame's last segment. */
+static void reserved_append(struct uroce_eth_txq *tq, struct rte_mbuf *m)
+{
+	tq->reserved_tail->next = m;
+	tq->reserved_tail = m;
+	tq->reserved->nb_segs++;
+	tq->reserved->pkt_len += m->data_len;
+}
+
+static void lend_free(void *addr, void *opaque)
+{
+	struct lend_priv *lp = opaque;
+
+	(void)addr;
+	lp->done(lp->arg);
+}
+
+int uroce_eth_tx_lend(struct uroce_eth_port *p, uint16_t queue, const void *addr, uint32_t len,
+		      uroce_eth_lend_done_fn done, void *arg)
+{
+	struct uroce_eth_txq *tq = &p->txq[queue];
+	struct lend_priv *lp;
+	struct rte_mbuf *m;
+
+	int rc;
+
+	if (!p->tx_lend)
+		return -ENOTSUP;
+	rc = reserved_room(p, tq, len, UINT16_MAX);
+	if (rc)
+		return rc;
+	m = rte_pktmbuf_alloc(p->lend_pool);
+	if (m == NULL) {
+		tq->nombuf++;
+		return -ENOBUFS;
+	}
+	lp = rte_mbuf_to_priv(m);
+	lp->shinfo.free_cb = lend_free;
+	lp->shinfo.fcb_opaque = lp;
+	rte_mbuf_ext_refcnt_set(&lp->shinfo, 1);
+	lp->done = done;
+	lp->arg = arg;
+	/* Only virtual devices lend (see tx_lend): they read the virtual address, so the IOVA
+	 * is that address in IOVA-as-VA mode and unused otherwise. */
+	rte_pktmbuf_attach_extbuf(m, (void *)(uintptr_t)addr,
+				  rte_eal_iova_mode() == RTE_IOVA_VA ? (rte_iova_t)(uintptr_t)addr
+								     : RTE_BAD_IOVA,
+				  (uint16_t)len, &lp->shinfo);
+	m->data_len = (uint16_t)len;
+	m->pkt_len = len;
+	reserved_append(tq, m);
+	tq->lent++;
+	return 0;
+}
+
+int uroce_eth_tx_append(struct uroce_eth_port *p, uint16_t queue, const void *data,
+			uint32_t len)
+{
+	struct uroce_eth_txq *tq = &p->txq[queue];
+	struct rte_mbuf *m;
+	int rc = reserved_room(p, tq, len, p->mbuf_room);
+
+	if (rc)
+		return rc;
+	m = rte_pktmbuf_alloc(p->pool);
+	if (m == NULL) {
+		tq->nombuf++;
+		return -ENOBUFS;
+	}
+	rte_memcpy(rte_pktmbuf_mtod(m, void *), data, len);
+	m->data_len = (uint16_t)len;
+	m->pkt_len = len;
+	reserved_append(tq, m);
 	return 0;
 }
 
@@ -814,6 +938,7 @@ int uroce_eth_stats_get(const struct uroce_eth_port *p, struct uroce_eth_stats *
 		s->tx_frames += p->txq[q].frames;
 		s->tx_bytes += p->txq[q].bytes;
 		s->tx_chained += p->txq[q].chained;
+		s->tx_lent += p->txq[q].lent;
 		s->tx_dropped += p->txq[q].dropped;
 		s->tx_nombuf += p->txq[q].nombuf;
 		s->tx_oversize += p->txq[q].oversize;
@@ -836,7 +961,7 @@ void uroce_eth_stats_print(const struct uroce_eth_port *p, const char *prefix)
 		{"rx_oversize", &s.rx_oversize},   {"tx_frames", &s.tx_frames},
 		{"tx_bytes", &s.tx_bytes},	   {"tx_chained", &s.tx_chained},
 		{"tx_dropped", &s.tx_dropped},	   {"tx_nombuf", &s.tx_nombuf},
-		{"tx_oversize", &s.tx_oversize},
+		{"tx_oversize", &s.tx_oversize},   {"tx_lent", &s.tx_lent},
 	};
 
 	(void)uroce_eth_stats_get(p, &s);

@@ -122,6 +122,12 @@ struct uroce_eth_port {
 	char name[64];        /**< device name */
 	char driver[32];      /**< PMD name, e.g. "net_memif" */
 	struct rte_mempool *pool;
+	/** True when frames may point into the caller's memory (uroce_eth_tx_lend): the PMD
+	 *  takes mbuf chains (RTE_ETH_TX_OFFLOAD_MULTI_SEGS) and is a virtual device, which
+	 *  copies from virtual addresses; a PCI NIC would need the memory mapped for DMA,
+	 *  which this layer does not do, so it is false there. */
+	bool tx_lend;
+	struct rte_mempool *lend_pool; /**< mbufs that point into lent memory (tx_lend) */
 	uint16_t tx_retries;
 	uint16_t nb_mcast;
 	uint8_t mcast[UROCE_ETH_MAX_MCAST][6];
@@ -230,6 +236,30 @@ uint8_t *uroce_eth_tx_alloc(struct uroce_eth_port *p, uint16_t queue, uint32_t l
 /** Queues the frame reserved by uroce_eth_tx_alloc(); -EINVAL if there is none. */
 int uroce_eth_tx_commit(struct uroce_eth_port *p, uint16_t queue);
 
+/** Called once per uroce_eth_tx_lend() when the port lets go of the lent bytes. */
+typedef void (*uroce_eth_lend_done_fn)(void *arg);
+
+/**
+ * Zero-copy TX: appends to the frame reserved by uroce_eth_tx_alloc() @p len bytes at
+ * @p addr, not copied: a segment of the frame points at them. They must stay mapped and
+ * unchanged until @p done(@p arg) runs, which is when the PMD has copied or sent them,
+ * or the frame was dropped: in a later tx_flush, at port close, or at once if this call
+ * fails. Only on a port with tx_lend.
+ * @return 0; -ENOTSUP (no tx_lend), -EINVAL (no reservation; len 0 or > 65535),
+ *         -EMSGSIZE (the frame would exceed max_frame), -ENOBUFS (no mbuf; counted
+ *         tx_nombuf). On an error the reservation stays as it was.
+ */
+int uroce_eth_tx_lend(struct uroce_eth_port *p, uint16_t queue, const void *addr, uint32_t len,
+		      uroce_eth_lend_done_fn done, void *arg);
+/**
+ * Appends @p len bytes copied from @p data to the reserved frame (after lent bytes: the
+ * pad and ICRC).
+ * @return 0; -EINVAL (no reservation, len 0 or > mbuf_room), -EMSGSIZE, -ENOBUFS, as
+ *         uroce_eth_tx_lend.
+ */
+int uroce_eth_tx_append(struct uroce_eth_port *p, uint16_t queue, const void *data,
+			uint32_t len);
+
 /* ---- stats ------------------------------------------------------------------------------ */
 
 struct uroce_eth_stats {
@@ -243,6 +273,7 @@ struct uroce_eth_stats {
 	uint64_t tx_frames;     /**< frames the PMD accepted */
 	uint64_t tx_bytes;
 	uint64_t tx_chained;    /**< frames sent as an mbuf chain */
+	uint64_t tx_lent;       /**< segments that pointed into lent memory */
 	uint64_t tx_dropped;    /**< refused by the PMD after the retries, freed */
 	uint64_t tx_nombuf;     /**< uroce_eth_tx_frame found the mempool empty */
 	uint64_t tx_oversize;   /**< uroce_eth_tx_frame refused: longer than max_frame */

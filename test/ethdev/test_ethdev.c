@@ -172,6 +172,87 @@ Test(ethdev, tx_alloc_commit)
 	uroce_eth_rx_done(&port, 0);
 }
 
+static unsigned int lend_done_calls;
+
+static void lend_done(void *arg)
+{
+	cr_assert_eq(arg, &lend_done_calls);
+	lend_done_calls++;
+}
+
+/* Zero-copy TX: a header, two lent pieces and a copied tail arrive as one frame; the lent
+ * memory is the caller's until the port lets go of the mbufs, and not a moment longer:
+ * net_ring hands the very mbufs to RX, so they are held until rx_done. */
+Test(ethdev, lent_segments_arrive_and_are_given_back)
+{
+	static uint8_t lent[6000], want[7000];
+	struct uroce_eth_frame fr[4];
+	struct uroce_eth_stats s;
+	unsigned int avail0, lend_avail0;
+	uint8_t *b;
+
+	open_port(9000, 0);
+	cr_assert(port.tx_lend, "net_ring is a vdev that chains: lending is on");
+	avail0 = rte_mempool_avail_count(port.pool);
+	lend_avail0 = rte_mempool_avail_count(port.lend_pool);
+	fill(want, sizeof(want), 9);
+	memcpy(lent, want + 60, sizeof(lent));
+	b = uroce_eth_tx_alloc(&port, 0, 60);
+	cr_assert_not_null(b);
+	memcpy(b, want, 60);
+	cr_assert_eq(uroce_eth_tx_lend(&port, 0, lent, 4000, lend_done, &lend_done_calls), 0);
+	cr_assert_eq(uroce_eth_tx_lend(&port, 0, lent + 4000, 2000, lend_done, &lend_done_calls),
+		     0);
+	cr_assert_eq(uroce_eth_tx_append(&port, 0, want + 6060, 7), 0);
+	cr_assert_eq(uroce_eth_tx_commit(&port, 0), 0);
+	cr_assert_eq(uroce_eth_tx_flush(&port, 0), 1);
+	cr_assert_eq(lend_done_calls, 0, "the frame is in the ring: the memory is still lent");
+	cr_assert_eq(uroce_eth_rx(&port, 0, fr, 4), 1);
+	cr_assert_eq(fr[0].len, 6067);
+	cr_assert_eq(memcmp(fr[0].data, want, 6067), 0);
+	cr_assert_eq(lend_done_calls, 0);
+	uroce_eth_rx_done(&port, 0);
+	cr_assert_eq(lend_done_calls, 2, "each lent piece given back once");
+	cr_assert_eq(uroce_eth_stats_get(&port, &s), 0);
+	cr_assert_eq(s.tx_lent, 2);
+	cr_assert_eq(s.tx_chained, 1);
+	cr_assert_eq(rte_mempool_avail_count(port.pool), avail0);
+	cr_assert_eq(rte_mempool_avail_count(port.lend_pool), lend_avail0);
+}
+
+/* Refused arguments lend nothing; a reservation dropped before its commit and a frame
+ * received give every lent piece back, once. */
+Test(ethdev, lent_segments_given_back_on_every_path)
+{
+	static uint8_t lent[2048];
+	struct uroce_eth_frame fr[4];
+	uint8_t *b;
+
+	open_port(0, 0);
+	cr_assert_eq(uroce_eth_tx_lend(&port, 0, lent, 100, lend_done, &lend_done_calls), -EINVAL,
+		     "no reservation");
+	b = uroce_eth_tx_alloc(&port, 0, 60);
+	cr_assert_not_null(b);
+	cr_assert_eq(uroce_eth_tx_lend(&port, 0, lent, 0, lend_done, &lend_done_calls), -EINVAL);
+	cr_assert_eq(uroce_eth_tx_lend(&port, 0, lent, port.max_frame, lend_done,
+				       &lend_done_calls),
+		     -EMSGSIZE);
+	cr_assert_eq(uroce_eth_tx_lend(&port, 0, lent, 100, lend_done, &lend_done_calls), 0);
+	/* A new reservation drops the uncommitted frame, lent piece and all. */
+	b = uroce_eth_tx_alloc(&port, 0, 60);
+	cr_assert_not_null(b);
+	cr_assert_eq(lend_done_calls, 1);
+	cr_assert_eq(uroce_eth_tx_lend(&port, 0, lent, 100, lend_done, &lend_done_calls), 0);
+	cr_assert_eq(uroce_eth_tx_commit(&port, 0), 0);
+	cr_assert_eq(uroce_eth_tx_flush(&port, 0), 1);
+	cr_assert_eq(lend_done_calls, 1, "in the ring");
+	cr_assert_eq(uroce_eth_rx(&port, 0, fr, 4), 1);
+	cr_assert_eq(fr[0].len, 160);
+	cr_assert_eq(lend_done_calls, 1, "received, not yet released");
+	uroce_eth_rx_done(&port, 0);
+	cr_assert_eq(lend_done_calls, 2);
+}
+
 /* The ring behind net_ring0 holds 1024 frames: the rest is refused, freed, counted. */
 Test(ethdev, refused_frames_are_freed_and_counted)
 {
