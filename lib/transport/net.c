@@ -43,6 +43,19 @@ int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const u
 	return 0;
 }
 
+/* What the host's tx answered: sent (counted), or refused, the link full (-EAGAIN; the
+ * device is blocked until the next uroce_tp_process). */
+static int tx_counted(struct uroce_tp_dev *dev, int rc)
+{
+	if (rc) {
+		dev->cnt.tx_busy++;
+		dev->tx_blocked = true;
+		return -EAGAIN;
+	}
+	dev->cnt.sent_pkts++;
+	return 0;
+}
+
 int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32_t payload_len,
 		tp_fill_fn fill, void *arg)
 {
@@ -77,13 +90,38 @@ int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32
 		rc = dev->cfg.tx_commit(dev->cfg.io_ctx, f, frame_len);
 	else
 		rc = dev->cfg.tx(dev->cfg.io_ctx, f, frame_len);
-	if (rc) {
-		dev->cnt.tx_busy++;
-		dev->tx_blocked = true;
-		return -EAGAIN;
+	return tx_counted(dev, rc);
+}
+
+int tp_send_pkt_zc(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32_t payload_len,
+		   const struct uroce_tp_tx_seg *seg, uint32_t nseg)
+{
+	static const uint8_t zeros[3];
+	uint32_t hdr_len, frame_len, pad, l3_off, tail_len, st;
+	uint8_t tail[3 + UROCE_ICRC_LEN] = {0};
+	int rc;
+
+	frame_len = uroce_wire_frame_len(h, payload_len);
+	if (frame_len == 0 || frame_len > sizeof(dev->frame))
+		return -EINVAL;
+	hdr_len = uroce_wire_build_hdrs(dev->frame, frame_len, h, payload_len);
+	pad = frame_len - UROCE_ICRC_LEN - hdr_len - payload_len;
+	tail_len = pad + UROCE_ICRC_LEN;
+	l3_off = UROCE_ETH_HLEN + (h->vlan ? UROCE_VLAN_HLEN : 0);
+	st = 0;
+	if (!dev->cfg.no_icrc) {
+		/* The CRC reads the payload where it lies: the one pass over its bytes here. */
+		st = uroce_wire_icrc_hdrs(dev->frame + l3_off, h->ip_version,
+					  hdr_len - l3_off - UROCE_UDP_HLEN -
+						  (h->ip_version == 4 ? UROCE_IPV4_HLEN
+								      : UROCE_IPV6_HLEN));
+		for (uint32_t i = 0; i < nseg; i++)
+			st = uroce_wire_icrc_update(st, seg[i].addr, seg[i].len);
+		st = uroce_wire_icrc_final(uroce_wire_icrc_update(st, zeros, pad));
 	}
-	dev->cnt.sent_pkts++;
-	return 0;
+	uroce_wire_icrc_store(tail + pad, st);
+	rc = dev->cfg.tx_zc(dev->cfg.io_ctx, dev->frame, hdr_len, seg, nseg, tail, tail_len);
+	return rc == -ENOTSUP ? rc : tx_counted(dev, rc);
 }
 
 /* IBA 10.9.3: P_Keys match when their low 15 bits do and one of them is a full member;

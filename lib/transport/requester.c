@@ -172,7 +172,17 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	if (oi->hdrs & UROCE_HDR_IETH)
 		h.ieth_rkey = w->invalidate_rkey;
 
-	rc = tp_send_pkt(dev, &h, seg, gather_payload, &g);
+	rc = -ENOTSUP;
+	if (qp->type == IBV_QPT_RC && !(w->send_flags & IBV_SEND_INLINE) &&
+	    tp_zc_wanted(dev, seg)) {
+		struct uroce_tp_tx_seg zc[UROCE_TP_TX_SEGS_MAX];
+
+		rc = tp_sge_segs(qp->pd, w->sg_list, w->num_sge, qp->req.offset, seg, zc);
+		if (rc >= 0)
+			rc = tp_send_pkt_zc(dev, &h, seg, zc, (uint32_t)rc);
+	}
+	if (rc == -ENOTSUP)
+		rc = tp_send_pkt(dev, &h, seg, gather_payload, &g);
 	if (rc)
 		return rc;
 

@@ -66,6 +66,7 @@ struct uroce_tp_mr {
 	unsigned int access;
 	uint32_t key;      /* lkey == rkey: table index << 8 | key byte */
 	bool invalidated;  /* by SEND with Invalidate: the rkey is refused until re-registered */
+	void *ctx;         /* uroce_tp_mr_set_ctx: frames may point here (zero-copy TX) */
 };
 
 struct uroce_tp_ah {
@@ -274,6 +275,20 @@ void tp_qp_flush(struct uroce_tp_qp *qp);
 typedef int (*tp_fill_fn)(void *arg, uint8_t *dst, uint32_t len);
 int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32_t payload_len,
 		tp_fill_fn fill, void *arg);
+/* True when a @p payload_len-byte payload should be offered to cfg.tx_zc. */
+static inline bool tp_zc_wanted(const struct uroce_tp_dev *dev, uint32_t payload_len)
+{
+	return dev->cfg.tx_zc != NULL && payload_len >= dev->cfg.zc_min && payload_len > 0;
+}
+/* Sends with the payload left in the @p nseg pieces: 0, -EAGAIN as tp_send_pkt, or
+ * -ENOTSUP when the host did not take it (the caller then calls tp_send_pkt). */
+int tp_send_pkt_zc(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32_t payload_len,
+		   const struct uroce_tp_tx_seg *seg, uint32_t nseg);
+/* The pieces of registered memory @p len bytes at @p offset of an SGE list lie in, checked
+ * as tp_sge_copy checks them: their count, -EFAULT (a bad SGE), or -ENOTSUP (more than
+ * UROCE_TP_TX_SEGS_MAX pieces, or an MR without ctx: copy instead). */
+int tp_sge_segs(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
+		uint32_t offset, uint32_t len, struct uroce_tp_tx_seg *seg);
 /* Builds the header template of a path from an AH attribute and a MAC. */
 int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const uint8_t dmac[6],
 		 struct uroce_wire_hdr *h);

@@ -203,6 +203,11 @@ void uroce_tp_mr_keys(const struct uroce_tp_mr *mr, uint32_t *lkey, uint32_t *rk
 		*rkey = mr->key;
 }
 
+void uroce_tp_mr_set_ctx(struct uroce_tp_mr *mr, void *ctx)
+{
+	mr->ctx = ctx;
+}
+
 int uroce_tp_dereg_mr(struct uroce_tp_mr *mr)
 {
 	struct uroce_tp_dev *dev = mr->pd->dev;
@@ -242,15 +247,18 @@ uint32_t tp_sge_len(const struct uroce_tp_sge *sge, uint32_t num_sge)
 	return n > TP_MAX_MSG ? TP_MAX_MSG + 1u : (uint32_t)n;
 }
 
-int tp_sge_copy(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
-		uint32_t offset, void *buf, uint32_t len, bool to_sge)
+/* Calls @p piece for each piece of registered memory that @p len bytes at @p offset of
+ * an SGE list lie in, each checked by tp_mr_check for @p access: 0, -EFAULT (a bad SGE,
+ * or the list is shorter), or what @p piece returned when not 0. */
+static int sge_walk(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
+		    uint32_t offset, uint32_t len, unsigned int access,
+		    int (*piece)(void *arg, const struct uroce_tp_mr *mr, uint8_t *p, uint32_t n),
+		    void *arg)
 {
-	uint8_t *b = buf;
-
 	for (uint32_t i = 0; i < num_sge && len > 0; i++) {
 		const struct uroce_tp_mr *mr;
 		uint32_t n;
-		uint8_t *p;
+		int rc;
 
 		if (offset >= sge[i].length) {
 			offset -= sge[i].length;
@@ -259,20 +267,67 @@ int tp_sge_copy(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		mr = tp_mr_check(pd, sge[i].lkey, sge[i].addr + offset, n,
-				 to_sge ? IBV_ACCESS_LOCAL_WRITE : 0, false);
+		mr = tp_mr_check(pd, sge[i].lkey, sge[i].addr + offset, n, access, false);
 		if (mr == NULL)
 			return -EFAULT;
-		p = mr->host + (sge[i].addr + offset - mr->iova);
-		if (to_sge)
-			memcpy(p, b, n);
-		else
-			memcpy(b, p, n);
-		b += n;
+		rc = piece(arg, mr, mr->host + (sge[i].addr + offset - mr->iova), n);
+		if (rc)
+			return rc;
 		len -= n;
 		offset = 0;
 	}
 	return len == 0 ? 0 : -EFAULT;
+}
+
+struct sge_copy {
+	uint8_t *buf;
+	bool to_sge;
+};
+
+static int copy_piece(void *arg, const struct uroce_tp_mr *mr, uint8_t *p, uint32_t n)
+{
+	struct sge_copy *c = arg;
+
+	(void)mr;
+	if (c->to_sge)
+		memcpy(p, c->buf, n);
+	else
+		memcpy(c->buf, p, n);
+	c->buf += n;
+	return 0;
+}
+
+int tp_sge_copy(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
+		uint32_t offset, void *buf, uint32_t len, bool to_sge)
+{
+	struct sge_copy c = {buf, to_sge};
+
+	return sge_walk(pd, sge, num_sge, offset, len, to_sge ? IBV_ACCESS_LOCAL_WRITE : 0,
+			copy_piece, &c);
+}
+
+struct sge_segs {
+	struct uroce_tp_tx_seg *seg;
+	uint32_t nseg;
+};
+
+static int seg_piece(void *arg, const struct uroce_tp_mr *mr, uint8_t *p, uint32_t n)
+{
+	struct sge_segs *s = arg;
+
+	if (mr->ctx == NULL || s->nseg == UROCE_TP_TX_SEGS_MAX)
+		return -ENOTSUP;
+	s->seg[s->nseg++] = (struct uroce_tp_tx_seg){p, n, mr->ctx};
+	return 0;
+}
+
+int tp_sge_segs(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
+		uint32_t offset, uint32_t len, struct uroce_tp_tx_seg *seg)
+{
+	struct sge_segs s = {seg, 0};
+	int rc = sge_walk(pd, sge, num_sge, offset, len, 0, seg_piece, &s);
+
+	return rc ? rc : (int)s.nseg;
 }
 
 /* ---- AH ------------------------------------------------------------------------------- */

@@ -118,6 +118,34 @@ typedef uint8_t *(*uroce_tp_tx_buf_fn)(void *io_ctx, const uint8_t dst_mac[6], u
  *  then the caller's again, and the transport builds the frame anew later). */
 typedef int (*uroce_tp_tx_commit_fn)(void *io_ctx, uint8_t *frame, uint32_t len);
 
+/** A piece of a frame's payload left in registered memory (zero-copy TX). */
+struct uroce_tp_tx_seg {
+	const uint8_t *addr;
+	uint32_t len;
+	void *mr_ctx; /**< what uroce_tp_mr_set_ctx() gave the piece's MR: the host's pin */
+};
+/** Most pieces one zero-copy frame has; a payload in more falls back to a copy. */
+#define UROCE_TP_TX_SEGS_MAX 4
+
+/**
+ * Optional: sends a frame whose payload is not copied: @p hdr (@p hdr_len bytes, Ethernet
+ * header to the last transport header), then the @p nseg pieces of registered memory,
+ * then @p tail (@p tail_len bytes: pad and ICRC). The pieces must stay mapped until the
+ * frame has left: the host pins them through mr_ctx, since deregistering an MR does not
+ * wait for frames. Offered only for RC SEND and RDMA WRITE payloads of at least zc_min
+ * bytes, from MRs with a ctx, since the ICRC is computed here and the bytes are read
+ * again later: an RC application may not touch them until its WQE completes, which
+ * needs the peer's ACK. UC and UD complete a WQE when it is sent, and an RDMA READ
+ * response reads memory its owner may be writing (a flag a peer polls by READ): a
+ * frame torn between the two reads would fail its ICRC at every retry, so those are
+ * copied once and checksummed from the copy.
+ * @return 0; -EAGAIN as tx; -ENOTSUP: not this frame (the transport then builds it whole
+ *   and sends it through tx_buf or tx).
+ */
+typedef int (*uroce_tp_tx_zc_fn)(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
+				 const struct uroce_tp_tx_seg *seg, uint32_t nseg,
+				 const uint8_t *tail, uint32_t tail_len);
+
 /** An asynchronous event (IBV_EVENT_*) for a QP, SRQ or the device. */
 typedef void (*uroce_tp_event_fn)(void *io_ctx, enum ibv_event_type type, void *object);
 
@@ -129,6 +157,10 @@ struct uroce_tp_dev_cfg {
 	uroce_tp_tx_fn tx;
 	uroce_tp_tx_buf_fn tx_buf;       /**< may be NULL: frames are built here, then tx */
 	uroce_tp_tx_commit_fn tx_commit; /**< with tx_buf */
+	uroce_tp_tx_zc_fn tx_zc;         /**< may be NULL: payloads are always copied */
+	/** Payloads shorter than this are copied even with tx_zc: below a few hundred bytes
+	 *  a copy costs less than the segments that point at them. */
+	uint32_t zc_min;
 	uroce_tp_event_fn event; /**< may be NULL */
 	/** Called when a CQ that was empty gets a completion (may be NULL): the caller
 	 *  keeps a list of CQs to drain instead of polling every CQ it has. */
@@ -221,6 +253,9 @@ int uroce_tp_dealloc_pd(struct uroce_tp_pd *pd);
 struct uroce_tp_mr *uroce_tp_reg_mr(struct uroce_tp_pd *pd, uint64_t iova, void *host,
 				    uint64_t length, unsigned int access);
 void uroce_tp_mr_keys(const struct uroce_tp_mr *mr, uint32_t *lkey, uint32_t *rkey);
+/** Lets frames point into the MR (cfg.tx_zc): @p ctx is what the host pins them by;
+ *  NULL (the default) copies its bytes into every frame. */
+void uroce_tp_mr_set_ctx(struct uroce_tp_mr *mr, void *ctx);
 /** @return 0, or -EBUSY while a QP is executing on it (never, single-threaded). */
 int uroce_tp_dereg_mr(struct uroce_tp_mr *mr);
 

@@ -134,7 +134,7 @@ struct sim_fault_totals sim_fault_totals(const struct sim *s)
 	return t;
 }
 
-static int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
+int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
 {
 	struct sim_host *h = ctx;
 	struct sim *s = h->sim;
@@ -155,6 +155,23 @@ static int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	}
 	uroce_fault_frame(&s->fault[dst], s->now, frame, len);
 	return 0;
+}
+
+int sim_tx_zc(void *ctx, const uint8_t *hdr, uint32_t hdr_len, const struct uroce_tp_tx_seg *seg,
+	      uint32_t nseg, const uint8_t *tail, uint32_t tail_len)
+{
+	static uint8_t frame[16384];
+	uint32_t len = hdr_len;
+
+	memcpy(frame, hdr, hdr_len);
+	for (uint32_t i = 0; i < nseg; i++) {
+		SIM_CHECK(seg[i].mr_ctx != NULL && len + seg[i].len + tail_len <= sizeof(frame));
+		memcpy(frame + len, seg[i].addr, seg[i].len);
+		len += seg[i].len;
+	}
+	memcpy(frame + len, tail, tail_len);
+	((struct sim_host *)ctx)->sim->zc_frames++;
+	return sim_tx(ctx, frame, len + tail_len);
 }
 
 void sim_init(struct sim *s, uint64_t seed, int nhosts, const struct sim_faults *f,

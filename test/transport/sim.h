@@ -63,6 +63,7 @@ struct sim {
 	bool trace; /* print every delivered frame (UROCE_SIM_TRACE=1) */
 	/* what happened (the injectors count their faults: sim_fault_totals()) */
 	uint64_t sent, delivered, lost, busy;
+	uint64_t zc_frames; /* of sent: through sim_tx_zc */
 };
 
 struct sim_fault_totals {
@@ -72,6 +73,13 @@ struct sim_fault_totals {
 void sim_init(struct sim *s, uint64_t seed, int nhosts, const struct sim_faults *f,
 	      const struct uroce_tp_dev_cfg *base_cfg);
 void sim_fini(struct sim *s);
+/* The hosts' tx (cfg.tx): a frame goes to the host whose MAC it is for, through the
+ * faults. */
+int sim_tx(void *ctx, const uint8_t *frame, uint32_t len);
+/* A zero-copy tx (cfg.tx_zc): joins the pieces as a PMD reading the chain would, when
+ * the frame is sent, then sim_tx. */
+int sim_tx_zc(void *ctx, const uint8_t *hdr, uint32_t hdr_len, const struct uroce_tp_tx_seg *seg,
+	      uint32_t nseg, const uint8_t *tail, uint32_t tail_len);
 /* New fault rates from now on (frames held for reordering are delivered first). */
 void sim_set_faults(struct sim *s, const struct sim_faults *f);
 /* Frames lost (the link cut, or to no host) and every injector's counts. */

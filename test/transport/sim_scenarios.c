@@ -90,7 +90,7 @@ struct scenario {
 	struct uroce_tp_counters counters[2];
 	/* the link's figures, kept at teardown for the summary line */
 	struct sim_fault_totals faults;
-	uint64_t sent, delivered, busy, end_ns;
+	uint64_t sent, delivered, busy, zc_frames, end_ns;
 		/* kept from the devices at teardown */ /* a WR_FLUSH_ERR is a consequence: reported
 							   if nothing else is */
 };
@@ -565,7 +565,7 @@ static const char *run_seed(struct scenario *sc)
 	struct uroce_tp_dev_cfg cfg;
 	struct sim *sim = &sc->sim;
 	uint64_t profile;
-	bool rnr = false;
+	bool rnr = false, zc;
 
 	sc->fail[0] = '\0';
 	sc->nconn = 0;
@@ -591,6 +591,13 @@ static const char *run_seed(struct scenario *sc)
 	uroce_tp_dev_cfg_init(&cfg);
 	cfg.ack_coalesce = 1 + (uint32_t)(sc->seed % 32);
 	cfg.max_unacked_psns = 4 + (uint32_t)((sc->seed >> 5) % 256);
+	/* Half the seeds send RC payloads from the MRs (zero-copy), some of them every
+	 * payload: retransmission must rebuild such frames from the MR too. */
+	zc = (sc->seed * 0x9e3779b97f4a7c15ull) >> 63;
+	if (zc) {
+		cfg.tx_zc = sim_tx_zc;
+		cfg.zc_min = (sc->seed >> 3) % 3 == 0 ? 1 : 512;
+	}
 	sim_init(sim, sc->seed, 2, &f, &cfg);
 
 	for (int h = 0; h < 2; h++) {
@@ -604,6 +611,8 @@ static const char *run_seed(struct scenario *sc)
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 						IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 		uroce_tp_mr_keys(m->mr, &m->key, NULL);
+		if (zc)
+			uroce_tp_mr_set_ctx(m->mr, m);
 	}
 
 	o.mtu = (enum ibv_mtu)(1 + sim_rand(sim) % 5);
@@ -721,6 +730,7 @@ static void teardown(struct scenario *sc)
 		sc->counters[h] = *uroce_tp_counters(sc->sim.host[h].dev);
 	sc->faults = sim_fault_totals(&sc->sim);
 	sc->sent = sc->sim.sent;
+	sc->zc_frames = sc->sim.zc_frames;
 	sc->delivered = sc->sim.delivered;
 	sc->busy = sc->sim.busy;
 	sc->end_ns = sc->sim.now;
@@ -838,10 +848,10 @@ int main(int argc, char **argv)
 			printf("sim: seed %" PRIu64 ": %s; frames sent %" PRIu64
 			       " delivered %" PRIu64 " dropped %" PRIu64 " duplicated %" PRIu64
 			       " reordered %" PRIu64 " corrupted %" PRIu64 " busy %" PRIu64
-			       ", virtual time %.3f ms\n",
+			       " zero-copy %" PRIu64 ", virtual time %.3f ms\n",
 			       seed, why ? "failed" : "ok", sc.sent, sc.delivered,
 			       sc.faults.dropped, sc.faults.duplicated, sc.faults.reordered,
-			       sc.faults.corrupted, sc.busy, (double)sc.end_ns / 1e6);
+			       sc.faults.corrupted, sc.busy, sc.zc_frames, (double)sc.end_ns / 1e6);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (seconds > 0 &&
 		    (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9 > seconds)

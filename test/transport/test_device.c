@@ -409,6 +409,184 @@ Test(device, frames_built_in_the_hosts_buffer)
 	env_fini(&e);
 }
 
+/* The host's zero-copy TX (uroce_tp_tx_zc_fn): checks each piece lies in the MR whose
+ * ctx it carries, then joins header, pieces and tail into the frame the simulator
+ * carries, as a PMD reading the chain would. */
+static struct {
+	uint8_t frame[sizeof(((struct uroce_tp_dev *)0)->frame)];
+	struct env *e;
+	int frames, pieces, refuse, not_this;
+	uroce_tp_tx_fn sent[2];
+	int from; /* the host whose frames these are */
+} g_zc;
+
+static int host_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
+		      const struct uroce_tp_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
+		      uint32_t tail_len)
+{
+	int h = io_ctx == g_zc.e->s.host[0].dev->cfg.io_ctx ? 0 : 1;
+	uint32_t len = hdr_len;
+
+	if (g_zc.not_this) {
+		g_zc.not_this--;
+		return -ENOTSUP;
+	}
+	if (g_zc.refuse) {
+		g_zc.refuse--;
+		return -EAGAIN;
+	}
+	cr_assert_geq(nseg, 1);
+	cr_assert_leq(nseg, UROCE_TP_TX_SEGS_MAX);
+	cr_assert_geq(tail_len, UROCE_ICRC_LEN);
+	cr_assert_leq(tail_len, UROCE_ICRC_LEN + 3);
+	memcpy(g_zc.frame, hdr, hdr_len);
+	for (uint32_t i = 0; i < nseg; i++) {
+		cr_assert_eq(seg[i].mr_ctx, g_zc.e->mr[h], "pinned by its own MR's ctx");
+		cr_assert(seg[i].addr >= g_zc.e->mem[h] &&
+				  seg[i].addr + seg[i].len <= g_zc.e->mem[h] + MEM_SIZE,
+			  "a piece of host %d's registered memory", h);
+		memcpy(g_zc.frame + len, seg[i].addr, seg[i].len);
+		len += seg[i].len;
+		g_zc.pieces++;
+	}
+	memcpy(g_zc.frame + len, tail, tail_len);
+	g_zc.frames++;
+	return g_zc.sent[h](io_ctx, g_zc.frame, len + tail_len);
+}
+
+/* Posts an RDMA WRITE of @p len bytes at @p from of host 0 to @p to of host 1. */
+static void post_write(struct env *e, uint64_t id, uint64_t from, uint32_t len, uint64_t to)
+{
+	struct uroce_tp_send_wqe w =
+		wr(id, IBV_WR_RDMA_WRITE, va(e, 0, from), len, e->key[0], true);
+
+	w.remote_addr = va(e, 1, to);
+	w.rkey = e->key[1];
+	post(e, 0, &w);
+}
+
+static int read_responses(void)
+{
+	int n = 0;
+
+	for (enum uroce_op op = UROCE_OP_READ_RESPONSE_FIRST; op <= UROCE_OP_READ_RESPONSE_ONLY;
+	     op++)
+		n += nframes(1, UROCE_OPCODE(UROCE_TRANSPORT_RC, op), ANY);
+	return n;
+}
+
+static void zc_on(struct env *e, uint32_t zc_min)
+{
+	memset(&g_zc, 0, sizeof(g_zc));
+	g_zc.e = e;
+	for (int h = 0; h < 2; h++) {
+		struct uroce_tp_dev *dev = e->s.host[h].dev;
+
+		g_zc.sent[h] = dev->cfg.tx;
+		dev->cfg.tx_zc = host_tx_zc;
+		dev->cfg.zc_min = zc_min;
+		uroce_tp_mr_set_ctx(e->mr[h], e->mr[h]);
+	}
+}
+
+/* RC WRITE and SEND payloads go out as pieces of the MR, CRC'd where they lie: the data
+ * arrives whole with good ICRCs; a refused frame is offered again; a frame the host does
+ * not take is copied. READ responses are copied (see uroce_tp_tx_zc_fn). */
+Test(device, rc_payloads_leave_from_registered_memory)
+{
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+	struct env e;
+	int sent0;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	zc_on(&e, 256);
+	for (int i = 0; i < 16384; i++) {
+		*hp(&e, 0, (uint64_t)i) = (uint8_t)(i * 7 + 3);
+		*hp(&e, 1, (uint64_t)i) = (uint8_t)(i * 5 + 1);
+	}
+	/* WRITE of 4 KiB from two SGEs (3000 + 1096): the packet across them has 2 pieces. */
+	g_zc.refuse = 1;
+	w = wr(1, IBV_WR_RDMA_WRITE, va(&e, 0, 0), 3000, e.key[0], true);
+	w.num_sge = 2;
+	w.sg_list[1] = (struct uroce_tp_sge){va(&e, 0, 5000), 1096, e.key[0]};
+	w.remote_addr = va(&e, 1, 8192);
+	w.rkey = e.key[1];
+	post(&e, 0, &w);
+	cr_assert(run_until(&e, 1, 0, 100 * MS));
+	expect_wc(&e.sc[0].wc[0], 1, IBV_WC_SUCCESS);
+	cr_assert_eq(memcmp(hp(&e, 0, 0), hp(&e, 1, 8192), 3000), 0);
+	cr_assert_eq(memcmp(hp(&e, 0, 5000), hp(&e, 1, 8192 + 3000), 1096), 0);
+	cr_assert_eq(g_zc.frames, 4, "4 KiB at MTU 1024, every packet zero-copy");
+	cr_assert_eq(g_zc.pieces, 5, "the third packet spans both SGEs");
+	cr_assert_eq(cnt(&e, 0)->tx_busy, 1, "the refused frame counted, then sent");
+
+	/* READ 3 KiB of host 1: its responses are copies. */
+	g_zc.frames = g_zc.pieces = 0;
+	w = wr(2, IBV_WR_RDMA_READ, va(&e, 0, 12288), 3072, e.key[0], true);
+	w.remote_addr = va(&e, 1, 100);
+	w.rkey = e.key[1];
+	post(&e, 0, &w);
+	cr_assert(run_until(&e, 2, 0, 100 * MS));
+	expect_wc(&e.sc[0].wc[1], 2, IBV_WC_SUCCESS);
+	cr_assert_eq(memcmp(hp(&e, 0, 12288), hp(&e, 1, 100), 3072), 0);
+	cr_assert_eq(g_zc.frames, 0, "READ responses are copied");
+	cr_assert_eq(read_responses(), 3);
+
+	/* Below zc_min: copied. Not taken by the host (-ENOTSUP): copied. */
+	g_zc.frames = 0;
+	sent0 = nframes(0, ANY, ANY);
+	post_write(&e, 3, 0, 255, 0);
+	cr_assert(run_until(&e, 3, 0, 100 * MS));
+	g_zc.not_this = 1;
+	post_write(&e, 4, 0, 2048, 0);
+	cr_assert(run_until(&e, 4, 0, 100 * MS));
+	expect_wc(&e.sc[0].wc[3], 4, IBV_WC_SUCCESS);
+	cr_assert_eq(memcmp(hp(&e, 0, 0), hp(&e, 1, 0), 2048), 0);
+	cr_assert_eq(nframes(0, ANY, ANY) - sent0, 3, "one 255 B, two 1 KiB packets");
+	cr_assert_eq(g_zc.frames, 1, "the second 1 KiB packet only");
+	cr_assert_eq(cnt(&e, 1)->rcvd_icrc_err + cnt(&e, 1)->rcvd_malformed, 0);
+	cr_assert_eq(cnt(&e, 0)->rcvd_icrc_err + cnt(&e, 0)->rcvd_malformed, 0);
+	env_fini(&e);
+}
+
+/* UC completes a WQE when it is sent, UD too, and inline data is in the WQE: none of
+ * them may leave the payload where the application can rewrite it, so all are copied. */
+Test(device, uc_ud_and_inline_payloads_are_copied)
+{
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+	struct env e;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_UC, &o);
+	zc_on(&e, 1);
+	post_write(&e, 1, 0, 4096, 8192);
+	cr_assert(run_until(&e, 1, 0, 100 * MS));
+	expect_wc(&e.sc[0].wc[0], 1, IBV_WC_SUCCESS);
+	cr_assert_eq(nframes(0, ANY, ANY), 4);
+	cr_assert_eq(g_zc.frames, 0);
+	env_fini(&e);
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	zc_on(&e, 1);
+	w = wr(1, IBV_WR_RDMA_WRITE, 0, 0, 0, true);
+	w.send_flags |= IBV_SEND_INLINE;
+	w.num_sge = 0;
+	w.inline_len = 6;
+	memcpy(w.inline_data, "inline", 6);
+	w.remote_addr = va(&e, 1, 64);
+	w.rkey = e.key[1];
+	post(&e, 0, &w);
+	cr_assert(run_until(&e, 1, 0, 100 * MS));
+	expect_wc(&e.sc[0].wc[0], 1, IBV_WC_SUCCESS);
+	cr_assert_eq(memcmp(hp(&e, 1, 64), "inline", 6), 0);
+	cr_assert_eq(g_zc.frames, 0);
+	env_fini(&e);
+}
+
 /* QPs are found by QPN through a table of 4096-entry pages: across page boundaries,
  * after destruction, with every other QP gone, and never a QP of another QPN. */
 Test(device, qp_lookup_by_qpn_across_pages)
