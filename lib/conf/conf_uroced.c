@@ -68,6 +68,10 @@ static const struct uroce_conf_key keys[] = {
 	     "requester: most PSNs in flight per QP (rxe: 128)"),
 	UINT(transport, max_pkts_per_ack, 1, 1024, "64",
 	     "requester: set AckReq at least every this many packets (rxe: 64)"),
+	UINT(transport, zero_copy_min, 0, 65536, "0",
+	     "RC SEND and WRITE payloads of at least this many bytes leave from the "
+	     "application's memory without a copy, on ports that allow it; 0: always copy "
+	     "(af_packet and memif copy every frame themselves: there it saves no time)"),
 	UINT(transport, seed, 0, UINT64_MAX, "0",
 	     "seeds QPNs and key bytes; 0: from the time (set one to replay a run)"),
 

@@ -241,15 +241,70 @@ static int destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q
 	return 0;
 }
 
+/* ---- registered memory and the frames that point into it ---- */
+
+static void mem_unmap(struct uroce_rnic_mem *mem)
+{
+	struct uroce_rnic *nic = mem->nic;
+
+	munmap(mem->map, mem->map_len);
+	if (nic) {
+		nic->mappings--;
+		if (mem->mr_gone) {
+			if (mem->held_prev)
+				mem->held_prev->held_next = mem->held_next;
+			else
+				nic->held_mems = mem->held_next;
+			if (mem->held_next)
+				mem->held_next->held_prev = mem->held_prev;
+		}
+	}
+	free(mem);
+}
+
+/* The MR is deregistered: its pages go now, or with the last frame that points there. */
+static void mem_mr_gone(struct uroce_rnic_mem *mem)
+{
+	struct uroce_rnic *nic = mem->nic;
+
+	if (mem->frames == 0) {
+		mem_unmap(mem);
+		return;
+	}
+	mem->mr_gone = true;
+	mem->held_prev = NULL;
+	mem->held_next = nic->held_mems;
+	if (nic->held_mems)
+		nic->held_mems->held_prev = mem;
+	nic->held_mems = mem;
+	nic->cnt.mr_dereg_held++;
+}
+
+void uroce_rnic_mem_hold(struct uroce_rnic_mem *mem)
+{
+	mem->frames++;
+}
+
+void uroce_rnic_mem_release(struct uroce_rnic_mem *mem)
+{
+	if (--mem->frames == 0 && mem->mr_gone)
+		mem_unmap(mem);
+}
+
+void rnic_mems_orphan(struct uroce_rnic *nic)
+{
+	for (struct uroce_rnic_mem *mem = nic->held_mems; mem; mem = mem->held_next)
+		mem->nic = NULL;
+	nic->held_mems = NULL;
+}
+
 static int destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 {
-	struct uroce_rnic *nic = c->rnic;
 	int rc = uroce_tp_dereg_mr(m->tp);
 
 	if (rc)
 		return rc;
-	munmap(m->map, m->map_len);
-	nic->mappings--;
+	mem_mr_gone(m->mem);
 	rnic_obj_del(c, h);
 	free(m);
 	return 0;
@@ -597,12 +652,13 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 		at += s->length;
 	}
 	m = calloc(1, sizeof(*m));
-	if (!m) {
+	if (!m || !(m->mem = calloc(1, sizeof(*m->mem)))) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	m->map = base;
-	m->map_len = total;
+	m->mem->nic = nic;
+	m->mem->map = base;
+	m->mem->map_len = total;
 	m->tp = uroce_tp_reg_mr(pd, req->iova, base + (req->addr - start), req->length,
 				req->access);
 	if (!m->tp) {
@@ -615,6 +671,8 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 		rc = -ENOMEM;
 		goto fail;
 	}
+	/* Frames may point into it (ops->tx_zc); it stays mapped while one does. */
+	uroce_tp_mr_set_ctx(m->tp, m->mem);
 	nic->mappings++;
 	rep.mr = handle;
 	uroce_tp_mr_keys(m->tp, &rep.lkey, &rep.rkey);
@@ -623,6 +681,8 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 fail:
 	if (base != MAP_FAILED)
 		munmap(base, total);
+	if (m)
+		free(m->mem);
 	free(m);
 	REPLY(c, h, rc, NULL, 0);
 }

@@ -73,6 +73,18 @@ static int tp_tx_commit(void *io_ctx, uint8_t *frame, uint32_t len)
 	return nic->ops->tx_commit(nic->io_ctx, frame, len);
 }
 
+static int tp_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
+		    const struct uroce_tp_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
+		    uint32_t tail_len)
+{
+	struct uroce_rnic *nic = io_ctx;
+	struct uroce_rnic_tx_seg pieces[UROCE_TP_TX_SEGS_MAX];
+
+	for (uint32_t i = 0; i < nseg; i++)
+		pieces[i] = (struct uroce_rnic_tx_seg){seg[i].addr, seg[i].len, seg[i].mr_ctx};
+	return nic->ops->tx_zc(nic->io_ctx, hdr, hdr_len, pieces, nseg, tail, tail_len);
+}
+
 struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 {
 	struct uroce_tp_dev_cfg tc;
@@ -114,6 +126,10 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 		tc.tx_buf = tp_tx_buf;
 		tc.tx_commit = tp_tx_commit;
 	}
+	if (nic->ops->tx_zc && nic->conf.transport.zero_copy_min) {
+		tc.tx_zc = tp_tx_zc;
+		tc.zc_min = nic->conf.transport.zero_copy_min;
+	}
 	tc.event = rnic_tp_event;
 	tc.cq_ready = rnic_cq_ready;
 	tc.rq_refill = rnic_rq_refill;
@@ -147,6 +163,7 @@ void uroce_rnic_destroy(struct uroce_rnic *nic)
 		return;
 	while (nic->clients)
 		uroce_rnic_client_free(nic->clients);
+	rnic_mems_orphan(nic);
 	rnic_cm_fini(nic);
 	if (nic->dev)
 		uroce_tp_dev_destroy(nic->dev);

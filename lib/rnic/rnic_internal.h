@@ -59,10 +59,20 @@ struct rnic_region { /* application memory that MRs map (a sealed memfd) */
 	uint64_t size;
 };
 
+/* The daemon's view of an MR's pages, shared by the MR and the zero-copy frames that
+ * point into it: unmapped when the MR is gone and the last frame has let go. */
+struct uroce_rnic_mem {
+	struct uroce_rnic *nic; /* NULL once the RNIC is destroyed before the frames left */
+	void *map;
+	uint64_t map_len;
+	uint64_t frames;        /* zero-copy frames holding it */
+	bool mr_gone;           /* deregistered: on nic->held_mems until frames is 0 */
+	struct uroce_rnic_mem *held_next, *held_prev;
+};
+
 struct rnic_mr {
 	struct uroce_tp_mr *tp;
-	void *map; /* the daemon's view of the MR's pages */
-	uint64_t map_len;
+	struct uroce_rnic_mem *mem;
 };
 
 struct rnic_channel {
@@ -177,7 +187,8 @@ struct uroce_rnic_client {
 	X(cm_events)      /* rdma_cm events queued for applications */         \
 	X(cm_events_lost) /* no memory for an event, or its eventfd failed */  \
 	X(cm_not_ours)    /* MADs to an IP address that is not ours */         \
-	X(cm_dropped)     /* MADs dropped on purpose (uroce cm-drop) */
+	X(cm_dropped)     /* MADs dropped on purpose (uroce cm-drop) */    \
+	X(mr_dereg_held)  /* MRs deregistered while zero-copy frames held them */
 
 struct rnic_counters {
 #define RNIC_COUNTER_FIELD(n) uint64_t n;
@@ -227,6 +238,8 @@ struct uroce_rnic {
 	uint32_t drop_attr, drop_left; /* uroce cm-drop */
 
 	uint64_t mappings; /* live mmaps of application memory and rings (leak checks) */
+	/* Memory of deregistered MRs that zero-copy frames still point into. */
+	struct uroce_rnic_mem *held_mems;
 	struct rnic_counters cnt;
 };
 
@@ -263,6 +276,8 @@ bool rnic_handle(struct uroce_rnic_client *c, const uint8_t *msg, uint32_t len, 
 
 /* objects.c */
 void rnic_client_free_objects(struct uroce_rnic_client *c);
+/* At RNIC destruction: memory zero-copy frames still hold is theirs to unmap. */
+void rnic_mems_orphan(struct uroce_rnic *nic);
 void *rnic_obj_get(struct uroce_rnic_client *c, uint32_t handle, enum rnic_obj_type type);
 uint32_t rnic_obj_add(struct uroce_rnic_client *c, enum rnic_obj_type type,
 		      void *p); /* 0: no memory */

@@ -48,6 +48,22 @@ enum uroce_rnic_link {
 	UROCE_RNIC_LINK_UP,       /**< carrier: LinkUp, port ACTIVE */
 };
 
+/** An application's registered memory as the daemon maps it; zero-copy frames pin it. */
+struct uroce_rnic_mem;
+
+/** A piece of a frame's payload in registered memory (ops->tx_zc). */
+struct uroce_rnic_tx_seg {
+	const uint8_t *addr;
+	uint32_t len;
+	struct uroce_rnic_mem *mem; /**< what to hold while a frame points at addr */
+};
+
+/** A frame now points into @p mem: its pages stay mapped until the matching release. */
+void uroce_rnic_mem_hold(struct uroce_rnic_mem *mem);
+/** The frame let go: unmaps @p mem if its MR is gone and no other frame holds it. Safe
+ *  after uroce_rnic_destroy(). Same thread as every other call. */
+void uroce_rnic_mem_release(struct uroce_rnic_mem *mem);
+
 /** What the RNIC asks of its host: every I/O, the clock, logs and the host's settings. */
 struct uroce_rnic_ops {
 	/**
@@ -72,6 +88,21 @@ struct uroce_rnic_ops {
 	 */
 	uint8_t *(*tx_buf)(void *io_ctx, const uint8_t dst_mac[6], uint32_t len);
 	int (*tx_commit)(void *io_ctx, uint8_t *frame, uint32_t len);
+	/**
+	 * Optional (NULL: payloads are copied into frames): sends a frame whose payload
+	 * stays in applications' registered memory: @p hdr (Ethernet header to the last
+	 * transport header), the @p nseg pieces, then @p tail (pad and ICRC). The host
+	 * calls uroce_rnic_mem_hold() on each piece's mem before it keeps a pointer into
+	 * it, and uroce_rnic_mem_release() once the frame has left its hands (sent, copied
+	 * by the PMD, or dropped): until then the pages stay mapped, whatever the
+	 * application deregisters or however it exits. transport.zero_copy_min sets which
+	 * payloads are offered. lib/transport's uroce_tp_tx_zc_fn contract.
+	 * @return 0; -EAGAIN as tx; -ENOTSUP: not this frame (it goes through tx_buf or tx
+	 *   whole, e.g. to this device, captured, or under fault injection).
+	 */
+	int (*tx_zc)(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
+		     const struct uroce_rnic_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
+		     uint32_t tail_len);
 	/** The port's state and speed in Mbit/s (0: unknown). */
 	enum uroce_rnic_link (*link)(void *io_ctx, uint32_t *speed_mbps);
 	/** Lets frames to multicast MAC @p mac in (add) or no longer (del). 0 or -errno. */

@@ -91,6 +91,7 @@ Test(conf, defaults)
 	cr_expect_eq(c.transport.ack_coalesce, 16);
 	cr_expect_eq(c.transport.max_unacked_psns, 128);
 	cr_expect_eq(c.transport.max_pkts_per_ack, 64);
+	cr_expect_eq(c.transport.zero_copy_min, 0);
 	cr_expect_eq(c.transport.seed, 0);
 	cr_expect_eq(c.lcore.idle_sleep_us, 10000);
 	cr_expect_eq(c.lcore.control_poll_us, 100);
@@ -108,7 +109,7 @@ Test(conf, table_is_sane)
 {
 	const struct uroce_conf_table *t = &uroce_conf_uroced;
 
-	cr_expect_eq(t->nkeys, 37);
+	cr_expect_eq(t->nkeys, 38);
 	for (size_t i = 0; i < t->nkeys; i++) {
 		const struct uroce_conf_key *k = &t->keys[i];
 

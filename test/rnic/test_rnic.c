@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -22,6 +23,9 @@ struct host {
 	uint32_t speed;
 	uint64_t now;
 	unsigned int frames;
+	/* zero-copy frames (host_init_zc): the pieces they point at, held until released */
+	unsigned int zc_frames, nheld;
+	struct uroce_rnic_tx_seg held[64];
 	/* the last reply */
 	uint8_t msg[UROCE_CTRL_MSG_MAX];
 	uint32_t len;
@@ -110,6 +114,33 @@ static void host_stats(void *io_ctx,
 	put(out, "daemon.", "host_counter", 7);
 }
 
+/* A PMD that keeps frames in its ring: every piece is held until the test lets go. */
+static int host_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
+		      const struct uroce_rnic_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
+		      uint32_t tail_len)
+{
+	struct host *h = io_ctx;
+
+	(void)hdr;
+	(void)hdr_len;
+	(void)tail;
+	(void)tail_len;
+	cr_assert_leq(h->nheld + nseg, sizeof(h->held) / sizeof(h->held[0]));
+	for (uint32_t i = 0; i < nseg; i++) {
+		uroce_rnic_mem_hold(seg[i].mem);
+		h->held[h->nheld++] = seg[i];
+	}
+	h->zc_frames++;
+	return 0;
+}
+
+static void host_release_held(struct host *h)
+{
+	for (unsigned int i = 0; i < h->nheld; i++)
+		uroce_rnic_mem_release(h->held[i].mem);
+	h->nheld = 0;
+}
+
 static const struct uroce_rnic_ops host_ops = {
 	.reply = host_reply,
 	.tx = host_tx,
@@ -123,11 +154,19 @@ static const struct uroce_rnic_ops host_ops = {
 	.stats = host_stats,
 };
 
-static void host_init(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byte)
+/* @p zc: a host whose port lends memory to frames (ops->tx_zc). */
+static void host_init_zc(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byte, bool zc)
 {
+	static struct uroce_rnic_ops zc_ops;
 	struct uroce_conf conf;
 	struct uroce_ip_cfg ic;
 	struct uroce_rnic_cfg cfg = {.conf = &conf, .eth_mtu = 1500, .ops = &host_ops, .seed = 1};
+
+	if (zc) {
+		zc_ops = host_ops;
+		zc_ops.tx_zc = host_tx_zc;
+		cfg.ops = &zc_ops;
+	}
 	const uint8_t mac[6] = {0x02, 0, 0, 0, 0, last_mac_byte};
 
 	memset(h, 0, sizeof(*h));
@@ -143,6 +182,8 @@ static void host_init(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byt
 	h->ip = uroce_ip_create(&ic);
 	cr_assert_not_null(h->ip);
 	uroce_conf_defaults(&conf);
+	if (zc)
+		conf.transport.zero_copy_min = 1024; /* off by default */
 	conf.host.n_ipv4 = 1;
 	memcpy(&conf.host.ipv4[0], ic.v4[0], 4);
 	memcpy(cfg.mac, mac, 6);
@@ -150,6 +191,11 @@ static void host_init(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byt
 	cfg.io_ctx = h;
 	h->nic = uroce_rnic_create(&cfg);
 	cr_assert_not_null(h->nic, "uroce_rnic_create: %s", strerror(errno));
+}
+
+static void host_init(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byte)
+{
+	host_init_zc(h, last_mac_byte, last_ip_byte, false);
 }
 
 static void host_fini(struct host *h)
@@ -160,9 +206,19 @@ static void host_fini(struct host *h)
 		close(h->fds[i]);
 }
 
+static int request_fd(struct host *h, struct uroce_rnic_client *c, uint16_t cmd,
+		      const void *payload, uint32_t len, int fd);
+
 /* Sends request @p cmd with @p payload; @return the reply's status. */
 static int request(struct host *h, struct uroce_rnic_client *c, uint16_t cmd, const void *payload,
 		   uint32_t len)
+{
+	return request_fd(h, c, cmd, payload, len, -1);
+}
+
+/* ... with descriptor @p fd (-1: none), which the RNIC owns from here. */
+static int request_fd(struct host *h, struct uroce_rnic_client *c, uint16_t cmd,
+		      const void *payload, uint32_t len, int fd)
 {
 	uint8_t msg[sizeof(struct uroce_ctrl_hdr) + 512];
 	struct uroce_ctrl_hdr hdr = {.magic = UROCE_CTRL_MAGIC,
@@ -174,8 +230,9 @@ static int request(struct host *h, struct uroce_rnic_client *c, uint16_t cmd, co
 
 	memcpy(msg, &hdr, sizeof(hdr));
 	memcpy(msg + sizeof(hdr), payload, len);
-	cr_assert_eq(uroce_ctrl_check_request(msg, hdr.len, 0), 0);
-	cr_assert(uroce_rnic_handle(c, msg, hdr.len, NULL, 0), "answered at once");
+	cr_assert_eq(uroce_ctrl_check_request(msg, hdr.len, fd >= 0 ? 1 : 0), 0);
+	cr_assert(uroce_rnic_handle(c, msg, hdr.len, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0),
+		  "answered at once");
 	cr_assert_eq(h->replies, before + 1, "exactly one reply");
 	memcpy(&hdr, h->msg, sizeof(hdr));
 	cr_assert_eq(hdr.cmd, cmd);
@@ -423,4 +480,252 @@ Test(rnic, two_rnics_share_nothing)
 	cr_assert_eq(stat_of(&b, cb, "clients"), 1u, "freeing a client of one leaves the other");
 	host_fini(&a);
 	host_fini(&b);
+}
+
+/* ---- zero-copy frames and the memory they point into ------------------------------------ */
+
+#define ZC_MEM (64 * 1024)
+
+/* One application with an RC QP connected to itself and one MR over ZC_MEM bytes of a
+ * memfd; its send queue and CQ mapped as lib/client maps them. */
+struct zc_app {
+	struct uroce_rnic_client *c;
+	uint8_t *mem; /* the application's view of the MR */
+	uint32_t mr, lkey, rkey, qp_handle, qpn;
+	struct uroce_shm_region ctx_region, qp_region, cq_region;
+	struct uroce_summary doorbells;
+	struct uroce_ring sq, cq;
+	uint32_t slot;
+};
+
+static uint32_t handle_of(const struct host *h)
+{
+	struct uroce_ctrl_handle r;
+
+	memcpy(&r, reply_payload(h), sizeof(r));
+	return r.handle;
+}
+
+static void zc_modify(struct host *h, struct zc_app *a, struct ibv_qp_attr *attr, int mask)
+{
+	struct uroce_ctrl_modify_qp_req req = {.qp = a->qp_handle, .mask = mask, .attr = *attr};
+
+	cr_assert_eq(request(h, a->c, UROCE_CTRL_MODIFY_QP, &req, sizeof(req)), 0,
+		     "modify to %d", attr->qp_state);
+}
+
+static void zc_app_open(struct host *h, struct zc_app *a)
+{
+	struct uroce_ctrl_hello_rep hello_rep;
+	struct uroce_ctrl_map_region_req map = {.size = ZC_MEM};
+	uint8_t reg_buf[sizeof(struct uroce_ctrl_reg_mr_req) + sizeof(struct uroce_ctrl_mr_seg)];
+	struct uroce_ctrl_reg_mr_req *reg = (void *)reg_buf;
+	struct uroce_ctrl_reg_mr_rep reg_rep;
+	struct uroce_ctrl_create_cq_req cq_req = {.cqe = 16};
+	struct uroce_ctrl_create_cq_rep cq_rep;
+	struct uroce_ctrl_create_qp_req qp_req = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
+			.max_recv_sge = 4}};
+	struct uroce_ctrl_create_qp_rep qp_rep;
+	struct uroce_ctrl_query_gid_req gid_req = {.port = 1, .index = 1};
+	struct uroce_ctrl_query_gid_rep gid_rep;
+	struct ibv_qp_attr attr;
+	const struct uroce_ctrl_queue_ctl *ctl;
+	uint32_t pd, region, cq;
+	int fd;
+
+	memset(a, 0, sizeof(*a));
+	a->c = hello(h);
+	memcpy(&hello_rep, reply_payload(h), sizeof(hello_rep));
+	a->ctx_region.fd = a->qp_region.fd = a->cq_region.fd = -1;
+	cr_assert_eq(uroce_shm_attach(&a->ctx_region, dup(h->fds[0]), UROCE_CTRL_REGION_CONTEXT),
+		     0);
+	cr_assert_eq(uroce_summary_open(&a->doorbells,
+					(uint8_t *)a->ctx_region.addr + hello_rep.doorbells_offset,
+					UROCE_CTRL_DOORBELL_SLOTS),
+		     0);
+	cr_assert_eq(request(h, a->c, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	pd = handle_of(h);
+
+	/* The application's memory: a sealed memfd, as lib/client shares it. */
+	fd = memfd_create("zc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, ZC_MEM), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, UROCE_SHM_SEALS), 0);
+	a->mem = mmap(NULL, ZC_MEM, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(a->mem, MAP_FAILED);
+	cr_assert_eq(request_fd(h, a->c, UROCE_CTRL_MAP_REGION, &map, sizeof(map), fd), 0);
+	region = handle_of(h);
+	memset(reg_buf, 0, sizeof(reg_buf));
+	reg->pd = pd;
+	reg->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	reg->addr = reg->iova = (uint64_t)(uintptr_t)a->mem;
+	reg->length = ZC_MEM;
+	reg->nseg = 1;
+	reg->seg[0] = (struct uroce_ctrl_mr_seg){.region = region, .offset = 0, .length = ZC_MEM};
+	cr_assert_eq(request(h, a->c, UROCE_CTRL_REG_MR, reg_buf, sizeof(reg_buf)), 0);
+	memcpy(&reg_rep, reply_payload(h), sizeof(reg_rep));
+	a->mr = reg_rep.mr;
+	a->lkey = reg_rep.lkey;
+	a->rkey = reg_rep.rkey;
+
+	cr_assert_eq(request(h, a->c, UROCE_CTRL_CREATE_CQ, &cq_req, sizeof(cq_req)), 0);
+	memcpy(&cq_rep, reply_payload(h), sizeof(cq_rep));
+	cq = cq_rep.cq;
+	cr_assert_eq(uroce_shm_attach(&a->cq_region, dup(h->fds[0]), UROCE_CTRL_REGION_CQ), 0);
+	cr_assert_eq(uroce_ring_open(&a->cq, (uint8_t *)a->cq_region.addr + cq_rep.ring_offset,
+				     a->cq_region.size - cq_rep.ring_offset, false),
+		     0);
+	qp_req.pd = pd;
+	qp_req.send_cq = qp_req.recv_cq = cq;
+	cr_assert_eq(request(h, a->c, UROCE_CTRL_CREATE_QP, &qp_req, sizeof(qp_req)), 0);
+	memcpy(&qp_rep, reply_payload(h), sizeof(qp_rep));
+	a->qp_handle = qp_rep.qp;
+	a->qpn = qp_rep.qpn;
+	cr_assert_eq(uroce_shm_attach(&a->qp_region, dup(h->fds[0]), UROCE_CTRL_REGION_QP), 0);
+	cr_assert_eq(uroce_ring_open(&a->sq, (uint8_t *)a->qp_region.addr + qp_rep.sq_offset,
+				     a->qp_region.size - qp_rep.sq_offset, true),
+		     0);
+	ctl = (const void *)((uint8_t *)a->qp_region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	a->slot = ctl->doorbell_slot;
+
+	/* Connected to itself through our own GID 1 (10.0.0.1): it resolves at once. */
+	cr_assert_eq(request(h, a->c, UROCE_CTRL_QUERY_GID, &gid_req, sizeof(gid_req)), 0);
+	memcpy(&gid_rep, reply_payload(h), sizeof(gid_rep));
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.port_num = 1;
+	attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	zc_modify(h, a, &attr,
+		  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = a->qpn;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.port_num = 1;
+	attr.ah_attr.grh.dgid = gid_rep.gid;
+	attr.ah_attr.grh.sgid_index = 1;
+	attr.ah_attr.grh.hop_limit = 64;
+	zc_modify(h, a, &attr,
+		  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14; /* 67 ms */
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.max_rd_atomic = 1;
+	zc_modify(h, a, &attr,
+		  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Posts an RDMA WRITE of @p len bytes from offset 0 to offset ZC_MEM / 2, as lib/client
+ * does: the WQE, its commit, then the doorbell slot. */
+static void zc_post_write(struct host *h, struct zc_app *a, uint32_t len)
+{
+	struct uroce_ctrl_send_wqe *w = uroce_ring_prod_slot(&a->sq, 0);
+
+	cr_assert_not_null(w);
+	memset(w, 0, sizeof(*w));
+	w->wr_id = 7;
+	w->opcode = IBV_WR_RDMA_WRITE;
+	w->send_flags = IBV_SEND_SIGNALED;
+	w->remote_addr = (uint64_t)(uintptr_t)a->mem + ZC_MEM / 2;
+	w->rkey = a->rkey;
+	w->num_sge = 1;
+	w->sg_list[0].addr = (uint64_t)(uintptr_t)a->mem;
+	w->sg_list[0].length = len;
+	w->sg_list[0].lkey = a->lkey;
+	uroce_ring_prod_commit(&a->sq, 1);
+	uroce_summary_set(&a->doorbells, a->slot);
+	(void)uroce_rnic_doorbells(h->nic);
+	uroce_rnic_process(h->nic);
+}
+
+static void zc_app_close(struct zc_app *a)
+{
+	uroce_shm_close(&a->qp_region);
+	uroce_shm_close(&a->cq_region);
+	uroce_shm_close(&a->ctx_region);
+	munmap(a->mem, ZC_MEM);
+}
+
+/* An MR deregistered while frames point into it (queued in the PMD, or sent and awaiting
+ * their ACK) keeps its pages mapped until the last frame lets go, and a retransmission
+ * after the deregistration sends nothing from them: the WQE fails instead. */
+Test(rnic, deregistered_memory_stays_mapped_while_frames_point_into_it)
+{
+	struct host h;
+	struct zc_app a;
+	struct uroce_ctrl_handle mr;
+	struct ibv_wc wc;
+	uint64_t mappings;
+
+	host_init_zc(&h, 1, 1, true);
+	zc_app_open(&h, &a);
+	for (uint32_t i = 0; i < ZC_MEM / 2; i++)
+		a.mem[i] = (uint8_t)(i * 7 + 1);
+	zc_post_write(&h, &a, 4096);
+	cr_assert_eq(h.zc_frames, 4u, "4 KiB at MTU 1024, each packet from the MR");
+	cr_assert_eq(h.nheld, 4u);
+	for (unsigned int i = 0; i < h.nheld; i++)
+		cr_assert_eq(memcmp(h.held[i].addr, a.mem + 1024 * i, 1024), 0, "packet %u", i);
+
+	mappings = stat_of(&h, a.c, "mappings");
+	mr.handle = a.mr;
+	cr_assert_eq(request(&h, a.c, UROCE_CTRL_DEREG_MR, &mr, sizeof(mr)), 0);
+	cr_assert_eq(stat_of(&h, a.c, "objects.mr"), 0u);
+	cr_assert_eq(stat_of(&h, a.c, "mappings"), mappings, "the frames' pages stay mapped");
+	cr_assert_eq(stat_of(&h, a.c, "daemon.mr_dereg_held"), 1u);
+	/* What a PMD does with a queued frame: it reads the pages (ASan: not freed). */
+	for (unsigned int i = 0; i < h.nheld; i++)
+		cr_assert_eq(memcmp(h.held[i].addr, a.mem + 1024 * i, 1024), 0, "packet %u", i);
+
+	/* No ACK ever comes (the frames are never delivered): the retransmission timer
+	 * fires, finds the lkey gone and fails the WQE without sending a byte. */
+	h.now += 200 * 1000 * 1000;
+	uroce_rnic_process(h.nic);
+	cr_assert_eq(h.zc_frames, 4u, "nothing sent from the deregistered MR");
+	cr_assert_eq(h.frames, 0u, "nor copied out of it");
+	cr_assert_eq(uroce_rnic_completions(h.nic), 1u);
+	cr_assert_eq(uroce_ring_cons_avail(&a.cq), 1u);
+	memcpy(&wc, uroce_ring_cons_slot(&a.cq, 0), sizeof(wc));
+	cr_assert_eq(wc.wr_id, 7u);
+	cr_assert_neq(wc.status, IBV_WC_SUCCESS, "the WQE fails: %d", wc.status);
+
+	host_release_held(&h);
+	cr_assert_eq(stat_of(&h, a.c, "mappings"), mappings - 1, "unmapped with the last frame");
+	zc_app_close(&a);
+	host_fini(&h);
+}
+
+/* An application that exits, and then the RNIC itself, while frames still point into
+ * the application's memory: the pages go when the frames do, after both. */
+Test(rnic, frames_outlive_their_application_and_the_rnic)
+{
+	struct host h;
+	struct zc_app a;
+
+	host_init_zc(&h, 1, 1, true);
+	zc_app_open(&h, &a);
+	memset(a.mem, 0x5a, ZC_MEM / 2);
+	zc_post_write(&h, &a, 8192);
+	cr_assert_eq(h.nheld, 8u);
+	uroce_rnic_client_free(a.c);
+	zc_app_close(&a); /* the application's own mapping is gone too */
+	for (unsigned int i = 0; i < h.nheld; i++)
+		cr_assert_eq(h.held[i].addr[h.held[i].len - 1], 0x5a, "still mapped for the PMD");
+	uroce_rnic_destroy(h.nic);
+	h.nic = NULL;
+	for (unsigned int i = 0; i < h.nheld; i++)
+		cr_assert_eq(h.held[i].addr[0], 0x5a, "after the RNIC too");
+	host_release_held(&h);
+	uroce_ip_destroy(h.ip);
+	for (unsigned int i = 0; i < h.nfds; i++)
+		close(h.fds[i]);
 }
