@@ -147,6 +147,43 @@ static int rnic_tx_commit(void *io_ctx, uint8_t *frame, uint32_t len)
 	return 0;
 }
 
+static void zc_piece_done(void *mem)
+{
+	uroce_rnic_mem_release(mem);
+}
+
+/* A frame whose payload segments point into the application's MR (the port lends them to
+ * the PMD, which copies them out or sends them): the header and tail are copied, the
+ * payload is not. Only where rnic_tx_buf would build in place, and the port lends. */
+static int rnic_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
+		      const struct uroce_rnic_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
+		      uint32_t tail_len)
+{
+	uint8_t *f;
+
+	if (!uroced.port.tx_lend)
+		return -ENOTSUP;
+	f = rnic_tx_buf(io_ctx, hdr, hdr_len);
+	if (!f)
+		return -ENOTSUP;
+	memcpy(f, hdr, hdr_len);
+	for (uint32_t i = 0; i < nseg; i++) {
+		/* Held before the port points at it: a failed lend releases at once. */
+		uroce_rnic_mem_hold(seg[i].mem);
+		if (uroce_eth_tx_lend(&uroced.port, 0, seg[i].addr, seg[i].len, zc_piece_done,
+				      seg[i].mem) != 0) {
+			uroce_rnic_mem_release(seg[i].mem);
+			return -ENOTSUP; /* the next tx_alloc drops this reservation */
+		}
+	}
+	if (uroce_eth_tx_append(&uroced.port, 0, tail, tail_len) != 0)
+		return -ENOTSUP;
+	if (rnic_tx_commit(io_ctx, f, hdr_len) != 0)
+		return -EAGAIN;
+	uroced.cnt.tx_zero_copy++;
+	return 0;
+}
+
 unsigned int uroced_net_rx(void)
 {
 	struct uroce_eth_frame fr[UROCE_ETH_BURST_MAX];
@@ -476,6 +513,7 @@ static void rnic_stats(void *io_ctx,
 			PUT_ETH(rx_nombuf);
 			PUT_ETH(rx_linearized);
 			PUT_ETH(tx_chained);
+			PUT_ETH(tx_lent);
 			PUT_ETH(tx_dropped);
 			PUT_ETH(tx_nombuf);
 			PUT_ETH(tx_oversize);
@@ -504,6 +542,7 @@ const struct uroce_rnic_ops uroced_rnic_ops = {
 	.tx = rnic_tx,
 	.tx_buf = rnic_tx_buf,
 	.tx_commit = rnic_tx_commit,
+	.tx_zc = rnic_tx_zc,
 	.link = rnic_link,
 	.mcast_add = rnic_mcast_add,
 	.mcast_del = rnic_mcast_del,

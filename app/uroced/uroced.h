@@ -78,6 +78,7 @@ struct uroced_loop_frame {
 	X(tx_refused)      /* the port refused a frame: the transport retries */   \
 	X(tx_link_down)    /* frames for the wire dropped: the link was down */    \
 	X(tx_in_place)     /* frames built in a port mbuf, not copied into one */  \
+	X(tx_zero_copy)    /* ... whose payload the mbufs point at in the MR */     \
 	X(link_changes)    /* the link went up or down (PORT_ACTIVE / PORT_ERR) */ \
 	X(rx_non_roce)     /* frames the host stack dropped (see ip.* for why) */  \
 	X(clients_accepted)                                                        \

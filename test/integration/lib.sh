@@ -185,8 +185,9 @@ it_stop_daemon() {
 # it_memif_pair MTU IP_A IP_B: two daemons joined by memif (no netns needed).
 it_memif_pair() {
 	local mtu=$1 ipa=$2 ipb=$3
-	it_daemon MA "" "$(it_memif_vdev server)" "$ipa" "$mtu" || return 1
-	it_daemon MB "" "$(it_memif_vdev client)" "$ipb" "$mtu" || return 1
+	shift 3
+	it_daemon MA "" "$(it_memif_vdev server)" "$ipa" "$mtu" "$@" || return 1
+	it_daemon MB "" "$(it_memif_vdev client)" "$ipb" "$mtu" "$@" || return 1
 }
 
 # it_xfer_pair LABEL TIMEOUT SERVER_SOCK CLIENT_SOCK PORT ARGS...: runs
