@@ -15,6 +15,10 @@
 #     path MTU 1024) on the same veth pair, sender on CPU 1 and receiver on CPU 0; each
 #     side's ticks over the run divided by the frames it sent or received. rawbench polls
 #     without pause, so its figure is the CPU its frame rate costs a poll-mode core.
+#   - the WRITEs of 1 KiB and more twice: in the default configuration, where their
+#     payloads are copied into the port's mbufs, and with zero-copy TX
+#     (transport.zero_copy_min=1024: the mbufs point into the MR), so that the copy's
+#     cost is measured in the same run.
 # x raw: the daemon's CPU per data frame over raw DPDK's per frame, requester against the
 # sender and responder against the receiver. Repeated (3 times, 1 with --quick); medians.
 #
@@ -30,6 +34,7 @@ bench_args "$@"
 : "${UROCED:=$BUILD/app/uroced/uroced}"
 : "${UROCE_XFER:=$BUILD/app/uroce-xfer/uroce-xfer}"
 : "${UROCE_RAWBENCH:=$BUILD/app/uroce-rawbench/uroce-rawbench}"
+: "${UROCE_CLI:=$BUILD/app/uroce/uroce}"
 SIZES=${SIZES:-8 4096 65536}
 PATH_MTU=1024
 RAW_FRAME=1082 # Ethernet .. ICRC of a data frame with 1024 B of payload
@@ -56,9 +61,10 @@ iters_for() {
 	awk -v r="${rate:-1000}" -v s=$SECS 'BEGIN { n = int(r * s); print n < 2000 ? 2000 : n }'
 }
 
-# bw_cpu SIZE ITERS REP: one run; records ns per WRITE and per data frame, each side.
+# bw_cpu SIZE ITERS REP [KEY]: one run; records ns per WRITE and per data frame, each side
+# (under KEY, default w<SIZE>).
 bw_cpu() {
-	local size=$1 iters=$2 frames a0 b0 a1 b1 key=w$1
+	local size=$1 iters=$2 frames a0 b0 a1 b1 key=${4:-w$1}
 	frames=$(((size + PATH_MTU - 1) / PATH_MTU))
 	[ "$frames" -ge 1 ] || frames=1
 	a0=$(ticks_of "$PID_A") b0=$(ticks_of "$PID_B")
@@ -132,6 +138,13 @@ for rep in $(seq 1 "$REPS"); do
 		bw_cpu "$size" "${ITERS[$size]}" "$rep"
 	done
 	bench_stop_daemons
+	bench_daemons --set transport.zero_copy_min=1024 || exit 1
+	for size in $SIZES; do
+		[ "$size" -ge 1024 ] && bw_cpu "$size" "${ITERS[$size]}" "$rep-zc" "z$size"
+	done
+	log "  requester B, zero-copy: $("$UROCE_CLI" -S "$TMP/B.sock" stat 2>/dev/null |
+		awk '$1 == "daemon.tx_zero_copy" || $1 == "daemon.tx_in_place" { printf "%s %s ", $1, $2 }')"
+	bench_stop_daemons
 done
 
 echo
@@ -153,6 +166,11 @@ for size in $SIZES; do
 			"$(median w$size.$side.op)" "$(spread w$size.$side.op)" \
 			"$(median w$size.$side.frame)" "$(spread w$size.$side.frame)" \
 			"$(ratio "$(median w$size.$side.frame)" "$(median $base)")"
+		[ "$size" -ge 1024 ] || continue
+		printf '%-22s %10s %8s %10s %8s %8s\n' "  zero-copy $label" \
+			"$(median z$size.$side.op)" "$(spread z$size.$side.op)" \
+			"$(median z$size.$side.frame)" "$(spread z$size.$side.frame)" \
+			"$(ratio "$(median z$size.$side.frame)" "$(median $base)")"
 	done
 done
 log "$BENCH: $FAILS failure(s)"

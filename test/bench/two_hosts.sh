@@ -35,7 +35,9 @@
 # usage: two_hosts.sh [--quick] [--reps N] [--build DIR] [--only PARTS] [--link LINKS]
 #   --only: comma-separated of raw, udp, uroced, perftest, verbs, mtu4096 (default all);
 #     mtu4096 (memif only): B5 at path MTU 4096, raw DPDK's blast of 4154-byte frames (a
-#     middle WRITE packet's size) against 64 KiB WRITE between two uroced with MTU 9000;
+#     middle WRITE packet's size) against 64 KiB WRITE between two uroced with MTU 9000,
+#     payloads copied (the default) and zero-copy; BW_ITERS_MEMIF sets the WRITEs of
+#     each memif bw run (10000; 400000 lasts ~5 s, long enough to profile);
 #   --link: veth, memif (both)
 #   binaries: DIR/app/uroced/uroced, app/uroce-xfer/uroce-xfer, app/uroce/uroce,
 #   app/uroce-rawbench/uroce-rawbench, test/bench/uroce-bench-udp,
@@ -44,7 +46,7 @@
 #   UROCE_BENCH_VERBS, VERBS_LIB_DIR override one each). Without perftest
 #   (ib_send_lat, ib_write_bw) or the verbs binaries those rows are skipped with a note.
 # uroced's poll loop is measured in each of TWO_HOSTS_CONFIGS, "NAME:key=value,..." of
-# [lcore] keys, default:
+# [lcore] keys (or section.key=value of any section), default:
 #   spin:idle_yield_us=0,idle_sleep_us=0   pure busy polling (uroced before a70f397)
 #   yield:idle_yield_us=2,idle_sleep_us=0  sched_yield() once idle 2 us, never sleeps
 #                                          (the default before the event-driven loop)
@@ -93,10 +95,13 @@ VERBS_CFG=${VERBS_CFG:-event}
 case " $CONFIGS " in *" $VERBS_CFG:"*) ;; *) VERBS_CFG=${CONFIGS%%:*} ;; esac
 VERBS_CFG_FULL=$(for c in $CONFIGS; do [ "${c%%:*}" = "$VERBS_CFG" ] && echo "$c"; done)
 cfg_name() { echo "${1%%:*}"; }
-cfg_sets() { # CONFIG -> --set lcore.K=V ...
+cfg_sets() { # CONFIG -> --set lcore.K=V ... (a key with a section, S.K=V, as it is)
 	local kv
 	for kv in $(echo "${1#*:}" | tr ',' ' '); do
-		printf -- '--set lcore.%s ' "$kv"
+		case ${kv%%=*} in
+		*.*) printf -- '--set %s ' "$kv" ;;
+		*) printf -- '--set lcore.%s ' "$kv" ;;
+		esac
 	done
 }
 
@@ -135,7 +140,7 @@ if [ $QUICK -eq 1 ]; then
 else
 	: "${REPS:=3}"
 	PP_ROUNDS=20000 UDP_BLOCK_ROUNDS=5000 BLAST_SECS=2 LAT_ITERS=5000 BW_ITERS=2000
-	LAT_ITERS_SPIN=1000 BW_ITERS_MEMIF=10000
+	LAT_ITERS_SPIN=1000 BW_ITERS_MEMIF=${BW_ITERS_MEMIF:-10000}
 	: "${VB_RUNS:=5}"
 	PT_LAT_ITERS=300 PT_BW_ITERS=2000 PT_BW_ITERS_MEMIF=10000
 fi
@@ -592,23 +597,31 @@ uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 
 # B5 at path MTU 4096 over memif: raw DPDK's blast of frames the size of a middle RDMA
 # WRITE packet at that MTU, then two uroced with MTU 9000 ports (VERBS_CFG) and uroce-xfer
-# bw with -m 4096.
+# bw with -m 4096: as configured (payloads copied into the port's mbufs), then with them
+# left in the MRs (transport.zero_copy_min=1024), the same run's measure of the copy.
 mtu4096_pair() {
-	local v
+	local v cfg key
 	rawbench memif blast4k "" "$VDEV_MEMIF_S" "" "$VDEV_MEMIF_C" --mode blast --mtu 9000 \
 		--size $RAW_BLAST_SIZE_4K --duration "$BLAST_SECS"
 	v=$(kv "$RAW_OUT" "^blast-result" server_mpps)
 	[ -n "$v" ] && record "memif4k.raw.bw" "$(awk -v x="$v" 'BEGIN { print x * 4096 * 8 / 1000 }')"
 	log "  raw DPDK memif $RAW_BLAST_SIZE_4K B blast: $(grep -m1 '^blast-result' "$RAW_OUT")"
-	DAEMON_MTU=9000
-	daemon A "" 0 "$VDEV_MEMIF_S" $IP_ROCE_A "$VERBS_CFG_FULL" &&
-		daemon B "" 1 "$VDEV_MEMIF_C" $IP_ROCE_B "$VERBS_CFG_FULL" || {
-		DAEMON_MTU=; stop "${DPID_A:-}"; stop "${DPID_B:-}"; return 1; }
-	DAEMON_MTU=
-	xfer memif 4k bw -s 65536 -w 32 -m 4096 -n $BW_ITERS_MEMIF
-	record "memif4k.uroce.bw" "$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")"
-	log "  uroced memif MTU 4096: $(grep -m1 '^bw:' "$XFER_OUT")"
-	uroced_pair_stop
+	for key in uroce zc; do
+		cfg=$VERBS_CFG_FULL
+		[ $key = zc ] && cfg="$cfg,transport.zero_copy_min=1024"
+		DAEMON_MTU=9000
+		daemon A "" 0 "$VDEV_MEMIF_S" $IP_ROCE_A "$cfg" &&
+			daemon B "" 1 "$VDEV_MEMIF_C" $IP_ROCE_B "$cfg" || {
+			DAEMON_MTU=; stop "${DPID_A:-}"; stop "${DPID_B:-}"; return 1; }
+		DAEMON_MTU=
+		xfer memif 4k bw -s 65536 -w 32 -m 4096 -n $BW_ITERS_MEMIF
+		record "memif4k.$key.bw" \
+			"$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")"
+		log "  uroced memif MTU 4096 ($key): $(grep -m1 '^bw:' "$XFER_OUT");" \
+			"$("$UROCE_CLI" -S "$TMP/B.sock" stat 2>/dev/null |
+				awk '$1 == "daemon.tx_zero_copy" { print $1, $2 }')"
+		uroced_pair_stop
+	done
 }
 
 uroced_pair_stop() {
@@ -711,6 +724,7 @@ row memif "raw DPDK blast ${RAW_BLAST_SIZE_4K} B frames (x4096 B)" memif4k.raw.b
 	memif4k.raw.bw veth.udp.bw
 row memif "uroced 64 KiB WRITE bw, MTU 4096 [$VERBS_CFG]" memif4k.uroce.bw Gbit/s \
 	memif4k.raw.bw veth.udp.bw
+row memif "  the same, zero-copy TX" memif4k.zc.bw Gbit/s memif4k.raw.bw veth.udp.bw
 nvals() { [ -s "$TMP/res.$1" ] && grep -c . "$TMP/res.$1" || echo 0; }
 vrow() { # LINK WHAT KEY UNIT
 	local c v
