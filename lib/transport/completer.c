@@ -69,10 +69,11 @@ static enum comp_state check_psn(struct comp_ctx *c)
 		return COMPST_DONE; /* nothing outstanding: a late duplicate */
 	}
 	/* Only what was sent can be answered: a response at or after the next PSN to send
-	 * is a ghost (a broken or hostile peer). Without this, an ACK past a WQE that had
-	 * started but not gone out (tx pushed back, or the rest of a message still to send)
-	 * completed it with IBV_WC_SUCCESS. rxe too ignores responses to a WQE not fully
-	 * sent (rxe_comp.c: get_wqe, check_psn). */
+	 * is a ghost (a broken or hostile peer, or after a go-back a response to what is
+	 * being sent again that tp_comp_rx could not skip). Without this, an ACK past a
+	 * WQE that had started but not gone out (tx pushed back, or the rest of a message
+	 * still to send) completed it with IBV_WC_SUCCESS. rxe too ignores responses to a
+	 * WQE not fully sent (rxe_comp.c: get_wqe, check_psn). */
 	if (uroce_psn_diff(psn, qp->req.psn) >= 0) {
 		qp->dev->cnt.rcvd_ghost_ack++;
 		return COMPST_DONE;
@@ -354,6 +355,13 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 		return;
 	}
 	c.oi = uroce_opcode_info(pkt->hdr.bth.opcode);
+	/* A cumulative ACK (every PSN up to its own arrived) for PSNs sent before a
+	 * go-back and not yet again: the responder took them, only their ACKs were late or
+	 * lost. The requester skips them rather than sending them a third time, and the
+	 * completer takes the ACK below instead of ignoring it as a ghost. */
+	if (pkt->hdr.bth.opcode == UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_ACKNOWLEDGE) &&
+	    uroce_aeth_type(pkt->hdr.aeth.syndrome) == UROCE_AETH_ACK)
+		tp_req_skip_acked(qp, psn);
 
 	for (;;) {
 		switch (st) {

@@ -188,6 +188,8 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 
 	qp->req.noack_pkts = h.bth.ack_req ? 0 : qp->req.noack_pkts + 1;
 	qp->req.psn = uroce_psn_add(qp->req.psn, (int32_t)npsn);
+	if (uroce_psn_diff(qp->req.psn, qp->req.psn_max) > 0)
+		qp->req.psn_max = qp->req.psn;
 	qp->req.offset += (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) ? remaining : seg;
 	if (qp->type == IBV_QPT_RC && qp->comp.deadline == UINT64_MAX && qp->comp.timeout_ns)
 		tp_set_deadline(qp, now_ns + qp->comp.timeout_ns);
@@ -276,6 +278,47 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 		}
 	}
 	return true;
+}
+
+bool tp_req_skip_acked(struct uroce_tp_qp *qp, uint32_t psn)
+{
+	bool moved = false;
+
+	/* Only a PSN sent before and not yet again: anything else is a ghost. */
+	if (uroce_psn_diff(psn, qp->req.psn) < 0 || uroce_psn_diff(psn, qp->req.psn_max) >= 0)
+		return false;
+	while (qp->req.idx != qp->sq_prod && uroce_psn_diff(psn, qp->req.psn) >= 0) {
+		struct tp_send_slot *s = tp_sq_slot(qp, qp->req.idx);
+
+		if (s->state != TP_WQE_POSTED || (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)))
+			break;
+		if (!s->started) {
+			/* Sent before the go-back (tp_req_rewind cleared started): PSNs are
+			 * handed out in order, so it had, and will have, the same ones. A
+			 * slot whose PSNs say otherwise was never sent: stop. */
+			if (s->first_psn != qp->req.psn || qp->req.offset != 0)
+				break;
+			s->started = true;
+		}
+		if (uroce_psn_diff(psn, s->last_psn) < 0) {
+			/* Within the message: every packet before carries a full MTU. */
+			qp->req.offset =
+				(uint32_t)(uroce_psn_diff(psn, s->first_psn) + 1) * qp->mtu;
+			qp->req.psn = uroce_psn_add(psn, 1);
+			moved = true;
+			break;
+		}
+		s->state = TP_WQE_PENDING;
+		qp->req.idx++;
+		qp->req.offset = 0;
+		qp->req.psn = uroce_psn_add(s->last_psn, 1);
+		moved = true;
+	}
+	if (moved) {
+		qp->req.noack_pkts = 0;
+		qp->dev->cnt.rcvd_ack_past_go_back++;
+	}
+	return moved;
 }
 
 void tp_req_rewind(struct uroce_tp_qp *qp, uint32_t psn)

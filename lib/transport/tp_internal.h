@@ -120,6 +120,8 @@ struct tp_send_slot {
 struct tp_req {
 	uint32_t idx;        /* next WQE to send (index into sq, from sq_cons) */
 	uint32_t psn;        /* next PSN to send */
+	uint32_t psn_max;    /* the PSN after the furthest packet ever sent: psn, or beyond
+			      * it after a go-back */
 	uint32_t offset;     /* bytes of WQE idx already sent */
 	uint32_t noack_pkts; /* packets sent since the last AckReq */
 	uint32_t rd_atomic;  /* READ/atomic WQEs in flight */
@@ -315,6 +317,11 @@ void tp_qp_unschedule(struct uroce_tp_qp *qp);
 bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns);
 /* Go-back-N: send again from @psn (IBA 9.7.5.1.3). */
 void tp_req_rewind(struct uroce_tp_qp *qp, uint32_t psn);
+/* After a go-back, the responder acknowledged up to @psn, which was sent before but not
+ * yet again: move the requester past it, as if it had sent it again, so the completer
+ * can take the ACK. Only over SENDs and WRITEs (a READ or atomic completes by its own
+ * responses). True if the requester moved. */
+bool tp_req_skip_acked(struct uroce_tp_qp *qp, uint32_t psn);
 
 /* ---- completer.c ---- */
 void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64_t now_ns);

@@ -266,6 +266,7 @@ static void apply_attr(struct uroce_tp_qp *qp, const struct ibv_qp_attr *a, int 
 	if (mask & IBV_QP_SQ_PSN) {
 		q->sq_psn = a->sq_psn;
 		qp->req.psn = a->sq_psn;
+		qp->req.psn_max = a->sq_psn;
 		qp->comp.psn = a->sq_psn;
 	}
 	if (mask & IBV_QP_TIMEOUT) {

@@ -94,6 +94,7 @@ struct uroce_tp_ah;
 	X(rcvd_wrong_opcode)                                                              \
 	X(rcvd_in_wrong_state)                                                            \
 	X(rcvd_ghost_ack)                                                                 \
+	X(rcvd_ack_past_go_back)                                                          \
 	X(uc_dropped_msgs)                                                                \
 	X(ud_dropped_no_rwqe)                                                             \
 	X(tx_busy)

@@ -152,6 +152,108 @@ Test(device, ack_for_unsent_psn_is_ghost)
 	env_fini(&e);
 }
 
+static bool drop_from_host1(const struct frame_rec *r, void *arg)
+{
+	(void)arg;
+	return r->from == 1;
+}
+
+/*
+ * After a go-back, a cumulative ACK for PSNs that were sent before and not yet again (the
+ * responder took them; the ACKs that said so were lost) moves the requester past them
+ * instead of being ignored as a ghost: nothing is sent a third time. Host 1's answers are
+ * lost until the retransmission timer sends host 0 back, and host 0's link refuses the
+ * retransmission, so the requester is still at the start when the late ACK comes in.
+ * @ops: the messages (one WQE each, @len bytes, MTU 1024); @ack_at: the ACK's PSN, as an
+ * offset from the first. Returns the requests host 0 sent after the ACK.
+ */
+static int late_ack_after_go_back(struct env *e, const struct sim_qp_opts *o,
+				  const enum ibv_wr_opcode *ops, int n, uint32_t len,
+				  uint32_t ack_at)
+{
+	struct uroce_tp_send_wqe w;
+	uint32_t before;
+	int resent = 0, recvs = 0;
+
+	for (int i = 0; i < n; i++) {
+		fill(hp(e, 0, (uint64_t)i * 8192), len, (uint8_t)(i + 1));
+		fill(hp(e, 1, 65536 + (uint64_t)i * 8192), len, (uint8_t)(i + 50));
+		if (ops[i] == IBV_WR_SEND)
+			post_recv(e, 1, (uint64_t)i, 131072 + (uint64_t)i * 8192, 8192);
+		recvs += ops[i] == IBV_WR_SEND;
+	}
+	g_tx.drop = drop_from_host1;
+	for (int i = 0; i < n; i++) {
+		w = wr((uint64_t)i, ops[i], va(e, 0, (uint64_t)i * 8192), len, e->key[0], true);
+		w.remote_addr = va(e, 1, 65536 + (uint64_t)i * 8192);
+		w.rkey = e->key[1];
+		post(e, 0, &w);
+	}
+	run_for(e, 1 * MS);
+	cr_assert_eq(e->sc[0].n, 0);
+	cr_assert_eq(e->rc[1].n, recvs, "the responder took every message");
+	/* The timer (67 ms) sends host 0 back; its link refuses the retransmission. */
+	g_tx.busy[0] = 1 << 30;
+	run_for(e, 80 * MS);
+	cr_assert_eq(cnt(e, 0)->completer_retry_err, 1);
+	cr_assert_eq(e->sc[0].n, 0);
+	before = g_tx.n;
+	inject_aeth_to0(e, uroce_aeth_ack(UROCE_AETH_CREDIT_INVALID), o->psn_a + ack_at);
+	g_tx.busy[0] = 0;
+	g_tx.drop = NULL;
+	cr_assert(run_until(e, n, recvs, 100 * MS));
+	for (uint32_t i = before; i < g_tx.n; i++)
+		resent += g_tx.f[i].from == 0;
+	for (int i = 0; i < n; i++) {
+		expect_wc(&e->sc[0].wc[i], (uint64_t)i, IBV_WC_SUCCESS);
+		if (ops[i] == IBV_WR_RDMA_READ)
+			cr_assert_eq(memcmp(hp(e, 0, (uint64_t)i * 8192),
+					    hp(e, 1, 65536 + (uint64_t)i * 8192), len), 0);
+		else if (ops[i] == IBV_WR_RDMA_WRITE)
+			cr_assert_eq(memcmp(hp(e, 1, 65536 + (uint64_t)i * 8192),
+					    hp(e, 0, (uint64_t)i * 8192), len), 0);
+	}
+	cr_assert_eq(cnt(e, 0)->rcvd_ack_past_go_back, 1);
+	return resent;
+}
+
+Test(device, late_ack_after_go_back_completes_what_it_acknowledges)
+{
+	static const enum ibv_wr_opcode sends[] = {IBV_WR_SEND, IBV_WR_SEND, IBV_WR_SEND};
+	static const enum ibv_wr_opcode w_r_w[] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+						   IBV_WR_RDMA_WRITE};
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+
+	/* Three one-packet SENDs, the ACK for the last: all complete, none sent again. */
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	cr_assert_eq(late_ack_after_go_back(&e, &o, sends, 3, 1000, 2), 0);
+	cr_assert_eq(cnt(&e, 0)->rcvd_ghost_ack, 0);
+	cr_assert_eq(cnt(&e, 1)->duplicate_request, 0);
+	env_fini(&e);
+
+	/* One WRITE of 3 packets, the ACK for its second: only the third goes out again. */
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	cr_assert_eq(late_ack_after_go_back(&e, &o, w_r_w, 1, 3000, 1), 1);
+	cr_assert_eq(nframes(0, OPC(RC, WRITE_LAST), o.psn_a + 2), 2);
+	cr_assert_eq(nframes(0, OPC(RC, WRITE_FIRST), o.psn_a), 1);
+	cr_assert_eq(cnt(&e, 0)->rcvd_ghost_ack, 0);
+	env_fini(&e);
+
+	/* WRITE, READ, WRITE and the ACK for the last WRITE: the requester skips the first
+	 * WRITE only (a READ completes by its responses, so it is asked again, and what follows
+	 * it goes out again behind it); the ACK itself is then past what is being sent. */
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	cr_assert_eq(late_ack_after_go_back(&e, &o, w_r_w, 3, 1000, 2), 2);
+	cr_assert_eq(nframes(0, OPC(RC, WRITE_ONLY), o.psn_a), 1);
+	cr_assert_eq(nframes(0, OPC(RC, READ_REQUEST), o.psn_a + 1), 2);
+	cr_assert_eq(cnt(&e, 0)->rcvd_ghost_ack, 1);
+	env_fini(&e);
+}
+
 /* "Given the same inputs and seed, the output is the same": byte for byte, at the same
  * virtual times. */
 Test(device, deterministic)
@@ -205,12 +307,6 @@ Test(device, deterministic)
 
 /* dev cfg max_unacked_psns: "at most this many PSNs in flight per QP", the last one the
  * window allows asks for an ACK; max_pkts_per_ack: "AckReq at least every this many". */
-static bool drop_from_host1(const struct frame_rec *r, void *arg)
-{
-	(void)arg;
-	return r->from == 1;
-}
-
 Test(device, send_window_and_ackreq)
 {
 	struct env e;
