@@ -191,6 +191,13 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 	const struct uroce_wire_hdr *h = &c->pkt->hdr;
 	enum resp_state fail = qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_ACCESS;
 
+	/* C9-88: a zero-length RDMA READ or WRITE need not carry a valid R_Key or VA, so
+	 * neither is checked (rxe's check_rkey too); it touches no memory. UCX's rc_verbs
+	 * flushes an endpoint with a zero-length WRITE with R_Key 0. */
+	if ((c->oi->hdrs & UROCE_HDR_RETH) && h->reth.dma_len == 0) {
+		c->mr = NULL;
+		return RESPST_EXECUTE;
+	}
 	if ((c->f & UROCE_OPF_WRITE) && (c->f & UROCE_OPF_FIRST)) {
 		c->mr = tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
 				    IBV_ACCESS_REMOTE_WRITE, true);
@@ -419,7 +426,8 @@ static enum resp_state duplicate(struct resp_ctx *c)
 				return RESPST_DONE;
 			/* IBA 9.7.5.1.4: a duplicate READ is executed again, from the PSN and
 			 * range it names (the requester asks for what it is missing). */
-			if (tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
+			if (h->reth.dma_len > 0 && /* C9-88, as chk_rkey */
+			    tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
 					IBV_ACCESS_REMOTE_READ, true) == NULL)
 				return RESPST_DONE;
 			r->va = h->reth.va;
@@ -610,6 +618,8 @@ static int read_fill(void *arg, uint8_t *dst, uint32_t len)
 {
 	const struct read_fill *f = arg;
 
+	if (len == 0)
+		return 0; /* no MR behind a zero-length READ */
 	memcpy(dst, f->mr->host + (f->va - f->mr->iova), len);
 	return 0;
 }
@@ -642,9 +652,13 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 			op = r->length - r->sent <= qp->mtu ? UROCE_OP_READ_RESPONSE_LAST
 							    : UROCE_OP_READ_RESPONSE_MIDDLE;
 		f.va = r->va + r->sent;
-		f.mr = tp_mr_check(qp->pd, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ, true);
-		if (f.mr == NULL)
-			return -EFAULT;
+		f.mr = NULL; /* a zero-length READ names no memory (C9-88) */
+		if (len > 0) {
+			f.mr = tp_mr_check(qp->pd, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ,
+					   true);
+			if (f.mr == NULL)
+				return -EFAULT;
+		}
 	}
 	h.bth.opcode = UROCE_OPCODE(UROCE_TRANSPORT_RC, op);
 	rc = tp_send_pkt(qp->dev, &h, len, read_fill, &f);

@@ -222,6 +222,47 @@ Test(status, rem_access_write_bad_rkey)
 	env_fini(&e);
 }
 
+/* C9-88: a zero-length RDMA WRITE or READ need not carry a valid R_Key or VA (UCX's
+ * rc_verbs flushes an endpoint with a zero-length WRITE with R_Key 0): all complete,
+ * nothing is touched, and a zero-length WRITE with immediate still takes a receive. */
+Test(status, zero_length_rdma_needs_no_rkey)
+{
+	static const enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+						  IBV_WR_RDMA_WRITE_WITH_IMM};
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	memset(hp(&e, 0, 0), 0x11, 4096);
+	memset(hp(&e, 1, 0), 0xee, 4096);
+	post_recv(&e, 1, 9, 0, 64);
+	for (int i = 0; i < 3; i++) {
+		w = wr((uint64_t)i, ops[i], 0, 0, 0, true);
+		w.num_sge = 0;
+		w.remote_addr = 0;
+		w.rkey = 0;
+		w.imm_data = 0x1234;
+		post(&e, 0, &w);
+	}
+	cr_assert(run_until(&e, 3, 1, 100 * MS));
+	for (int i = 0; i < 3; i++) {
+		expect_wc(&e.sc[0].wc[i], (uint64_t)i, IBV_WC_SUCCESS);
+		cr_assert_eq(e.sc[0].wc[i].byte_len, 0);
+	}
+	expect_wc(&e.rc[1].wc[0], 9, IBV_WC_SUCCESS);
+	cr_assert_eq(e.rc[1].wc[0].opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	cr_assert_eq(e.rc[1].wc[0].byte_len, 0);
+	cr_assert_eq(nframes(1, OPC(RC, READ_RESPONSE_ONLY), o.psn_a + 1), 1);
+	cr_assert_eq(nacks(1, UROCE_AETH_NAK, ANY), 0);
+	cr_assert(all_bytes(hp(&e, 1, 0), 4096, 0xee));
+	cr_assert(all_bytes(hp(&e, 0, 0), 4096, 0x11));
+	cr_assert_eq(qstate(&e, 0), IBV_QPS_RTS);
+	cr_assert_eq(qstate(&e, 1), IBV_QPS_RTS);
+	env_fini(&e);
+}
+
 /* IBA 9.7.5.1.3 / C9-88: [va, va + len) must lie inside the MR. */
 Test(status, rem_access_write_out_of_bounds)
 {
