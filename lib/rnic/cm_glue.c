@@ -978,7 +978,7 @@ int rnic_cm_init(struct uroce_rnic *nic, uint64_t seed)
 	struct uroce_cm_cfg cfg;
 
 	uroce_cm_cfg_init(&cfg);
-	memcpy(&cfg.node_guid, nic->gids[0].raw + 8, 8); /* as QUERY_DEVICE reports it */
+	cfg.node_guid = uroce_rnic_node_guid(nic); /* as QUERY_DEVICE reports it */
 	cfg.seed = seed;
 	cfg.port_mtu = nic->active_mtu;
 	cfg.response_timeout = (uint8_t)nic->conf.cm.response_timeout;

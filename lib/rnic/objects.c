@@ -450,7 +450,7 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	}
 	rep.region_size = c->region.size;
 	snprintf(rep.dev_name, sizeof(rep.dev_name), "uroce0");
-	memcpy(&rep.node_guid, nic->gids[0].raw + 8, 8); /* EUI-64 of the MAC, as rxe */
+	rep.node_guid = uroce_rnic_node_guid(nic);
 	rep_fds[0] = c->region.fd;
 	rep_fds[1] = c->async_efd;
 	rep_fds[2] = nic->wake_efd;
@@ -467,7 +467,7 @@ void rnic_cmd_query_device(struct uroce_rnic_client *c, const struct uroce_ctrl_
 
 	uroce_tp_query_device(nic->dev, &rep.attr);
 	snprintf(rep.attr.fw_ver, sizeof(rep.attr.fw_ver), "uroce %s", "0.1.0");
-	memcpy(&rep.attr.node_guid, nic->gids[0].raw + 8, 8);
+	rep.attr.node_guid = uroce_rnic_node_guid(nic);
 	rep.attr.sys_image_guid = rep.attr.node_guid;
 	rep.attr.vendor_part_id = 0x7572; /* "ur" */
 	rep.attr.hw_ver = 0;

@@ -180,6 +180,14 @@ enum ibv_mtu uroce_rnic_active_mtu(const struct uroce_rnic *nic)
 	return nic->active_mtu;
 }
 
+uint64_t uroce_rnic_node_guid(const struct uroce_rnic *nic)
+{
+	uint64_t guid;
+
+	memcpy(&guid, nic->gids[0].raw + 8, 8);
+	return guid;
+}
+
 /* ---- clients ------------------------------------------------------------------------ */
 
 struct uroce_rnic_client *uroce_rnic_client_new(struct uroce_rnic *nic,

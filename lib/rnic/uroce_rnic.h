@@ -155,6 +155,9 @@ void uroce_rnic_destroy(struct uroce_rnic *nic);
 
 /** The largest IB MTU the port's Ethernet MTU carries (rxe's rule). */
 enum ibv_mtu uroce_rnic_active_mtu(const struct uroce_rnic *nic);
+/** The node GUID, in network byte order as verbs keeps it: the EUI-64 of the port's MAC,
+ *  as rxe makes it (the interface ID of GID 0). */
+uint64_t uroce_rnic_node_guid(const struct uroce_rnic *nic);
 
 /* ---- clients ---------------------------------------------------------------------- */
 
