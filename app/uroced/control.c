@@ -16,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -335,6 +336,8 @@ static int socket_setup(const char *bound)
 		rc = conf_group("control.socket_group", uroced.conf.control.socket_group, &gid);
 		if (rc)
 			return rc;
+		uroced.socket_gid = gid;
+		uroced.have_socket_group = true;
 		if (chown(bound, (uid_t)-1, gid) != 0) {
 			rc = -errno;
 			UROCED_ERR("control: chown %s: %s", bound, strerror(-rc));
@@ -354,6 +357,70 @@ static int socket_setup(const char *bound)
 		return rc;
 	}
 	return 0;
+}
+
+/*
+ * Makes the device node (uroce_ctrl.h) with the socket's mode and group: who may use the
+ * device may open it, as udev's rules give /dev/infiniband/uverbsN the group of RDMA
+ * users. A node of the same name left by a daemon that was killed is replaced. Without
+ * it only middleware that looks for the node misses the device, so a failure (a
+ * read-only /dev, no CAP_MKNOD) is a warning.
+ */
+static void devnode_create(void)
+{
+	char name[UROCE_CTRL_DEVNODE_NAME_MAX];
+	mode_t mode = (mode_t)uroced.conf.control.socket_mode & 0666;
+	struct stat st;
+	const char *what;
+
+	uroce_ctrl_devnode_name(uroce_rnic_node_guid(uroced.rnic), name);
+	snprintf(uroced.devnode, sizeof(uroced.devnode), "%s/%s", UROCE_CTRL_DEVNODE_DIR, name);
+	what = "mkdir " UROCE_CTRL_DEVNODE_DIR;
+	if (mkdir(UROCE_CTRL_DEVNODE_DIR, 0755) != 0 && errno != EEXIST)
+		goto fail;
+	what = "unlink the old node";
+	if (lstat(uroced.devnode, &st) == 0) {
+		if (!S_ISCHR(st.st_mode) ||
+		    st.st_rdev != makedev(UROCE_CTRL_DEVNODE_MAJOR, UROCE_CTRL_DEVNODE_MINOR)) {
+			/* Not one of ours: leave it alone. */
+			errno = EEXIST;
+			goto fail;
+		}
+		if (unlink(uroced.devnode) != 0)
+			goto fail;
+	}
+	what = "mknod";
+	if (mknod(uroced.devnode, S_IFCHR | mode,
+		  makedev(UROCE_CTRL_DEVNODE_MAJOR, UROCE_CTRL_DEVNODE_MINOR)) != 0)
+		goto fail;
+	/* mknod's mode went through the umask; the group is the socket's. */
+	what = "chmod/chown";
+	if (chmod(uroced.devnode, mode) != 0 ||
+	    (uroced.have_socket_group && chown(uroced.devnode, (uid_t)-1, uroced.socket_gid)) ||
+	    lstat(uroced.devnode, &st) != 0) {
+		unlink(uroced.devnode);
+		goto fail;
+	}
+	uroced.devnode_ino = st.st_ino;
+	UROCED_INFO("device node %s", uroced.devnode);
+	return;
+fail:
+	UROCED_WARN("device node %s: %s: %s (middleware that looks for it, such as UCX, "
+		    "will not see the device)",
+		    uroced.devnode, what, strerror(errno));
+	uroced.devnode[0] = '\0';
+}
+
+/* Removes the node if it is still the one devnode_create made (a daemon of the same
+ * GUID started since may have replaced it). */
+static void devnode_remove(void)
+{
+	struct stat st;
+
+	if (uroced.devnode[0] && lstat(uroced.devnode, &st) == 0 &&
+	    st.st_ino == uroced.devnode_ino)
+		unlink(uroced.devnode);
+	uroced.devnode[0] = '\0';
 }
 
 int uroced_control_init(void)
@@ -407,6 +474,7 @@ int uroced_control_init(void)
 	if (epoll_ctl(uroced.epfd, EPOLL_CTL_ADD, uroced.listen_fd,
 		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = NULL}) != 0)
 		return -errno;
+	devnode_create();
 	return 0;
 }
 
@@ -422,4 +490,5 @@ void uroced_control_fini(void)
 	if (uroced.epfd >= 0)
 		close(uroced.epfd);
 	uroced.listen_fd = uroced.epfd = -1;
+	devnode_remove();
 }

@@ -116,6 +116,12 @@ struct uroced {
 	bool capturing;
 	bool have_admin_group; /* control.admin_group named a group: admin_gid */
 	gid_t admin_gid;
+	bool have_socket_group; /* control.socket_group named a group: socket_gid */
+	gid_t socket_gid;
+	/* The device node made for middleware (uroce_ctrl.h), and its inode: removed at
+	 * exit only if it is still the one this daemon made. Empty: none. */
+	char devnode[sizeof(UROCE_CTRL_DEVNODE_DIR) + UROCE_CTRL_DEVNODE_NAME_MAX];
+	ino_t devnode_ino;
 	uint8_t mac[6];
 
 	uint64_t now_ns; /* the clock of this poll turn */

@@ -52,6 +52,38 @@ extern "C" {
 #define UROCE_CTRL_SOCKET_ENV "UROCE_SOCKET"
 
 /*
+ * The device node. Middleware that looks for kernel RDMA devices checks that
+ * /dev/infiniband/<ibv_device.dev_name> is a character device it may read and write
+ * before it uses a device (UCX: uct_ib_device_is_accessible), so each daemon makes one
+ * for its device while it runs: named after the node GUID (unique per port, known to
+ * both the daemon and its clients), with the control socket's mode and group, and the
+ * numbers of /dev/null (nothing opens it: uroce's verbs go through the socket).
+ */
+#define UROCE_CTRL_DEVNODE_DIR "/dev/infiniband"
+#define UROCE_CTRL_DEVNODE_MAJOR 1 /* /dev/null's */
+#define UROCE_CTRL_DEVNODE_MINOR 3
+/** Buffer size for uroce_ctrl_devnode_name(). */
+#define UROCE_CTRL_DEVNODE_NAME_MAX 24
+
+/** ibv_device.dev_name of the device with @p node_guid (network byte order, as verbs
+ *  keeps it): "uverbs-" and its 16 hex digits, as ibv_devinfo prints the GUID. */
+static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
+					   char name[UROCE_CTRL_DEVNODE_NAME_MAX])
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *g = (const uint8_t *)&node_guid;
+	char *p = name;
+
+	for (const char *q = "uverbs-"; *q; q++)
+		*p++ = *q;
+	for (int i = 0; i < 8; i++) {
+		*p++ = hex[g[i] >> 4];
+		*p++ = hex[g[i] & 0xf];
+	}
+	*p = '\0';
+}
+
+/*
  * ---- the commands ----------------------------------------------------------------------
  *
  * Every command is one row of UROCE_CTRL_COMMANDS, in wire order: the first row is 1, the

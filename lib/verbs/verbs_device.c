@@ -14,9 +14,9 @@ static struct uv_device *uv_devices; /* every device ever found, newest last */
 
 /* ---- discovery (lib/client's uroce_client_discover) ----------------------------------- */
 
-static struct uv_device *uv_device_get(const struct uroce_client_daemon *f,
-				       unsigned int index)
+static struct uv_device *uv_device_get(const struct uroce_client_daemon *f)
 {
+	char devnode[UROCE_CTRL_DEVNODE_NAME_MAX];
 	struct uv_device *d, **tail = &uv_devices;
 
 	for (d = uv_devices; d; tail = &d->next, d = d->next)
@@ -32,13 +32,15 @@ static struct uv_device *uv_device_get(const struct uroce_client_daemon *f,
 		d->ibv.transport_type = IBV_TRANSPORT_IB;
 		*tail = d;
 	}
-	/* What a kernel device shows; the sysfs paths do not exist (ibv_read_sysfs_file
+	/* What a kernel device shows. dev_name names the node the daemon keeps in
+	 * /dev/infiniband (uroce_ctrl.h); the sysfs paths do not exist (ibv_read_sysfs_file
 	 * on them fails with ENOENT). */
 	snprintf(d->daemon_name, sizeof(d->daemon_name), "%s", f->name);
 	snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", f->name);
-	snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "uverbs%u", index);
-	snprintf(d->ibv.dev_path, sizeof(d->ibv.dev_path), "/sys/class/infiniband_verbs/uverbs%u",
-		 index);
+	uroce_ctrl_devnode_name(f->guid, devnode);
+	snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "%s", devnode);
+	snprintf(d->ibv.dev_path, sizeof(d->ibv.dev_path), "/sys/class/infiniband_verbs/%s",
+		 devnode);
 	snprintf(d->ibv.ibdev_path, sizeof(d->ibv.ibdev_path), "/sys/class/infiniband/%s",
 		 f->name);
 	d->present = true;
@@ -63,7 +65,7 @@ UV_EXPORT_1_1(ibv_get_device_list) struct ibv_device **ibv_get_device_list(int *
 	for (d = uv_devices; d; d = d->next)
 		d->present = false;
 	for (i = 0; i < nfound; i++) {
-		d = uv_device_get(&found[i], (unsigned int)i);
+		d = uv_device_get(&found[i]);
 		if (!d)
 			break;
 		list[i] = &d->ibv;

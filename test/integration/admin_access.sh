@@ -10,7 +10,8 @@
 #     member's own (the CLI opened it and handed the daemon the descriptor);
 #   - root: the same.
 # And the pid a client claims in HELLO is not believed: a client claiming pid 1 is
-# logged with its real pid.
+# logged with its real pid. And the device node a daemon makes for middleware has its
+# socket's mode and group, and goes with it.
 #
 #   admin_access.sh            (root; binaries from $UROCED, $UROCE_XFER, $UROCE_CLI)
 # Exit: 0 passed, 1 failed, 77 not root, not built, or no useradd.
@@ -147,6 +148,26 @@ sleep 0.5
 check "a client claiming pid 1 is logged with its real pid $liar_pid" \
 	grep -q "client liar\[$liar_pid\]" "$IT_DIR/A.log"
 check "and never as pid 1" test -z "$(grep 'client liar\[1\]' "$IT_DIR/A.log")"
+
+# ---- the device node middleware looks for (UCX) -----------------------------------------
+# A daemon whose socket only a group may use: its node has that mode and group, so the
+# same users may open it, and it goes when the daemon stops.
+it_daemon N "" "--vdev=net_null0,no-rx=1" 10.77.9.2 1500 \
+	--set control.socket_mode=0660 --set "control.socket_group=$GROUP_ADMIN" || exit 1
+node=$(sed -n 's|^uroced: info: device node ||p' "$IT_DIR/N.log" | head -n 1)
+check "a device node was made ($node)" test -n "$node" -a -c "$node"
+case $node in /dev/infiniband/uverbs-????????????????) ok=1 ;; *) ok=0 ;; esac
+check "named uverbs-<node GUID> in /dev/infiniband" test "$ok" = 1
+check "with the socket's mode and group, /dev/null's numbers ($(stat -c '%a %G %t:%T' "$node"))" \
+	test "$(stat -c '%a %G %t:%T' "$node")" = "660 $GROUP_ADMIN 1:3"
+check "a member of the socket's group may read and write it" \
+	runuser -u "$USER_ADMIN" -- test -r "$node" -a -w "$node"
+check "a user outside it may not" runuser -u "$USER_PLAIN" -- test ! -r "$node" -a ! -w "$node"
+node_a=$(sed -n 's|^uroced: info: device node ||p' "$IT_DIR/A.log" | head -n 1)
+check "the first daemon has its own ($node_a)" test "$node_a" != "$node" -a -c "$node_a"
+it_stop_daemon N
+check "the node is gone when the daemon stops" test ! -e "$node"
+check "the first daemon's stays" test -c "$node_a"
 
 if [ "$fails" -ne 0 ]; then
 	it_log "$fails check(s) failed; liar: $(cat "$IT_DIR/liar.out")"

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -541,6 +542,20 @@ Test(verbs, device_list_and_queries)
 	cr_assert_eq(ibv_get_device_guid(list[0]), dattr.node_guid, "device guid");
 	cr_assert_eq(ctx->device->node_type, IBV_NODE_CA);
 	cr_assert_str_eq(ibv_get_device_name(ctx->device), name);
+	/* The character device middleware checks before it uses a device (UCX: a node in
+	 * /dev/infiniband named dev_name that the user may read and write). */
+	{
+		char node[IBV_SYSFS_NAME_MAX + 32], sysfs[IBV_SYSFS_PATH_MAX];
+		struct stat st;
+
+		snprintf(node, sizeof(node), "/dev/infiniband/%s", list[0]->dev_name);
+		cr_assert_eq(stat(node, &st), 0, "%s: %s", node, strerror(errno));
+		cr_assert(S_ISCHR(st.st_mode), "%s is not a character device", node);
+		cr_assert_eq(access(node, R_OK | W_OK), 0, "%s: %s", node, strerror(errno));
+		snprintf(sysfs, sizeof(sysfs), "/sys/class/infiniband_verbs/%s",
+			 list[0]->dev_name);
+		cr_assert_str_eq(list[0]->dev_path, sysfs);
+	}
 	ibv_free_device_list(list);
 	if (!vfx_reference())
 		cr_assert_eq(strncmp(name, "uroce", 5), 0, "device named %s, want uroce*", name);
