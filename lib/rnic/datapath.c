@@ -5,9 +5,10 @@
  * and async events into their event rings.
  *
  * Ordering, per queue (see lib/shm for the ring protocol itself):
- * - a QP's "retired" counts are published (release) before the completions that retire
- *   those WQEs are committed to the CQ ring, so an application that sees a completion
- *   and posts again never finds its queue spuriously full;
+ * - a QP's "retired" counts (its SRQ's, for receives from one) are published (release)
+ *   before the completions that retire those WQEs are committed to the CQ ring, so an
+ *   application that sees a completion and posts again never finds its queue spuriously
+ *   full;
  * - a CQ's event count is incremented before its eventfd is written, so a reader woken
  *   by the eventfd finds which CQ it was;
  * - the client's CQ waiters line is bumped after the completions are committed, so a
@@ -19,6 +20,15 @@
 #include <unistd.h>
 
 #include "rnic_internal.h"
+
+static void srq_publish_retired(struct rnic_srq *s)
+{
+	uint32_t r = s->taken - uroce_tp_srq_outstanding(s->tp);
+
+	/* release: as for a QP's queues. */
+	if (atomic_load_explicit(&s->ctl->sq_retired, memory_order_relaxed) != r)
+		atomic_store_explicit(&s->ctl->sq_retired, r, memory_order_release);
+}
 
 void rnic_qp_publish_retired(struct rnic_qp *q)
 {
@@ -37,16 +47,11 @@ void rnic_qp_publish_retired(struct rnic_qp *q)
 			q->rq_retired = rq;
 			atomic_store_explicit(&q->ctl->rq_retired, rq, memory_order_release);
 		}
+	} else {
+		/* Its receives came from the SRQ: that is the count an application that saw
+		 * the completion and posts again reads (ibv_post_srq_recv's room). */
+		srq_publish_retired(q->srq);
 	}
-}
-
-static void srq_publish_retired(struct rnic_srq *s)
-{
-	uint32_t r = s->taken - uroce_tp_srq_outstanding(s->tp);
-
-	/* release: as for a QP's queues. */
-	if (atomic_load_explicit(&s->ctl->sq_retired, memory_order_relaxed) != r)
-		atomic_store_explicit(&s->ctl->sq_retired, r, memory_order_release);
 }
 
 /* A WQE the transport refused (a client that skipped its library's checks, or wrote

@@ -1149,6 +1149,87 @@ Test(verbs, srq_receives)
 	mb_free(&r);
 }
 
+/* A receive completion frees its SRQ slot for the application that polled it: with the
+ * SRQ full, every completion is followed at once by one more post, which must find room
+ * (UCX's rc_verbs reposts so, and stopped with ENOMEM when the daemon published the SRQ's
+ * retired count after the completion). */
+Test(verbs, srq_full_repost_after_each_completion)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = 1}};
+	struct qp_opt o = {.max_send_wr = 64, .max_send_sge = 1};
+	struct ibv_srq *srq;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qa, *qb;
+	struct mbuf s, r;
+	struct ibv_sge sg, ss;
+	struct ibv_recv_wr rw[16], *bad = NULL;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc[16];
+	uint64_t t0;
+	uint32_t n, got;
+	int i, k, m, rc;
+
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq, "ibv_create_srq: %s", strerror(errno));
+	n = sa.attr.max_wr;
+	o.srq = srq;
+	scq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	cr_assert(scq && rcq);
+	qa = qp_make(IBV_QPT_RC, scq, scq, &o, NULL);
+	qb = qp_make(IBV_QPT_RC, scq, rcq, &o, NULL);
+	connect2(qa, qb, 7, 7);
+	mb_make(&s, 64);
+	mb_make(&r, 64);
+	sg = sge_of(&r, 0, 64);
+	for (uint32_t j = 0; j < n; j++)
+		post_srq_recv_ok(srq, &sg, j);
+	rw[0] = (struct ibv_recv_wr){.wr_id = n, .sg_list = &sg, .num_sge = 1};
+	rc = ibv_post_srq_recv(srq, &rw[0], &bad);
+	cr_assert_eq(rc, ENOMEM, "a post to a full SRQ of %u: %d", n, rc);
+	/* Bursts of 16 messages; each poll that finds completions is followed at once by
+	 * as many receives, in one chain, as a poller that keeps its SRQ full does. */
+	for (i = 0; i < 100; i++) {
+		ss = sge_of(&s, 0, 8);
+		for (k = 0; k < 16; k++) {
+			wr = (struct ibv_send_wr){.wr_id = (uint64_t)k, .sg_list = &ss,
+						  .num_sge = 1, .opcode = IBV_WR_SEND,
+						  .send_flags = IBV_SEND_SIGNALED};
+			post_send_ok(qa, &wr);
+		}
+		t0 = now_ms();
+		for (got = 0; got < 16;) {
+			m = ibv_poll_cq(rcq, 16, wc);
+			cr_assert_geq(m, 0);
+			cr_assert_lt(now_ms() - t0, (uint64_t)WAIT_MS, "burst %d: %u of 16", i,
+				     got);
+			if (m == 0)
+				continue;
+			for (k = 0; k < m; k++) {
+				cr_assert_eq(wc[k].status, IBV_WC_SUCCESS);
+				rw[k] = (struct ibv_recv_wr){.wr_id = n + got + (uint64_t)k,
+							     .sg_list = &sg, .num_sge = 1,
+							     .next = k + 1 < m ? &rw[k + 1] : NULL};
+			}
+			rc = ibv_post_srq_recv(srq, rw, &bad);
+			cr_assert_eq(rc, 0, "burst %d: repost of %d right after they completed: %s",
+				     i, m, strerror(rc));
+			got += (uint32_t)m;
+		}
+		for (k = 0; k < 16; k++) {
+			cr_assert_eq(poll_one(scq, &wc[0], WAIT_MS), 1, "send %d", k);
+			cr_assert_eq(wc[0].status, IBV_WC_SUCCESS);
+		}
+	}
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb), 0);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	cr_assert_eq(ibv_destroy_cq(scq), 0);
+	cr_assert_eq(ibv_destroy_cq(rcq), 0);
+	mb_free(&s);
+	mb_free(&r);
+}
+
 /* IBV_SRQ_LIMIT armed: the event comes once when fewer WQEs than the limit remain,
  * through the async fd (poll-able, O_NONBLOCK gives EAGAIN), and disarms the limit. */
 Test(verbs, srq_limit_async_event)
