@@ -382,16 +382,15 @@ int uroce_client_async_fd(const struct uroce_client_ctx *ctx)
 	return ctx->async_fd;
 }
 
-int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_event *ev)
+/* Waits for the next event the daemon signalled and takes it off the ring: 0, or an errno
+ * (EAGAIN non-blocking, EINTR, EIO), or -1 when the daemon is gone (DEVICE_FATAL). */
+static int async_event_take(struct uroce_client_ctx *ctx, struct uroce_ctrl_async_event *e)
 {
-	struct uroce_ctrl_async_event e;
 	struct epoll_event ee[2];
 	uint64_t one;
 	int fl, n, i;
 	bool hup;
 
-	if (ctx->forked)
-		return EIO; /* the parent's events (fork.c) */
 	/* The eventfd is a semaphore (one read per event). The application's fd (epoll)
 	 * decides blocking: it blocks, or says EAGAIN when the application made it
 	 * non-blocking, exactly like rdma-core's async fd. */
@@ -417,64 +416,89 @@ int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_
 		/* The daemon is gone: what it signalled before goes first. */
 		if (read(ctx->async_efd, &one, sizeof(one)) == sizeof(one))
 			break;
-		pthread_mutex_lock(&ctx->lock);
-		if (ctx->fatal_reported) {
-			pthread_mutex_unlock(&ctx->lock);
-			return EIO;
-		}
-		ctx->fatal_reported = true;
-		pthread_mutex_unlock(&ctx->lock);
-		memset(ev, 0, sizeof(*ev));
-		ev->event_type = IBV_EVENT_DEVICE_FATAL;
-		return 0;
+		return -1;
 	}
 	pthread_mutex_lock(&ctx->lock);
 	if (uroce_ring_cons_avail(&ctx->async_ring) == 0) {
 		pthread_mutex_unlock(&ctx->lock);
 		return EIO; /* signalled without an event: the daemon broke the contract */
 	}
-	memcpy(&e, uroce_ring_cons_slot(&ctx->async_ring, 0), sizeof(e));
+	memcpy(e, uroce_ring_cons_slot(&ctx->async_ring, 0), sizeof(*e));
 	uroce_ring_cons_release(&ctx->async_ring, 1);
 	pthread_mutex_unlock(&ctx->lock);
-
-	memset(ev, 0, sizeof(*ev));
-	ev->event_type = (enum ibv_event_type)e.event_type;
-	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR: {
-		struct uroce_client_cq *cq = cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_CQ);
-
-		ev->element.cq = cq ? &cq->ibv : NULL;
-		break;
-	}
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED: {
-		struct uroce_client_srq *srq = cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_SRQ);
-
-		ev->element.srq = srq ? &srq->ibv : NULL;
-		break;
-	}
-	case IBV_EVENT_PORT_ACTIVE:
-	case IBV_EVENT_PORT_ERR:
-	case IBV_EVENT_GID_CHANGE:
-	case IBV_EVENT_LID_CHANGE:
-	case IBV_EVENT_PKEY_CHANGE:
-	case IBV_EVENT_SM_CHANGE:
-	case IBV_EVENT_CLIENT_REREGISTER:
-		ev->element.port_num = (int)e.port;
-		break;
-	case IBV_EVENT_DEVICE_FATAL: /* the daemon's own: the hang-up adds no second one */
-		pthread_mutex_lock(&ctx->lock);
-		ctx->fatal_reported = true;
-		pthread_mutex_unlock(&ctx->lock);
-		break;
-	default: {
-		struct uroce_client_qp *qp = cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_QP);
-
-		ev->element.qp = qp ? &qp->ibv : NULL;
-		break;
-	}
-	}
 	return 0;
+}
+
+int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_event *ev)
+{
+	struct uroce_ctrl_async_event e;
+	int rc;
+
+	if (ctx->forked)
+		return EIO; /* the parent's events (fork.c) */
+	for (;;) {
+		rc = async_event_take(ctx, &e);
+		if (rc == -1) {
+			pthread_mutex_lock(&ctx->lock);
+			if (ctx->fatal_reported) {
+				pthread_mutex_unlock(&ctx->lock);
+				return EIO;
+			}
+			ctx->fatal_reported = true;
+			pthread_mutex_unlock(&ctx->lock);
+			memset(ev, 0, sizeof(*ev));
+			ev->event_type = IBV_EVENT_DEVICE_FATAL;
+			return 0;
+		}
+		if (rc)
+			return rc;
+		memset(ev, 0, sizeof(*ev));
+		ev->event_type = (enum ibv_event_type)e.event_type;
+		switch (ev->event_type) {
+		case IBV_EVENT_CQ_ERR: {
+			struct uroce_client_cq *cq =
+				cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_CQ);
+
+			ev->element.cq = cq ? &cq->ibv : NULL;
+			break;
+		}
+		case IBV_EVENT_SRQ_ERR:
+		case IBV_EVENT_SRQ_LIMIT_REACHED: {
+			struct uroce_client_srq *srq =
+				cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_SRQ);
+
+			ev->element.srq = srq ? &srq->ibv : NULL;
+			break;
+		}
+		case IBV_EVENT_PORT_ACTIVE:
+		case IBV_EVENT_PORT_ERR:
+		case IBV_EVENT_GID_CHANGE:
+		case IBV_EVENT_LID_CHANGE:
+		case IBV_EVENT_PKEY_CHANGE:
+		case IBV_EVENT_SM_CHANGE:
+		case IBV_EVENT_CLIENT_REREGISTER:
+			ev->element.port_num = (int)e.port;
+			return 0;
+		case IBV_EVENT_DEVICE_FATAL: /* the daemon's own: the hang-up adds no second */
+			pthread_mutex_lock(&ctx->lock);
+			ctx->fatal_reported = true;
+			pthread_mutex_unlock(&ctx->lock);
+			return 0;
+		default: {
+			struct uroce_client_qp *qp =
+				cl_obj_find(ctx, e.handle, UROCE_CTRL_REGION_QP);
+
+			ev->element.qp = qp ? &qp->ibv : NULL;
+			break;
+		}
+		}
+		/* An event for an object the application destroyed since is dropped, as the
+		 * kernel drops a destroyed object's pending events: an event names a live
+		 * object (UCX's handler reads event.element.qp->qp_num; a NULL QP crashed it
+		 * on the LAST_WQE_REACHED of a QP it had just destroyed). */
+		if (ev->element.qp || ev->element.cq || ev->element.srq)
+			return 0;
+	}
 }
 
 int uroce_client_stats(struct uroce_client_ctx *ctx, uint32_t flags,

@@ -1329,6 +1329,46 @@ Test(verbs, qp_last_wqe_reached_async_event)
 	cr_assert_eq(ibv_destroy_srq(srq), 0);
 }
 
+/* An event still pending when its QP is destroyed is dropped, as the kernel drops a
+ * destroyed object's events: ibv_get_async_event never hands out an event naming a QP
+ * that is gone (UCX's handler reads element.qp->qp_num). The next one comes as usual. */
+Test(verbs, async_event_of_a_destroyed_qp_is_dropped)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct qp_opt o = {.max_send_wr = 16, .max_send_sge = 1};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+	struct ibv_async_event ev;
+	struct ibv_srq *srq;
+	struct pair p;
+	int rc, fl;
+
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq);
+	o.srq = srq;
+	pair_make(&p, IBV_QPT_RC, &o, 7);
+	expect_no_async(50);
+	cr_assert_eq(ibv_modify_qp(p.qp[1], &a, IBV_QP_STATE), 0);
+	cr_assert_eq(poll(&pfd, 1, WAIT_MS), 1, "no LAST_WQE_REACHED pending");
+	pair_free(&p);
+	fl = fcntl(ctx->async_fd, F_GETFL);
+	cr_assert_eq(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	rc = ibv_get_async_event(ctx, &ev);
+	cr_assert_eq(rc, -1, "an event came for a destroyed QP: %s",
+		     rc == 0 ? ibv_event_type_str(ev.event_type) : "");
+	cr_assert_eq(errno, EAGAIN);
+	cr_assert_eq(fcntl(ctx->async_fd, F_SETFL, fl), 0);
+
+	pair_make(&p, IBV_QPT_RC, &o, 7);
+	cr_assert_eq(ibv_modify_qp(p.qp[1], &a, IBV_QP_STATE), 0);
+	expect_async(IBV_EVENT_QP_LAST_WQE_REACHED, &ev, WAIT_MS);
+	cr_assert_eq(ev.element.qp, p.qp[1]);
+	ibv_ack_async_event(&ev);
+	pair_free(&p);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+}
+
 /* ---------------------------------------------------------------- error completions */
 
 /* An lkey that names no MR: the requester completes with IBV_WC_LOC_PROT_ERR and its
