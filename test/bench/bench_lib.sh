@@ -100,7 +100,9 @@ bench_daemons() {
 		ns_v=NS_$side if_v=IF_$side log=$TMP/$side.log
 		ip=10.203.0.1 cpu=0
 		[ $side = B ] && ip=10.203.0.2 cpu=1
-		rm -f "$TMP/$side.sock"
+		# The log goes first: the redirection happens in the child, after the ready
+		# check below may have read an earlier daemon's (test/integration/lib.sh).
+		rm -f "$TMP/$side.sock" "$log"
 		ip netns exec "${!ns_v}" "$UROCED" --no-pci --no-huge --no-telemetry -m 256 -l $cpu \
 			--log-level=lib.eal:error --file-prefix "$PREFIX-$ID-$side" \
 			--vdev="net_af_packet0,iface=${!if_v}" -- --set "host.ipv4=$ip" \

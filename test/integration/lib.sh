@@ -146,7 +146,12 @@ it_daemon() {
 		--set "host.ipv4=$ip" --set "control.socket=$sock" --set "port.mtu=$mtu"
 		--set "lcore.idle_sleep_us=$IT_IDLE_SLEEP_US" --set log.level=info "$@")
 	IT_PREFIXES+=("$prefix")
-	rm -f "$sock"
+	# The log of an earlier daemon of this name must go before this one starts: the
+	# redirection below happens in the child, after the fork, and the ready check that
+	# follows could otherwise read the old daemon's "ready" and go on before this one
+	# listens (two_hosts' MTU 9000 phase once failed so, under load: "cannot connect ...
+	# No such file or directory").
+	rm -f "$sock" "$log"
 	if [ -n "$ns" ]; then
 		ip netns exec "$ns" "${cmd[@]}" >"$log" 2>&1 &
 	else
