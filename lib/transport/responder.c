@@ -347,8 +347,11 @@ static void rwqe_complete(struct uroce_tp_qp *qp, enum ibv_wc_status status,
 			wc.wc_flags |= IBV_WC_WITH_INV;
 			wc.invalidated_rkey = h->ieth_rkey;
 		}
-		if (qp->type == IBV_QPT_UD)
+		if (qp->type == IBV_QPT_UD) {
 			wc.wc_flags |= IBV_WC_GRH;
+			wc.sl = h->ip_version == 4 ? UROCE_TP_WC_SL_ROCEV2_IPV4
+						   : UROCE_TP_WC_SL_ROCEV2_IPV6;
+		}
 		if (h->bth.se)
 			wc.wc_flags |= UROCE_TP_WC_SOLICITED;
 	}

@@ -273,6 +273,12 @@ int uroce_tp_destroy_ah(struct uroce_tp_ah *ah);
  *  Event bit (IBA 9.2.1), for ibv_req_notify_cq(solicited_only). The caller clears it
  *  before handing the completion to an application. */
 #define UROCE_TP_WC_SOLICITED (1u << 30)
+/** ibv_wc.sl of a UD receive: RoCE carries no service level, so it holds the packet
+ *  type, as mlx5 reports it (bit 3: a RoCEv2 UDP header; bits 2-0: the L3 header, 1 IPv6,
+ *  2 IPv4; Annex A17.4.5.1 puts it in the completion). UCX's UD transport reads it to
+ *  find the destination address in the 40-byte GRH area, and drops what it cannot. */
+#define UROCE_TP_WC_SL_ROCEV2_IPV6 0x9u
+#define UROCE_TP_WC_SL_ROCEV2_IPV4 0xau
 
 /** @return the CQ, or NULL with errno (EINVAL: cqe < 1 or above the device maximum). It
  *  holds at least @p cqe completions (cqe rounded up to 2^k - 1, as ibv_create_cq may). */

@@ -333,7 +333,7 @@ UV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	ah_attr->dlid = wc->slid;
-	ah_attr->sl = wc->sl;
+	ah_attr->sl = 0; /* a UD completion's sl is the RoCE packet type, not a level */
 	ah_attr->src_path_bits = wc->dlid_path_bits;
 	ah_attr->port_num = port_num;
 	if (!(wc->wc_flags & IBV_WC_GRH))

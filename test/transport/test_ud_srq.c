@@ -88,6 +88,8 @@ Test(ud, grh_and_completion)
 	expect_wc(&e.rc[1].wc[0], 60, IBV_WC_SUCCESS);
 	cr_assert_eq(e.rc[1].wc[0].opcode, IBV_WC_RECV);
 	cr_assert(e.rc[1].wc[0].wc_flags & IBV_WC_GRH);
+	/* sl: the packet type, RoCEv2 over IPv4, as mlx5 reports it (UCX's UD reads it). */
+	cr_assert_eq(e.rc[1].wc[0].sl, UROCE_TP_WC_SL_ROCEV2_IPV4);
 	cr_assert_eq(e.rc[1].wc[0].src_qp, uroce_tp_qp_num(e.qp[0]));
 	cr_assert_eq(e.rc[1].wc[0].qp_num, uroce_tp_qp_num(e.qp[1]));
 	cr_assert_eq(e.rc[1].wc[0].byte_len, 40 + 1024);
