@@ -30,6 +30,9 @@ packages=(
 # its scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm): the test
 # command installs them too, and the test skips if they cannot be had.
 rxe_vm_packages=(qemu-system-x86 linux-image-amd64 debootstrap)
+# The middleware of test/eco (suite "eco"), run unmodified over uroce: installed by the
+# test command too; a case whose package cannot be had is skipped.
+eco_packages=(ucx-utils)
 
 say() { printf '\n==> %s\n' "$*"; }
 
@@ -135,6 +138,8 @@ test_all() {
 	else
 		say "rxe VM packages unavailable: the rxe interop test will be skipped"
 	fi
+	install_optional "${eco_packages[@]}" ||
+		say "middleware packages unavailable: their eco tests will be skipped"
 
 	say "build (release) and tests (the integration suite runs here, as root)"
 	build build
