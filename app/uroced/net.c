@@ -512,6 +512,7 @@ static void rnic_stats(void *io_ctx,
 			PUT_ETH(oerrors);
 			PUT_ETH(rx_nombuf);
 			PUT_ETH(rx_linearized);
+			PUT_ETH(rx_socket_drops);
 			PUT_ETH(tx_chained);
 			PUT_ETH(tx_lent);
 			PUT_ETH(tx_dropped);

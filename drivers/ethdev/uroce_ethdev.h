@@ -270,6 +270,9 @@ struct uroce_eth_stats {
 	uint64_t rx_frames;     /**< frames returned by uroce_eth_rx */
 	uint64_t rx_linearized; /**< of which copied out of a chain */
 	uint64_t rx_oversize;   /**< dropped: longer than a scratch slot */
+	/** dropped by the kernel before we saw them: an af_packet socket's ring was full
+	 *  (PACKET_STATISTICS; the PMD does not count them) */
+	uint64_t rx_socket_drops;
 	uint64_t tx_frames;     /**< frames the PMD accepted */
 	uint64_t tx_bytes;
 	uint64_t tx_chained;    /**< frames sent as an mbuf chain */

@@ -7,7 +7,9 @@
 #     (ARP and ND resolved by the kernel against the daemon);
 #   - the kernel's neighbour table holds the daemon's MAC for both families;
 #   - traffic the daemon does not handle (UDP to another port, TCP) is dropped and counted
-#     by reason (`uroce stat`: ip.unhandled_proto), not answered.
+#     by reason (`uroce stat`: ip.unhandled_proto), not answered;
+#   - with af_packet, frames the kernel drops for a full ring while the daemon does not run
+#     are counted (port.rx_socket_drops).
 #
 #   host_identity.sh [af_packet|af_xdp|tap]   (root; binaries from $UROCED, $UROCE_CLI)
 # The PMD on the daemon's side: net_af_packet (default), net_af_xdp on the veth end, or
@@ -93,6 +95,33 @@ if [ -n "$before" ] && [ -n "$after" ] && [ "$after" -ge $((before + 5)) ]; then
 else
 	it_log "FAIL ip.unhandled_proto $before -> $after (want +5 or more)"
 	fails=$((fails + 1))
+fi
+
+# Frames the kernel could not hand over are counted too: with the daemon stopped, a burst
+# larger than its af_packet ring overflows it, and what was dropped there
+# (port.rx_socket_drops) and what the daemon then took add up to what was sent (a frame or
+# two more: the kernel may ARP meanwhile).
+if [ "$pmd" = af_packet ]; then
+	burst=3000
+	before=$(it_stat "$SB" ip.unhandled_proto)
+	drops_before=$(it_stat "$SB" port.rx_socket_drops)
+	kill -STOP "$IT_PID_B"
+	ip netns exec "$IT_NS_A" python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+_ = [s.sendto(b"x" * 64, ("10.78.0.2", 9999)) for i in range(int(sys.argv[1]))]' "$burst"
+	kill -CONT "$IT_PID_B"
+	sleep 1
+	taken=$(($(it_stat "$SB" ip.unhandled_proto) - before))
+	drops=$(($(it_stat "$SB" port.rx_socket_drops) - drops_before))
+	if [ "$drops" -gt 0 ] && [ $((taken + drops)) -ge "$burst" ] &&
+		[ $((taken + drops)) -le $((burst + 5)) ]; then
+		it_log "PASS a full af_packet ring is counted: $burst sent, $taken taken," \
+			"$drops dropped by the kernel (port.rx_socket_drops)"
+	else
+		it_log "FAIL $burst sent while the daemon was stopped: $taken taken," \
+			"$drops counted as dropped (want a sum of $burst)"
+		fails=$((fails + 1))
+	fi
 fi
 it_stats_prefix "$SB" ip. | awk '$2 != 0' | sed 's/^/    /'
 [ "$fails" -eq 0 ]
