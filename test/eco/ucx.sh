@@ -32,9 +32,14 @@ PORT=$((20000 + $$ % 10000))
 ITER=2000
 fails=0
 
+# af_packet rings of 8192 frames: UCX busy-polls from both processes, so each daemon
+# shares the two CPUs with pollers and is descheduled for milliseconds at a time; the
+# default 512 frames then overflow (port.rx_socket_drops) and each loss costs a timeout.
 it_veth_pair 1500 || exit 1
-it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)" 10.79.0.1 1500 || exit 1
-it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.79.0.2 1500 || exit 1
+it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500),framecnt=8192" 10.79.0.1 1500 ||
+	exit 1
+it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500),framecnt=8192" 10.79.0.2 1500 ||
+	exit 1
 
 info=$(UROCE_SOCKET=$(it_sock A) ucx_info -d 2>&1)
 for want in "Memory domain: uroce0" "Transport: rc_verbs" "Transport: ud_verbs"; do
