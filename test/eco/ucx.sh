@@ -67,7 +67,7 @@ perftest() {
 	env "${envs[@]}" UROCE_SOCKET="$(it_sock B)" timeout -k 5 120 \
 		ucx_perftest -p "$PORT" "$@" >"$IT_DIR/$name.server" 2>&1 &
 	local spid=$!
-	sleep 0.5
+	it_wait_listen "$PORT" "$spid" 120
 	env "${envs[@]}" UROCE_SOCKET="$(it_sock A)" timeout -k 5 120 \
 		ucx_perftest 127.0.0.1 -p "$PORT" "$@" -n "$ITER" >"$IT_DIR/$name.client" 2>&1
 	rc=$?

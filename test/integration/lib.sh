@@ -244,6 +244,20 @@ it_show() {
 	fi
 }
 
+# it_wait_listen PORT PID SECONDS: until a TCP socket of this namespace listens on PORT,
+# PID has exited, or SECONDS have passed. A tool's server sets its devices up before it
+# listens (ibv_srq_pingpong makes 17 QPs through the daemon first): a fixed sleep before
+# starting the client lost that race on a loaded machine ("Couldn't connect to
+# 127.0.0.1:PORT", the server then waiting out its timeout).
+it_wait_listen() {
+	local port=$1 pid=$2 end=$((SECONDS + $3))
+	while [ "$SECONDS" -lt "$end" ] && kill -0 "$pid" 2>/dev/null; do
+		[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # it_tool_pair "SERVER PREFIX" "CLIENT PREFIX" LABEL TIMEOUT CMD ARGS...: CMD ARGS -p $PORT
 # as a server (run through SERVER PREFIX, e.g. "on A"), then as a client to 127.0.0.1
 # (through CLIENT PREFIX); both must exit 0. Skipped unless LABEL matches $TOOLS_ONLY.
@@ -259,7 +273,7 @@ it_tool_pair() {
 	local slog=$IT_DIR/server.out clog=$IT_DIR/client.out t0=$SECONDS rs rc spid
 	"${sp[@]}" timeout -k 5 "$tmo" "$@" -p "$PORT" >"$slog" 2>&1 &
 	spid=$!
-	sleep 0.5
+	it_wait_listen "$PORT" "$spid" "$tmo"
 	"${cp[@]}" timeout -k 5 "$tmo" "$@" -p "$PORT" 127.0.0.1 >"$clog" 2>&1
 	rc=$?
 	wait "$spid"

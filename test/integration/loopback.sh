@@ -48,7 +48,7 @@ pair() { # LABEL PORT ARGS... : both sides with the same arguments
 	clog=$IT_DIR/$label-client.out
 	timeout -k 5 120 "$UROCE_XFER" -S "$S" "$@" -p "$port" >"$slog" 2>&1 &
 	local spid=$!
-	sleep 0.2
+	it_wait_listen "$port" "$spid" 120
 	timeout -k 5 120 "$UROCE_XFER" -S "$S" "$@" -p "$port" 127.0.0.1 >"$clog" 2>&1
 	rc=$?
 	wait "$spid"
@@ -92,7 +92,7 @@ cli fault
 dbg_pair() { # PORT
 	timeout 60 "$UROCE_XFER" -S "$S" rc_pingpong -n 10 -p "$1" >/dev/null 2>&1 &
 	local spid=$!
-	sleep 0.2
+	it_wait_listen "$1" "$spid" 60
 	timeout 60 "$UROCE_XFER" -S "$S" rc_pingpong -n 10 -p "$1" 127.0.0.1 >/dev/null 2>&1
 	wait "$spid"
 }
@@ -111,7 +111,7 @@ fi
 cli capture start "$IT_DIR/loopback.pcap"
 timeout 60 "$UROCE_XFER" -S "$S" rc_pingpong -n 10 -p 19330 >/dev/null 2>&1 &
 cap_pid=$!
-sleep 0.2
+it_wait_listen 19330 "$cap_pid" 60
 timeout 60 "$UROCE_XFER" -S "$S" rc_pingpong -n 10 -p 19330 127.0.0.1 >/dev/null 2>&1
 wait "$cap_pid" # not a bare wait: the daemon is a child of this shell too
 cli capture stop
