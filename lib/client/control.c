@@ -496,7 +496,7 @@ int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_
 		 * kernel drops a destroyed object's pending events: an event names a live
 		 * object (UCX's handler reads event.element.qp->qp_num; a NULL QP crashed it
 		 * on the LAST_WQE_REACHED of a QP it had just destroyed). */
-		if (ev->element.qp || ev->element.cq || ev->element.srq)
+		if (ev->element.qp) /* element is a union: the CQ, SRQ or QP pointer */
 			return 0;
 	}
 }

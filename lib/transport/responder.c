@@ -621,8 +621,6 @@ static int read_fill(void *arg, uint8_t *dst, uint32_t len)
 {
 	const struct read_fill *f = arg;
 
-	if (len == 0)
-		return 0; /* no MR behind a zero-length READ */
 	memcpy(dst, f->mr->host + (f->va - f->mr->iova), len);
 	return 0;
 }
@@ -655,7 +653,8 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 			op = r->length - r->sent <= qp->mtu ? UROCE_OP_READ_RESPONSE_LAST
 							    : UROCE_OP_READ_RESPONSE_MIDDLE;
 		f.va = r->va + r->sent;
-		f.mr = NULL; /* a zero-length READ names no memory (C9-88) */
+		f.mr = NULL; /* a zero-length READ names no memory (C9-88); tp_send_pkt
+			     * calls no fill without a payload */
 		if (len > 0) {
 			f.mr = tp_mr_check(qp->pd, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ,
 					   true);
