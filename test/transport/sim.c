@@ -240,12 +240,15 @@ bool sim_run(struct sim *s, uint64_t until_ns, bool (*done)(void *arg), void *ar
 				if (uroce_wire_parse(f.data, f.len, &p) == UROCE_WIRE_OK)
 					fprintf(stderr,
 						"%12.3f us  -> h%d %-32s qp %06x psn %06x%s len %u "
-						"syn %02x\n",
+						"syn %02x%s\n",
 						(double)s->now / 1e3, f.dst,
 						uroce_opcode_info(p.hdr.bth.opcode)->name,
 						p.hdr.bth.dqpn, p.hdr.bth.psn,
 						p.hdr.bth.ack_req ? " A" : "", p.payload_len,
-						p.hdr.aeth.syndrome);
+						p.hdr.aeth.syndrome,
+						uroce_wire_icrc_check(&p) == UROCE_WIRE_OK
+							? ""
+							: " (bad ICRC)");
 				else
 					fprintf(stderr, "%12.3f us  -> h%d (malformed)\n",
 						(double)s->now / 1e3, f.dst);
