@@ -139,6 +139,7 @@ int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	struct sim_host *h = ctx;
 	struct sim *s = h->sim;
 	const struct sim_faults *f = &s->faults;
+	struct uroce_fault_stats was;
 	int dst = -1;
 
 	if (f->tx_busy > 0 && sim_frand(s) < f->tx_busy) {
@@ -151,9 +152,20 @@ int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
 			dst = i;
 	if (dst < 0 || f->cut) {
 		s->lost++;
+		if (s->tx_hook)
+			s->tx_hook(s->tx_hook_arg, h->id, dst, frame, len, true);
 		return 0;
 	}
+	was = s->fault[dst].stats;
 	uroce_fault_frame(&s->fault[dst], s->now, frame, len);
+	if (s->tx_hook) {
+		const struct uroce_fault_stats *after = &s->fault[dst].stats;
+
+		s->tx_hook(s->tx_hook_arg, h->id, dst, frame, len,
+			   after->dropped != was.dropped ||
+				   after->corrupted != was.corrupted ||
+				   after->reordered != was.reordered);
+	}
 	return 0;
 }
 

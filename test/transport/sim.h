@@ -61,6 +61,12 @@ struct sim {
 	uint64_t seq;
 	uint64_t link_at[SIM_MAX_HOSTS]; /* latest in-order arrival time towards each host */
 	bool trace; /* print every delivered frame (UROCE_SIM_TRACE=1) */
+	/* Called for each frame a host hands to the link (not one refused as busy), once
+	 * the link has decided whether it loses, corrupts or delays it (@faulted): for
+	 * oracles that tell a loss the link caused from one the transport caused. */
+	void (*tx_hook)(void *arg, int from, int to, const uint8_t *frame, uint32_t len,
+			bool faulted);
+	void *tx_hook_arg;
 	/* what happened (the injectors count their faults: sim_fault_totals()) */
 	uint64_t sent, delivered, lost, busy;
 	uint64_t zc_frames; /* of sent: through sim_tx_zc */
