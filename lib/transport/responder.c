@@ -41,6 +41,7 @@ struct resp_ctx {
 	const struct uroce_opcode_info *oi;
 	uint16_t f; /* oi->flags */
 	struct uroce_tp_mr *mr;
+	bool burst_ack; /* only an in-order request's ACK to send: it may wait (RESPST_DONE) */
 };
 
 static struct tp_rd_res *res_at(struct uroce_tp_qp *qp, uint32_t k)
@@ -56,6 +57,15 @@ static void nak(struct uroce_tp_qp *qp, uint8_t syndrome, uint32_t psn)
 }
 
 /* ---- checks ------------------------------------------------------------------------------ */
+
+/* READ or atomic responses wait to be sent. */
+static bool resp_queued(struct uroce_tp_qp *qp)
+{
+	for (uint32_t k = 0; k < qp->resp.res_count; k++)
+		if (res_at(qp, k)->queued)
+			return true;
+	return false;
+}
 
 static enum resp_state chk_psn(struct resp_ctx *c)
 {
@@ -391,6 +401,7 @@ static enum resp_state acknowledge(struct resp_ctx *c)
 	if (qp->type != IBV_QPT_RC)
 		return RESPST_DONE;
 	qp->resp.ack_psn = c->pkt->hdr.bth.psn;
+	c->burst_ack = true;
 	/* ACK what asks for it, and at least every ack_coalesce packets (rxe ACKs AckReq
 	 * packets only; coalescing more is a tunable). */
 	if (c->pkt->hdr.bth.ack_req || ++qp->resp.noack >= qp->dev->cfg.ack_coalesce) {
@@ -593,6 +604,15 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 			qp->resp.drop_msg = !(c.f & UROCE_OPF_LAST);
 			return;
 		case RESPST_DONE:
+			/* One ACK per receive burst: ACKs are cumulative, so an in-order
+			 * request's waits for uroce_tp_process, which the host runs after the
+			 * burst, and answers every packet of the burst before it. A NAK, a
+			 * duplicate's ACK and READ and atomic responses leave now. */
+			if (c.burst_ack && !qp->resp.nak_pending && !resp_queued(qp)) {
+				if (qp->resp.ack_pending)
+					tp_qp_schedule(qp);
+				return;
+			}
 			tp_resp_run(qp);
 			return;
 		}

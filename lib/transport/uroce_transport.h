@@ -215,9 +215,10 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len,
 		 uint64_t now_ns);
 
 /**
- * Lets the device work: requesters send what is posted (within their windows), and
- * retransmission and RNR timers that are due fire. Call it after posting and whenever
- * uroce_tp_next_deadline() is reached.
+ * Lets the device work: requesters send what is posted (within their windows), responders
+ * send the ACKs their last receive burst asked for (one per QP and burst), and
+ * retransmission and RNR timers that are due fire. Call it after posting, after each
+ * burst of uroce_tp_rx() calls, and whenever uroce_tp_next_deadline() is reached.
  */
 void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns);
 

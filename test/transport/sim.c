@@ -242,7 +242,9 @@ bool sim_run(struct sim *s, uint64_t until_ns, bool (*done)(void *arg), void *ar
 		}
 		if (done && done(arg))
 			return true;
-		while (s->nheap && s->heap[0].at <= s->now) {
+		for (uint32_t burst = 0; s->nheap && s->heap[0].at <= s->now &&
+					  (s->rx_burst == 0 || burst < s->rx_burst);
+		     burst++) {
 			struct sim_frame f = heap_pop(s);
 
 			s->delivered++;
@@ -270,6 +272,8 @@ bool sim_run(struct sim *s, uint64_t until_ns, bool (*done)(void *arg), void *ar
 		}
 		if (done && done(arg))
 			return true;
+		if (s->nheap && s->heap[0].at <= s->now)
+			continue; /* the next receive burst, at the same time */
 		/* Next event: a frame arriving, a timer, or (with backpressure) a retry. */
 		if (s->nheap)
 			next = s->heap[0].at;

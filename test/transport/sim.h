@@ -61,6 +61,9 @@ struct sim {
 	uint64_t seq;
 	uint64_t link_at[SIM_MAX_HOSTS]; /* latest in-order arrival time towards each host */
 	bool trace; /* print every delivered frame (UROCE_SIM_TRACE=1) */
+	/* Frames handed over between two uroce_tp_process calls (a receive burst); 0: all
+	 * that are due. */
+	uint32_t rx_burst;
 	/* Called for each frame a host hands to the link (not one refused as busy), once
 	 * the link has decided whether it loses, corrupts or delays it (@faulted): for
 	 * oracles that tell a loss the link caused from one the transport caused. */

@@ -65,6 +65,8 @@ Test(device, rx_drops_are_counted)
 	WRITE_HDR();
 	inject(&e, &h, payload, sizeof(payload));
 	cr_assert(all_bytes(hp(&e, 1, 0), sizeof(payload), 0xab));
+	cr_assert_eq(nframes(1, ANY, ANY), 0, "the ACK waits for the end of the burst");
+	uroce_tp_process(e.s.host[1].dev, e.s.now);
 	cr_assert_eq(nacks(1, UROCE_AETH_ACK, ANY), 1);
 #undef WRITE_HDR
 	env_fini(&e);

@@ -93,9 +93,10 @@ Test(psn, wrap)
 struct ack_run {
 	int acks, ackreq;
 	uint64_t deferred;
+	uint32_t last_ack_psn;
 };
 
-static struct ack_run ack_run(uint32_t ack_coalesce)
+static struct ack_run ack_run(uint32_t ack_coalesce, uint32_t rx_burst)
 {
 	struct env e;
 	struct uroce_tp_dev_cfg cfg;
@@ -106,6 +107,7 @@ static struct ack_run ack_run(uint32_t ack_coalesce)
 	uroce_tp_dev_cfg_init(&cfg);
 	cfg.ack_coalesce = ack_coalesce;
 	env_init_cfg(&e, &cfg);
+	e.s.rx_burst = rx_burst;
 	o.mtu = IBV_MTU_256;
 	env_pair(&e, IBV_QPT_RC, &o);
 	for (int i = 0; i < 3; i++) {
@@ -124,29 +126,43 @@ static struct ack_run ack_run(uint32_t ack_coalesce)
 	for (uint32_t i = 0; i < g_tx.n; i++)
 		res.ackreq += g_tx.f[i].from == 0 && g_tx.f[i].ack_req;
 	res.deferred = cnt(&e, 1)->ack_deferred;
+	for (uint32_t i = 0; i < g_tx.n; i++)
+		if (g_tx.f[i].from == 1)
+			res.last_ack_psn = g_tx.f[i].psn;
 	cr_assert_eq(cnt(&e, 0)->rcvd_ghost_ack, 0);
 	env_fini(&e);
 	return res;
 }
 
-/* rxe ACKs AckReq packets only; uroce ACKs at least every ack_coalesce packets too. */
+/* rxe ACKs AckReq packets only; uroce ACKs at least every ack_coalesce packets too, and
+ * answers all that one receive burst asks for with one ACK (ACKs are cumulative). With
+ * one frame per burst, each ACK the rule asks for leaves. */
 Test(ack, coalescing)
 {
 	struct ack_run r;
 
-	r = ack_run(1); /* every packet */
+	r = ack_run(1, 1); /* every packet */
 	cr_assert_eq(r.ackreq, 3, "AckReq on the last packet of each message");
 	cr_assert_eq(r.acks, 30);
 	cr_assert_eq(r.deferred, 0);
 
-	r = ack_run(1000); /* only AckReq */
+	r = ack_run(1000, 1); /* only AckReq */
 	cr_assert_eq(r.ackreq, 3);
 	cr_assert_eq(r.acks, 3);
 	cr_assert_eq(r.deferred, 27);
 
-	r = ack_run(4); /* packets 4, 8 and 10 (AckReq) of each message */
+	r = ack_run(4, 1); /* packets 4, 8 and 10 (AckReq) of each message */
 	cr_assert_eq(r.acks, 9);
 	cr_assert_eq(r.deferred, 21);
+
+	/* Bursts of 8 frames (8, 8, 8, 6): one ACK each, for the last PSN of the burst. */
+	r = ack_run(1, 8);
+	cr_assert_eq(r.acks, 4);
+	cr_assert_eq(r.last_ack_psn, 0x100 + 29);
+	/* All 30 in one burst: one ACK. */
+	r = ack_run(4, 0);
+	cr_assert_eq(r.acks, 1);
+	cr_assert_eq(r.last_ack_psn, 0x100 + 29);
 }
 
 /* ==== 9. CQ overflow ========================================================================== */
