@@ -412,6 +412,7 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 	rte_eth_dev_get_name_by_port(port_id, p->name);
 	snprintf(p->driver, sizeof(p->driver), "%s",
 		 info.driver_name != NULL ? info.driver_name : "?");
+	p->if_index = info.if_index;
 	/* AF_XDP's umem frames are one 4 KiB page each and its PMD builds the umem from our
 	 * mempool: an mbuf (headroom, data room, private area) must fit a page, so the
 	 * default room is DPDK's 2 KiB there (so an MTU up to ~3500 on veth). */

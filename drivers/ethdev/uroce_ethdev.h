@@ -121,6 +121,9 @@ struct uroce_eth_port {
 	uint8_t mac[6];
 	char name[64];        /**< device name */
 	char driver[32];      /**< PMD name, e.g. "net_memif" */
+	/** The kernel interface the PMD sends and receives through (af_packet, af_xdp), whose
+	 *  own IP stack sees the same frames; 0: none (a PCI NIC, memif). */
+	unsigned int if_index;
 	struct rte_mempool *pool;
 	/** True when frames may point into the caller's memory (uroce_eth_tx_lend): the PMD
 	 *  takes mbuf chains (RTE_ETH_TX_OFFLOAD_MULTI_SEGS) and is a virtual device, which
