@@ -50,17 +50,6 @@ it_daemon A "" "--vdev=net_null0,no-rx=1" 10.77.9.1 1500 \
 	--set control.socket_mode=0666 --set "control.admin_group=$GROUP_ADMIN" || exit 1
 S=$(it_sock A)
 
-fails=0
-check() { # WHAT CONDITION...
-	local what=$1
-	shift
-	if "$@"; then
-		it_log "ok: $what"
-	else
-		it_log "FAILED: $what"
-		fails=$((fails + 1))
-	fi
-}
 # as USER CMD...: the CLI as USER (root: as ourselves); its output in $out, status in $rc
 as() {
 	local u=$1
@@ -79,46 +68,46 @@ fault_lines() { grep -c 'fault injection:' "$IT_DIR/A.log"; }
 faults_before=$(fault_lines)
 pcap=$IT_DIR/drop/plain.pcap
 as "$USER_PLAIN" capture start "$pcap"
-check "unprivileged capture start refused ($out)" \
+it_check "unprivileged capture start refused ($out)" \
 	test "$rc" -ne 0 -a -n "$(echo "$out" | grep 'Operation not permitted')"
-check "no capture file was created" test ! -e "$pcap"
+it_check "no capture file was created" test ! -e "$pcap"
 as "$USER_PLAIN" fault rx_drop=1
-check "unprivileged fault refused ($out)" \
+it_check "unprivileged fault refused ($out)" \
 	test "$rc" -ne 0 -a -n "$(echo "$out" | grep 'Operation not permitted')"
 as "$USER_PLAIN" log-level debug
-check "unprivileged log-level refused ($out)" \
+it_check "unprivileged log-level refused ($out)" \
 	test "$rc" -ne 0 -a -n "$(echo "$out" | grep 'Operation not permitted')"
 as "$USER_PLAIN" cm-drop REQ 5
-check "unprivileged cm-drop refused ($out)" \
+it_check "unprivileged cm-drop refused ($out)" \
 	test "$rc" -ne 0 -a -n "$(echo "$out" | grep 'Operation not permitted')"
-check "four refusals counted (daemon.admin_refused $(stat_of daemon.admin_refused))" \
+it_check "four refusals counted (daemon.admin_refused $(stat_of daemon.admin_refused))" \
 	test "$(stat_of daemon.admin_refused)" = 4
-check "no fault was set" test "$(fault_lines)" = "$faults_before"
-check "nothing captured, nothing dropped" \
+it_check "no fault was set" test "$(fault_lines)" = "$faults_before"
+it_check "nothing captured, nothing dropped" \
 	test "$(stat_of daemon.capture_frames)" = 0 -a "$(stat_of daemon.cm_dropped)" = 0
 as "$USER_PLAIN" stat
-check "the unprivileged user still uses the device (stat)" test "$rc" -eq 0
+it_check "the unprivileged user still uses the device (stat)" test "$rc" -eq 0
 
 # ---- a member of control.admin_group, then root ----------------------------------------
 for who in "$USER_ADMIN" root; do
 	pcap=$IT_DIR/drop/$who.pcap
 	as "$who" capture start "$pcap"
-	check "$who: capture start ($out)" test "$rc" -eq 0 -a -f "$pcap"
-	check "$who: the capture file is the caller's own" \
+	it_check "$who: capture start ($out)" test "$rc" -eq 0 -a -f "$pcap"
+	it_check "$who: the capture file is the caller's own" \
 		test "$(stat -c %U "$pcap")" = "$who"
 	as "$who" capture stop
-	check "$who: capture stop ($out)" test "$rc" -eq 0
-	check "$who: a pcap file header was written" test "$(stat -c %s "$pcap")" -ge 24
+	it_check "$who: capture stop ($out)" test "$rc" -eq 0
+	it_check "$who: a pcap file header was written" test "$(stat -c %s "$pcap")" -ge 24
 	as "$who" fault rx_drop=0.5
-	check "$who: fault ($out)" test "$rc" -eq 0
+	it_check "$who: fault ($out)" test "$rc" -eq 0
 	as "$who" fault
-	check "$who: fault off ($out)" test "$rc" -eq 0
+	it_check "$who: fault off ($out)" test "$rc" -eq 0
 	as "$who" log-level info
-	check "$who: log-level ($out)" test "$rc" -eq 0
+	it_check "$who: log-level ($out)" test "$rc" -eq 0
 	as "$who" cm-drop REQ 0
-	check "$who: cm-drop ($out)" test "$rc" -eq 0
+	it_check "$who: cm-drop ($out)" test "$rc" -eq 0
 done
-check "still four refusals" test "$(stat_of daemon.admin_refused)" = 4
+it_check "still four refusals" test "$(stat_of daemon.admin_refused)" = 4
 
 # ---- the kernel's pid, not the claimed one ----------------------------------------------
 python3 - "$S" >"$IT_DIR/liar.out" 2>&1 <<'EOF'
@@ -145,9 +134,9 @@ print(os.getpid())
 EOF
 liar_pid=$(tail -n 1 "$IT_DIR/liar.out")
 sleep 0.5
-check "a client claiming pid 1 is logged with its real pid $liar_pid" \
+it_check "a client claiming pid 1 is logged with its real pid $liar_pid" \
 	grep -q "client liar\[$liar_pid\]" "$IT_DIR/A.log"
-check "and never as pid 1" test -z "$(grep 'client liar\[1\]' "$IT_DIR/A.log")"
+it_check "and never as pid 1" test -z "$(grep 'client liar\[1\]' "$IT_DIR/A.log")"
 
 # ---- the device node middleware looks for (UCX) -----------------------------------------
 # A daemon whose socket only a group may use: its node has that mode and group, so the
@@ -155,22 +144,22 @@ check "and never as pid 1" test -z "$(grep 'client liar\[1\]' "$IT_DIR/A.log")"
 it_daemon N "" "--vdev=net_null0,no-rx=1" 10.77.9.2 1500 \
 	--set control.socket_mode=0660 --set "control.socket_group=$GROUP_ADMIN" || exit 1
 node=$(sed -n 's|^uroced: info: device node ||p' "$IT_DIR/N.log" | head -n 1)
-check "a device node was made ($node)" test -n "$node" -a -c "$node"
+it_check "a device node was made ($node)" test -n "$node" -a -c "$node"
 case $node in /dev/infiniband/uverbs-????????????????) ok=1 ;; *) ok=0 ;; esac
-check "named uverbs-<node GUID> in /dev/infiniband" test "$ok" = 1
-check "with the socket's mode and group, /dev/null's numbers ($(stat -c '%a %G %t:%T' "$node"))" \
+it_check "named uverbs-<node GUID> in /dev/infiniband" test "$ok" = 1
+it_check "with the socket's mode and group, /dev/null's numbers ($(stat -c '%a %G %t:%T' "$node"))" \
 	test "$(stat -c '%a %G %t:%T' "$node")" = "660 $GROUP_ADMIN 1:3"
-check "a member of the socket's group may read and write it" \
+it_check "a member of the socket's group may read and write it" \
 	runuser -u "$USER_ADMIN" -- test -r "$node" -a -w "$node"
-check "a user outside it may not" runuser -u "$USER_PLAIN" -- test ! -r "$node" -a ! -w "$node"
+it_check "a user outside it may not" runuser -u "$USER_PLAIN" -- test ! -r "$node" -a ! -w "$node"
 node_a=$(sed -n 's|^uroced: info: device node ||p' "$IT_DIR/A.log" | head -n 1)
-check "the first daemon has its own ($node_a)" test "$node_a" != "$node" -a -c "$node_a"
+it_check "the first daemon has its own ($node_a)" test "$node_a" != "$node" -a -c "$node_a"
 it_stop_daemon N
-check "the node is gone when the daemon stops" test ! -e "$node"
-check "the first daemon's stays" test -c "$node_a"
+it_check "the node is gone when the daemon stops" test ! -e "$node"
+it_check "the first daemon's stays" test -c "$node_a"
 
-if [ "$fails" -ne 0 ]; then
-	it_log "$fails check(s) failed; liar: $(cat "$IT_DIR/liar.out")"
+if [ "$IT_FAILS" -ne 0 ]; then
+	it_log "$IT_FAILS check(s) failed; liar: $(cat "$IT_DIR/liar.out")"
 	exit 1
 fi
 it_log "admin_access: all checks passed"

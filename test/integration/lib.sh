@@ -223,6 +223,19 @@ it_xfer_pair() {
 	return 1
 }
 
+# it_check WHAT CMD...: runs CMD; logs "ok: WHAT" or "FAILED: WHAT", a failure counting in
+# IT_FAILS.
+it_check() {
+	local what=$1
+	shift
+	if "$@"; then
+		it_log "ok: $what"
+	else
+		it_log "FAILED: $what"
+		IT_FAILS=$((IT_FAILS + 1))
+	fi
+}
+
 # it_stat SOCK NAME: one counter's value from `uroce stat --json` ("" if absent).
 it_stat() {
 	"$UROCE_CLI" -S "$1" stat --json 2>/dev/null |
