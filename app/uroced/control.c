@@ -229,11 +229,14 @@ static void accept_clients(void)
 
 /* The epoll data of the descriptors that only end a sleep (uroced_control_watch): the
  * address of its enum uroced_woke bit, never a struct uroced_conn. */
-static const unsigned int woke_bits[] = {UROCED_WOKE_DOORBELL, UROCED_WOKE_FRAME};
+static const unsigned int woke_bits[] = {UROCED_WOKE_DOORBELL, UROCED_WOKE_FRAME,
+					  UROCED_WOKE_KERNEL};
 
 int uroced_control_watch(int fd, enum uroced_woke what)
 {
-	const unsigned int *bit = what == UROCED_WOKE_DOORBELL ? &woke_bits[0] : &woke_bits[1];
+	const unsigned int *bit = what == UROCED_WOKE_DOORBELL ? &woke_bits[0]
+				  : what == UROCED_WOKE_FRAME  ? &woke_bits[1]
+							       : &woke_bits[2];
 
 	if (epoll_ctl(uroced.epfd, EPOLL_CTL_ADD, fd,
 		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = (void *)bit}) != 0)
@@ -243,7 +246,10 @@ int uroced_control_watch(int fd, enum uroced_woke what)
 
 static bool is_woke_bit(const void *p)
 {
-	return p == &woke_bits[0] || p == &woke_bits[1];
+	for (size_t i = 0; i < sizeof(woke_bits) / sizeof(woke_bits[0]); i++)
+		if (p == &woke_bits[i])
+			return true;
+	return false;
 }
 
 unsigned int uroced_control_poll(uint64_t timeout_ns)

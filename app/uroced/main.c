@@ -197,6 +197,9 @@ static int setup(void)
 	rc = uroced_net_init();
 	if (rc)
 		return rc;
+	rc = uroced_kernel_open();
+	if (rc)
+		return rc;
 	rc = rnic_setup();
 	if (rc)
 		return rc;
@@ -205,6 +208,8 @@ static int setup(void)
 		rc = uroced_control_watch(uroce_rnic_wake_fd(uroced.rnic), UROCED_WOKE_DOORBELL);
 	if (rc == 0 && uroced_net_wake_fd() >= 0)
 		rc = uroced_control_watch(uroced_net_wake_fd(), UROCED_WOKE_FRAME);
+	if (rc == 0 && uroced_kernel_fd() >= 0)
+		rc = uroced_control_watch(uroced_kernel_fd(), UROCED_WOKE_KERNEL);
 	return rc;
 }
 
@@ -245,6 +250,8 @@ static bool sleep_until_work(uint64_t max_ns, uint64_t nap_ns)
 	woke = uroced_control_poll(max_ns);
 	uroce_rnic_sleep_end(uroced.rnic);
 	uroced_net_awake();
+	if (woke & UROCED_WOKE_KERNEL)
+		uroced_net_kernel_rx();
 	if (woke & UROCED_WOKE_DOORBELL)
 		uroced.cnt.woke_doorbell++;
 	if (woke & UROCED_WOKE_FRAME)
@@ -316,8 +323,11 @@ static void poll_loop(void)
 			 * next message). With the CPU to ourselves this returns at once. */
 			sched_yield();
 		}
+		/* The control sockets and the kernel interface: neither is on the data
+		 * path, so they are looked at every control_poll_us, not every turn. */
 		if (uroced.now_ns >= next_ctrl) {
-			uroced_control_poll(0);
+			if (uroced_control_poll(0) & UROCED_WOKE_KERNEL)
+				uroced_net_kernel_rx();
 			next_ctrl = uroced.now_ns + ctrl_every;
 		}
 	}
@@ -362,6 +372,7 @@ int main(int argc, char **argv)
 out:
 	uroced_control_fini();
 	uroce_rnic_destroy(uroced.rnic);
+	uroced_kernel_close();
 	uroced_net_fini();
 	if (uroced.port.open)
 		uroce_eth_port_close(&uroced.port);

@@ -9,6 +9,8 @@
  *   RNIC tx -> destination is this device? -> loopback queue -> RNIC (next turn)
  *                                  \-> capture -> tx fault -> port tx
  *   host stack tx -> port tx (no faults: they are for the RoCE traffic under study)
+ *   what the host stack does not handle, and ARP -> kernel interface (host.kernel_iface)
+ *   kernel interface -> port tx
  *
  * Loopback goes through a queue, not a recursive call, so the transport is never
  * re-entered from its own tx callback; it is what rxe and RNICs do for traffic to their
@@ -23,6 +25,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 
@@ -52,6 +55,21 @@ static void capture(const uint8_t *frame, uint32_t len)
 		uroced.cnt.capture_errors++;
 }
 
+/* A received frame the kernel interface gets: one for our MAC or a group, since the
+ * tap shares our MAC (the port is promiscuous). A full tap queue loses it, as a NIC's
+ * full ring would. */
+static void to_kernel(const uint8_t *frame, uint32_t len)
+{
+	int fd = uroced_kernel_fd();
+
+	if (fd < 0 || len < 14 || (!(frame[0] & 1) && memcmp(frame, uroced.mac, 6) != 0))
+		return;
+	if (write(fd, frame, len) == (ssize_t)len)
+		uroced.cnt.kernel_rx++;
+	else
+		uroced.cnt.kernel_drops++;
+}
+
 /* What the rx fault injector lets through. */
 static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 {
@@ -62,12 +80,39 @@ static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 		uroce_rnic_rx(uroced.rnic, frame, len);
 		break;
 	case UROCE_IP_CONSUMED:
+		/* ARP answered or learnt here is the kernel's to learn from too (its TCP
+		 * resolves the same neighbours); echo is answered here only. */
+		if (len >= 14 && frame[12] == 0x08 && frame[13] == 0x06)
+			to_kernel(frame, len);
 		break;
 	case UROCE_IP_DROP:
 		uroced.cnt.rx_non_roce++;
+		to_kernel(frame, len);
 		break;
 	}
 	return 0;
+}
+
+unsigned int uroced_net_kernel_rx(void)
+{
+	static uint8_t frame[UROCED_FRAME_MAX + 64];
+	int fd = uroced_kernel_fd();
+	unsigned int n;
+
+	if (fd < 0)
+		return 0;
+	/* A bounded batch: the data path must not wait on a busy kernel. */
+	for (n = 0; n < 64; n++) {
+		ssize_t len = read(fd, frame, sizeof(frame));
+
+		if (len < 0)
+			break; /* EAGAIN: drained */
+		if (len < 14 || port_tx(NULL, frame, (uint32_t)len) != 0)
+			uroced.cnt.kernel_drops++;
+		else
+			uroced.cnt.kernel_tx++;
+	}
+	return n;
 }
 
 static int tx_wire(void *ctx, const uint8_t *frame, uint32_t len)

@@ -14,8 +14,9 @@
  * timer (main.c; doc/daemon.md, "The poll loop").
  *
  * Files: main.c (configuration, EAL, the poll loop, start and stop), net.c (all packet
- * I/O: port, loopback, fault injection, capture, host stack, and the RNIC's ops),
- * control.c (the socket: connections, credentials, messages).
+ * I/O: port, loopback, fault injection, capture, host stack, kernel interface, and the
+ * RNIC's ops), kernel_iface.c (the kernel interface's tap), control.c (the socket:
+ * connections, credentials, messages).
  */
 
 #include <signal.h>
@@ -81,6 +82,9 @@ struct uroced_loop_frame {
 	X(tx_zero_copy)    /* ... whose payload the mbufs point at in the MR */     \
 	X(link_changes)    /* the link went up or down (PORT_ACTIVE / PORT_ERR) */ \
 	X(rx_non_roce)     /* frames the host stack dropped (see ip.* for why) */  \
+	X(kernel_rx)       /* ... of them and ARP, given to host.kernel_iface */   \
+	X(kernel_tx)       /* frames the kernel sent out through the port */       \
+	X(kernel_drops)    /* ... that the tap or the port refused */              \
 	X(clients_accepted)                                                        \
 	X(clients_refused)                                                         \
 	X(clients_closed)                                                          \
@@ -169,9 +173,19 @@ enum { UROCED_NET_SLEEP_FRAMES = -1, UROCED_NET_SLEEP_NAP, UROCED_NET_SLEEP_WAKE
 int uroced_net_sleep(void);
 /* After a sleep that uroced_net_sleep() allowed: back to polling the port. */
 void uroced_net_awake(void);
+/* Frames the kernel sent on host.kernel_iface: out on the port (at most a batch).
+ * @return frames read. */
+unsigned int uroced_net_kernel_rx(void);
 /* Reads the link state into uroced.link_up; on a change, logs it and has the RNIC raise
  * IBV_EVENT_PORT_ACTIVE or IBV_EVENT_PORT_ERR to every application. */
 void uroced_net_link_check(void);
+
+/* kernel_iface.c: the tap of host.kernel_iface, created with the endpoint's MAC, MTU and
+ * IPv4 addresses. 0 or -errno (logged); nothing to do when the key is empty. */
+int uroced_kernel_open(void);
+void uroced_kernel_close(void);
+/* Its descriptor (non-blocking, one frame per read and write), or -1: none. */
+int uroced_kernel_fd(void);
 
 /* control.c */
 int uroced_control_init(void);
@@ -181,6 +195,7 @@ enum uroced_woke {
 	UROCED_WOKE_CONTROL = 1u << 0,  /* a control socket: a request, a connection */
 	UROCED_WOKE_DOORBELL = 1u << 1, /* an application posted (uroce_rnic_wake_fd) */
 	UROCED_WOKE_FRAME = 1u << 2,    /* the port received (uroced_net_wake_fd) */
+	UROCED_WOKE_KERNEL = 1u << 3,   /* the kernel sent on its interface */
 };
 /* Adds @p fd to the set uroced_control_poll() waits on, as a reason @p what to wake
  * (its reader drains it). 0 or -errno. */

@@ -51,6 +51,14 @@ static const struct uroce_conf_key keys[] = {
 	{.section = "host", .name = "mac", .type = UROCE_CONF_MAC, .off = OFF(host.mac),
 	 .size = SZ(host.mac), .def = "",
 	 .doc = "MAC address of this endpoint; empty: the port's own"},
+	STR(host, kernel_iface, "",
+	    "tap interface to create for the kernel, with this endpoint's MAC, MTU and IPv4 "
+	    "addresses: frames that are not RoCE go to the kernel through it and its frames go "
+	    "out on the port, so TCP reaches peers at the RoCE addresses (as on an RNIC's "
+	    "netdev); empty: none, such frames are dropped"),
+	UINT(host, kernel_prefix_len, 1, 32, "24",
+	     "prefix length of the IPv4 addresses given to kernel_iface (the subnet the kernel "
+	     "routes through it)"),
 
 	STR(control, socket, "/run/uroce/uroced.sock",
 	    "UNIX socket applications connect to (the verbs library finds it here)"),

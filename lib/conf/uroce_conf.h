@@ -135,6 +135,8 @@ struct uroce_conf {
 		uint32_t n_ipv6;
 		struct in6_addr ipv6[UROCE_CONF_MAX_ADDRS];
 		uint8_t mac[6];                 /**< all zero: the port's own */
+		char kernel_iface[16];          /**< IFNAMSIZ; "": no kernel interface */
+		uint32_t kernel_prefix_len;
 	} host;
 	struct {
 		char socket[UROCE_CONF_SOCKET_LEN];

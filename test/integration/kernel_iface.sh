@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# host.kernel_iface: each daemon gives its namespace's kernel a tap with the daemon's MAC,
+# MTU and IPv4 address, so the host's TCP/IP and RDMA reach a peer at one address, as on
+# an RNIC's netdev. Two daemons on a veth pair, each in its own namespace, and in each
+# namespace the kernel and the applications:
+#   - the tap exists with the daemon's MAC, MTU and address; the port's own interface
+#     has rp_filter 1 and arp_ignore 8 (its kernel must not answer for the address too);
+#   - the kernel pings the peer's address (ARP through both daemons) and moves 4 MB over
+#     TCP to a server in the other namespace, intact (checked by size and SHA-256);
+#   - ibv_rc_pingpong exchanges its QP over TCP with the RoCE address itself (no
+#     127.0.0.1), then runs 1000 RC round trips over uroce; the daemons count the frames
+#     they handed to and took from their kernel (daemon.kernel_rx/kernel_tx), none lost;
+#   - a daemon that stops takes its tap with it;
+#   - host.kernel_iface with port.vlan is refused at start, with a message.
+#
+#   kernel_iface.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR)
+# Exit: 0 passed, 1 failed, 77 skipped (not root, no ibv_rc_pingpong).
+set -u
+. "$(dirname "$0")/lib.sh"
+
+command -v ibv_rc_pingpong >/dev/null ||
+	{ echo "kernel_iface: no ibv_rc_pingpong (ibverbs-utils); skipped"; exit 77; }
+it_init kernel_iface
+
+it_veth_pair 1500 || exit 1
+it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)" 10.81.0.1 1500 \
+	--set host.kernel_iface=uroce0 || exit 1
+it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.81.0.2 1500 \
+	--set host.kernel_iface=uroce0 || exit 1
+inA() { ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" "$@"; }
+inB() { ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" "$@"; }
+listening_in_b() { # PORT PID: waits up to 30 s for a listener in namespace B
+	local end=$((SECONDS + 30))
+	while [ "$SECONDS" -lt "$end" ] && kill -0 "$2" 2>/dev/null; do
+		[ -n "$(ip netns exec "$IT_NS_B" ss -Hltn "sport = :$1")" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+mac_a=$(sed -n 's/.* mac \([0-9a-f:]*\) .*/\1/p' "$IT_DIR/A.log" | head -n1)
+it_check "tap uroce0 has the daemon's MAC $mac_a" \
+	grep -q "link/ether $mac_a " <(ip -n "$IT_NS_A" link show uroce0)
+it_check "tap uroce0 has MTU 1500 and is up" \
+	grep -q "mtu 1500 .*state \(UP\|UNKNOWN\)" <(ip -n "$IT_NS_A" link show uroce0)
+it_check "tap uroce0 has 10.81.0.1/24" grep -q "inet 10.81.0.1/24 " <(ip -n "$IT_NS_A" addr show uroce0)
+it_check "$IT_IF_A: rp_filter 1" \
+	test "$(ip netns exec "$IT_NS_A" cat /proc/sys/net/ipv4/conf/"$IT_IF_A"/rp_filter)" = 1
+it_check "$IT_IF_A: arp_ignore 8" \
+	test "$(ip netns exec "$IT_NS_A" cat /proc/sys/net/ipv4/conf/"$IT_IF_A"/arp_ignore)" = 8
+
+it_check "the kernel pings the peer daemon's address" inA ping -c 3 -i 0.2 -W 2 -q 10.81.0.2
+it_check "the kernel has the peer daemon's MAC in its neighbour table" \
+	grep -q "10.81.0.2 .*lladdr $(sed -n 's/.* mac \([0-9a-f:]*\) .*/\1/p' "$IT_DIR/B.log" | head -n1)" \
+	<(ip -n "$IT_NS_A" neigh show dev uroce0)
+
+# TCP: 4 MB from namespace A to a server on B's address, returned as size and digest.
+head -c 4194304 /dev/urandom >"$IT_DIR/blob"
+want="4194304 $(sha256sum <"$IT_DIR/blob" | cut -d' ' -f1)"
+PORT=$((20000 + $$ % 10000))
+inB timeout 60 python3 -c '
+import hashlib, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.81.0.2", int(sys.argv[1])))
+s.listen(1)
+c, _ = s.accept()
+h, n = hashlib.sha256(), 0
+while True:
+	b = c.recv(65536)
+	if not b:
+		break
+	h.update(b)
+	n += len(b)
+c.sendall(("%d %s" % (n, h.hexdigest())).encode())
+c.close()' "$PORT" >"$IT_DIR/tcp.server" 2>&1 &
+spid=$!
+listening_in_b "$PORT" "$spid"
+got=$(inA timeout 60 python3 -c '
+import socket, sys
+s = socket.create_connection(("10.81.0.2", int(sys.argv[1])), timeout=30)
+s.sendall(open(sys.argv[2], "rb").read())
+s.shutdown(socket.SHUT_WR)
+print(s.recv(200).decode())' "$PORT" "$IT_DIR/blob" 2>&1)
+wait "$spid"
+it_check "TCP through both daemons: 4 MB arrive intact ($got)" test "$got" = "$want"
+
+# One address for TCP and RDMA: ibv_rc_pingpong's QP exchange goes to 10.81.0.2 over
+# TCP, its RoCE traffic to the same address.
+sent0=$(it_stat "$(it_sock A)" sent_pkts)
+PORT=$((PORT + 1))
+inB env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR" timeout 60 \
+	ibv_rc_pingpong -g 1 -p "$PORT" -n 1000 >"$IT_DIR/pp.server" 2>&1 &
+spid=$!
+listening_in_b "$PORT" "$spid"
+inA env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR" timeout 60 \
+	ibv_rc_pingpong -g 1 -p "$PORT" -n 1000 10.81.0.2 >"$IT_DIR/pp.client" 2>&1
+rc=$?
+wait "$spid"
+src=$?
+sent=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0))
+it_check "ibv_rc_pingpong to 10.81.0.2 (client $rc, server $src, $sent RoCE packets sent)" \
+	test "$rc" = 0 -a "$src" = 0 -a "$sent" -ge 1000
+grep -q "1000 iters" "$IT_DIR/pp.client" || cat "$IT_DIR/pp.client" "$IT_DIR/pp.server"
+
+for n in A B; do
+	krx=$(it_stat "$(it_sock $n)" daemon.kernel_rx)
+	ktx=$(it_stat "$(it_sock $n)" daemon.kernel_tx)
+	kdrop=$(it_stat "$(it_sock $n)" daemon.kernel_drops)
+	it_check "daemon $n: kernel_rx $krx, kernel_tx $ktx, kernel_drops $kdrop" \
+		test "${krx:-0}" -gt 100 -a "${ktx:-0}" -gt 100 -a "${kdrop:-1}" = 0
+done
+
+# A stopped daemon takes its tap with it.
+kill "$IT_PID_B"
+wait "$IT_PID_B" 2>/dev/null
+it_check "daemon B stopped: its tap is gone" bash -c "! ip -n '$IT_NS_B' link show uroce0 2>/dev/null"
+
+# Refused: the kernel's frames would leave untagged on a VLAN.
+out=$(ip netns exec "$IT_NS_B" timeout 30 "$UROCED" --no-pci --no-huge -m 256 \
+	"--file-prefix=ux${IT_ID}V" --log-level=lib.eal:error \
+	"$(it_af_packet_vdev "$IT_IF_B" 1500)" -- --set host.ipv4=10.81.0.2 \
+	--set "control.socket=$IT_DIR/v.sock" --set port.vlan=5 \
+	--set host.kernel_iface=uroce0 2>&1)
+rc=$?
+IT_PREFIXES+=("ux${IT_ID}V")
+it_check "kernel_iface with port.vlan refused (exit $rc)" \
+	grep -q "kernel_iface with port.vlan: not supported" <<<"$out"
+[ "$rc" -ne 0 ] || IT_FAILS=$((IT_FAILS + 1))
+
+exit $((IT_FAILS > 0))
