@@ -100,6 +100,11 @@ struct rc_id {
 	bool sync;           /* created without a channel: each call waits for its event */
 	bool bound_wildcard; /* bound to any address before it had a device */
 	struct sockaddr_storage bound;
+	/* Bound to any address and port 0: as the kernel does, the port is chosen at bind
+	 * time (rdma_get_src_port before rdma_listen: qperf), held by an id bound on the
+	 * first device until listen uses it or resolve_addr lets it go. */
+	bool reserving;
+	struct rc_port reserved;
 	struct rc_option options[RC_MAX_PENDING_OPTIONS];
 	unsigned int noptions;
 

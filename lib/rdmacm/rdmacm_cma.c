@@ -205,6 +205,14 @@ RC_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_
 	return 0;
 }
 
+/* Lets the port a wildcard bind chose go (see rc_id.reserving). */
+static void rc_unreserve(struct rc_id *id)
+{
+	if (id->reserving)
+		rc_destroy_handle(id->reserved.dev, id->reserved.handle);
+	id->reserving = false;
+}
+
 RC_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 {
 	struct rc_id *id = rc_id_of(cm_id);
@@ -218,6 +226,7 @@ RC_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 		rc_destroy_handle(id->dev, id->handle);
 	for (unsigned int i = 0; i < id->nports; i++)
 		rc_destroy_handle(id->ports[i].dev, id->ports[i].handle);
+	rc_unreserve(id);
 	if (id->id.event)
 		rdma_ack_cm_event(id->id.event);
 	pthread_mutex_lock(&id->mut);
@@ -269,9 +278,27 @@ RC_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 	if (!len || id->dev || id->bound_wildcard || id->nports)
 		return rc_fail(EINVAL);
 	if (rc_addr_is_any(addr)) {
+		struct rc_device *devs;
+
 		/* No device yet: resolve_addr picks one, listen takes every one. */
 		memcpy(&id->bound, addr, len);
-		memcpy(&cm_id->route.addr.src_storage, addr, len);
+		if (!rc_addr_port(addr) && rc_devices(&devs) > 0) {
+			uint32_t handle;
+
+			if (rc_id_create_on(id, &devs[0], &handle))
+				return -1;
+			if (rc_bind_on(&devs[0], handle, addr, &route)) {
+				int err = errno;
+
+				rc_destroy_handle(&devs[0], handle);
+				return rc_fail(err);
+			}
+			rc_addr_set_port((struct sockaddr *)&id->bound,
+					 rc_addr_port((struct sockaddr *)&route.src));
+			id->reserved = (struct rc_port){&devs[0], handle};
+			id->reserving = true;
+		}
+		memcpy(&cm_id->route.addr.src_storage, &id->bound, len);
 		id->bound_wildcard = true;
 		return 0;
 	}
@@ -318,6 +345,7 @@ RC_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src_a
 		if (id->bound_wildcard && rc_addr_port((struct sockaddr *)&id->bound)) {
 			struct uroce_ctrl_cm_route route;
 
+			rc_unreserve(id); /* this id takes the port on its device */
 			if (rc_bind_on(dev, id->handle, (struct sockaddr *)&id->bound, &route))
 				return -1;
 			rc_id_apply_route(id, &route);
@@ -361,6 +389,16 @@ static int rc_listen_everywhere(struct rc_id *id, int backlog)
 		struct uroce_ctrl_cm_id_req req = {.arg = (uint32_t)backlog};
 		struct uroce_ctrl_cm_route route;
 
+		if (id->reserving && id->reserved.dev == &devs[i]) {
+			/* Bound at rdma_bind_addr already, to the port it chose. */
+			id->ports[id->nports++] = id->reserved;
+			id->reserving = false;
+			req.id = id->reserved.handle;
+			if (rc_call(&devs[i], UROCE_CTRL_CM_LISTEN, &req, sizeof(req), NULL, 0,
+				    NULL, 0))
+				goto fail;
+			continue;
+		}
 		if (rc_id_create_on(id, &devs[i], &req.id))
 			goto fail;
 		id->ports[id->nports++] = (struct rc_port){&devs[i], req.id};

@@ -11,10 +11,14 @@
 #   - ibv_rc_pingpong exchanges its QP over TCP with the RoCE address itself (no
 #     127.0.0.1), then runs 1000 RC round trips over uroce; the daemons count the frames
 #     they handed to and took from their kernel (daemon.kernel_rx/kernel_tx), none lost;
+#   - qperf -cm1 (when installed): its server binds rdma_cm to any address and port 0
+#     and tells the client the port over TCP before it listens; the client connects to
+#     the address it reached over TCP; RC latency, bandwidth, RDMA WRITE and READ run;
 #   - a daemon that stops takes its tap with it;
 #   - host.kernel_iface with port.vlan is refused at start, with a message.
 #
-#   kernel_iface.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR)
+#   kernel_iface.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR,
+#                      $UROCE_RDMACM_LIBDIR)
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no ibv_rc_pingpong).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -103,6 +107,28 @@ sent=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0))
 it_check "ibv_rc_pingpong to 10.81.0.2 (client $rc, server $src, $sent RoCE packets sent)" \
 	test "$rc" = 0 -a "$src" = 0 -a "$sent" -ge 1000
 grep -q "1000 iters" "$IT_DIR/pp.client" || cat "$IT_DIR/pp.client" "$IT_DIR/pp.server"
+
+# qperf -cm1: TCP to the server's address, then rdma_cm to the same address and the
+# port the server's rdma_bind_addr chose (rdma_get_src_port before rdma_listen).
+if command -v qperf >/dev/null; then
+	PORT=$((PORT + 1))
+	inB env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR" timeout 90 \
+		qperf -lp "$PORT" >"$IT_DIR/qperf.server" 2>&1 &
+	spid=$!
+	listening_in_b "$PORT" "$spid"
+	inA env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR" timeout 60 \
+		qperf 10.81.0.2 -lp "$PORT" -cm1 -t 1 rc_lat rc_bw rc_rdma_write_lat rc_rdma_read_bw \
+		>"$IT_DIR/qperf.client" 2>&1
+	rc=$?
+	inA env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR" timeout 10 \
+		qperf 10.81.0.2 -lp "$PORT" quit >/dev/null 2>&1
+	wait "$spid"
+	sed 's/^/    /' "$IT_DIR/qperf.client"
+	it_check "qperf -cm1 rc_lat, rc_bw, rc_rdma_write_lat, rc_rdma_read_bw (exit $rc)" \
+		test "$rc" = 0 -a "$(grep -c 'latency\|bw ' "$IT_DIR/qperf.client")" = 4
+else
+	it_log "qperf not installed (apt-get install qperf): its case skipped"
+fi
 
 for n in A B; do
 	krx=$(it_stat "$(it_sock $n)" daemon.kernel_rx)
