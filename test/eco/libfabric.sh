@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# libfabric (Debian's libfabric1, unmodified) over two uroced: its verbs provider's
+# message endpoints (rdma_cm connections, RC QPs) between test/eco/fi_check.c's server and
+# client, each in its daemon's network namespace, on the daemons' addresses, which the
+# kernel interfaces (host.kernel_iface) also give the kernel: the provider finds its RDMA
+# device by the interface address, as on an RNIC's netdev.
+#   - fi_getinfo with the server's address and FI_SOURCE names provider verbs, domain
+#     uroce0;
+#   - 400 ping-pongs of 1 B .. 64 KiB come back intact, and a 1 MiB fi_write (RDMA WRITE)
+#     lands intact in the server's buffer;
+#   - the client's daemon sent at least that many RoCE packets: it went over uroce.
+#
+#   test/eco/libfabric.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR,
+#                            $UROCE_RDMACM_LIBDIR)
+# Exit: 0 passed, 1 failed, 77 skipped (not root, or libfabric-dev not installed).
+set -u
+. "$(dirname "$0")/../integration/lib.sh"
+
+if [ ! -f /usr/include/rdma/fabric.h ] || ! command -v cc >/dev/null; then
+	echo "eco_libfabric: no libfabric headers (apt-get install libfabric-dev); skipped"
+	exit 77
+fi
+it_init eco_libfabric
+ITER=400
+PORT=$((20000 + $$ % 10000))
+
+cc -O2 -Wall -Wextra -Werror -o "$IT_DIR/fi_check" "$(dirname "$0")/fi_check.c" -lfabric ||
+	exit 1
+it_veth_pair 1500 || exit 1
+it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)" 10.82.0.1 1500 \
+	--set host.kernel_iface=uroce0 || exit 1
+it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.82.0.2 1500 \
+	--set host.kernel_iface=uroce0 || exit 1
+libs=$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR
+
+sent0=$(it_stat "$(it_sock A)" sent_pkts)
+ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" LD_LIBRARY_PATH="$libs" \
+	timeout 120 "$IT_DIR/fi_check" server 10.82.0.2 "$PORT" "$ITER" >"$IT_DIR/server" 2>&1 &
+spid=$!
+# The server listens once it printed so (rdma_cm listens in the daemon, not the kernel).
+for _ in $(seq 200); do
+	grep -q "server listening" "$IT_DIR/server" 2>/dev/null && break
+	kill -0 "$spid" 2>/dev/null || break
+	sleep 0.05
+done
+ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" \
+	timeout 120 "$IT_DIR/fi_check" client 10.82.0.2 "$PORT" "$ITER" >"$IT_DIR/client" 2>&1
+rc=$?
+wait "$spid"
+src=$?
+sent=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0))
+grep -h '^fi_check' "$IT_DIR/server" "$IT_DIR/client" | sed 's/^/    /'
+it_check "fi_getinfo found provider verbs, domain uroce0" \
+	grep -q "provider verbs, domain uroce0" "$IT_DIR/server"
+it_check "fi_check client and server (exit $rc, $src): $ITER ping-pongs and a 1 MiB fi_write intact" \
+	test "$rc" = 0 -a "$src" = 0
+it_check "over uroce: daemon A sent $sent RoCE packets (>= $ITER)" test "$sent" -ge "$ITER"
+if [ "$IT_FAILS" -ne 0 ]; then
+	tail -n 20 "$IT_DIR/client" "$IT_DIR/server"
+	exit 1
+fi
+exit 0
