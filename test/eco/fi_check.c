@@ -3,8 +3,13 @@
  * fi_check: libfabric's verbs provider (FI_EP_MSG: rdma_cm connections, RC QPs) between
  * two processes, checked byte for byte. Built and run by test/eco/libfabric.sh.
  *
- *   fi_check server ADDR PORT ITERS    listen on ADDR:PORT (the daemon's address)
- *   fi_check client ADDR PORT ITERS    connect to the server at ADDR:PORT
+ *   fi_check server ADDR PORT ITERS [msg|rdm]   listen on ADDR:PORT (the daemon's address)
+ *   fi_check client ADDR PORT ITERS [msg|rdm]   connect to the server at ADDR:PORT
+ *
+ * msg (default): provider verbs, FI_EP_MSG, connected through rdma_cm by the program.
+ * rdm: provider verbs;ofi_rxm, FI_EP_RDM (what MPI libraries use): reliable datagrams
+ * over an address vector, rxm connecting verbs msg endpoints underneath on first use; the
+ * client's first message carries its address so that the server can answer.
  *
  * After the connection: the server sends the address and key of a 1 MiB target buffer;
  * then ITERS ping-pongs of sizes 1 B .. 64 KiB, each echoed and compared; then the client
@@ -40,6 +45,9 @@ static struct fid_domain *domain;
 static struct fid_cq *cq;
 static struct fid_ep *ep;
 static struct fid_pep *pep;
+static struct fid_av *av;        /* rdm */
+static fi_addr_t peer;           /* rdm: the other side in av; msg: unused (0) */
+static int rdm;
 static struct fid_mr *mr;
 static uint8_t *sbuf, *rbuf, *target; /* one registration: [sbuf | rbuf | target] */
 
@@ -89,11 +97,19 @@ static struct fi_info *eq_expect(uint32_t want)
 }
 
 /* One completion, spinning (the verbs provider's CQ is polled). */
+/* Completions POST_RETRY read while it waited, not yet waited for (the program keeps one
+ * operation in flight, so which one does not matter). */
+static unsigned int early;
+
 static void cq_wait(const char *what)
 {
 	struct fi_cq_entry entry;
 	time_t end = time(NULL) + WAIT_S;
 
+	if (early) {
+		early--;
+		return;
+	}
 	for (;;) {
 		ssize_t n = fi_cq_read(cq, &entry, 1);
 
@@ -115,12 +131,30 @@ static void cq_wait(const char *what)
 
 static void post_recv(void)
 {
-	CHECK(fi_recv(ep, rbuf, MSG_MAX, fi_mr_desc(mr), 0, NULL));
+	CHECK(fi_recv(ep, rbuf, MSG_MAX, fi_mr_desc(mr), FI_ADDR_UNSPEC, NULL));
 }
+
+/* Posts with @p post until it is taken: -FI_EAGAIN asks for progress first (rxm gives it
+ * while it connects underneath), which reading the CQ makes; a completion found meanwhile
+ * is one of ours that @p pending counts. */
+#define POST_RETRY(post, pending)                                                          \
+	do {                                                                               \
+		time_t end_ = time(NULL) + WAIT_S;                                         \
+		ssize_t rc_;                                                               \
+		while ((rc_ = (post)) == -FI_EAGAIN) {                                     \
+			struct fi_cq_entry e_;                                             \
+			if (fi_cq_read(cq, &e_, 1) == 1)                                   \
+				(pending)++;                                               \
+			if (time(NULL) > end_)                                             \
+				fail("%s: still -FI_EAGAIN after %d s", #post, WAIT_S);    \
+		}                                                                          \
+		if (rc_)                                                                   \
+			fail("%s: %s (%zd)", #post, fi_strerror((int)-rc_), rc_);          \
+	} while (0)
 
 static void send_wait(size_t len)
 {
-	CHECK(fi_send(ep, sbuf, len, fi_mr_desc(mr), 0, NULL));
+	POST_RETRY(fi_send(ep, sbuf, len, fi_mr_desc(mr), peer, NULL), early);
 	cq_wait("send");
 }
 
@@ -134,7 +168,14 @@ static void open_ep(struct fi_info *info)
 	CHECK(fi_domain(fabric, info, &domain, NULL));
 	CHECK(fi_cq_open(domain, &cq_attr, &cq, NULL));
 	CHECK(fi_endpoint(domain, info, &ep, NULL));
-	CHECK(fi_ep_bind(ep, &eq->fid, 0));
+	if (rdm) {
+		struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+
+		CHECK(fi_av_open(domain, &av_attr, &av, NULL));
+		CHECK(fi_ep_bind(ep, &av->fid, 0));
+	} else {
+		CHECK(fi_ep_bind(ep, &eq->fid, 0));
+	}
 	CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
 	CHECK(fi_enable(ep));
 	sbuf = aligned_alloc(4096, len);
@@ -154,11 +195,11 @@ static struct fi_info *hints_new(void)
 
 	if (!hints)
 		fail("fi_allocinfo");
-	hints->ep_attr->type = FI_EP_MSG;
+	hints->ep_attr->type = rdm ? FI_EP_RDM : FI_EP_MSG;
 	hints->caps = FI_MSG | FI_RMA;
 	hints->domain_attr->mr_mode =
 		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("verbs");
+	hints->fabric_attr->prov_name = strdup(rdm ? "verbs;ofi_rxm" : "verbs");
 	return hints;
 }
 
@@ -180,16 +221,28 @@ static void server(const char *addr, const char *port, uint32_t iters)
 	CHECK(fi_getinfo(FI_VERSION(1, 17), addr, port, FI_SOURCE, hints, &info));
 	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
 	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
-	CHECK(fi_passive_ep(fabric, info, &pep, NULL));
-	CHECK(fi_pep_bind(pep, &eq->fid, 0));
-	CHECK(fi_listen(pep));
+	if (rdm) {
+		open_ep(info);
+		conn = NULL;
+	} else {
+		CHECK(fi_passive_ep(fabric, info, &pep, NULL));
+		CHECK(fi_pep_bind(pep, &eq->fid, 0));
+		CHECK(fi_listen(pep));
+	}
 	printf("fi_check: server listening on %s:%s (provider %s, domain %s)\n", addr, port,
 	       info->fabric_attr->prov_name, info->domain_attr->name);
 	fflush(stdout);
-	conn = eq_expect(FI_CONNREQ);
-	open_ep(conn);
-	CHECK(fi_accept(ep, NULL, 0));
-	eq_expect(FI_CONNECTED);
+	if (rdm) { /* the client's first message is its address */
+		cq_wait("client address");
+		if (fi_av_insert(av, rbuf, 1, &peer, 0, NULL) != 1)
+			fail("fi_av_insert of the client's address");
+		post_recv();
+	} else {
+		conn = eq_expect(FI_CONNREQ);
+		open_ep(conn);
+		CHECK(fi_accept(ep, NULL, 0));
+		eq_expect(FI_CONNECTED);
+	}
 
 	ti.addr = (uint64_t)(uintptr_t)target;
 	ti.key = fi_mr_key(mr);
@@ -215,7 +268,8 @@ static void server(const char *addr, const char *port, uint32_t iters)
 	send_wait(4);
 	printf("fi_check: server: %u pings echoed, RDMA WRITE target %s\n", iters,
 	       ok ? "intact" : "differs");
-	fi_shutdown(ep, 0);
+	if (!rdm)
+		fi_shutdown(ep, 0);
 	fi_freeinfo(conn);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
@@ -236,8 +290,17 @@ static void client(const char *addr, const char *port, uint32_t iters)
 	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
 	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
 	open_ep(info);
-	CHECK(fi_connect(ep, info->dest_addr, NULL, 0));
-	eq_expect(FI_CONNECTED);
+	if (rdm) {
+		size_t len = MSG_MAX;
+
+		if (fi_av_insert(av, info->dest_addr, 1, &peer, 0, NULL) != 1)
+			fail("fi_av_insert of the server's address");
+		CHECK(fi_getname(&ep->fid, sbuf, &len));
+		send_wait(len);
+	} else {
+		CHECK(fi_connect(ep, info->dest_addr, NULL, 0));
+		eq_expect(FI_CONNECTED);
+	}
 	cq_wait("target info");
 	memcpy(&ti, rbuf, sizeof(ti));
 	post_recv();
@@ -262,16 +325,18 @@ static void client(const char *addr, const char *port, uint32_t iters)
 
 	for (uint32_t k = 0; k < TARGET_LEN; k++)
 		target[k] = pattern(0xfeed, k); /* our own copy is the source */
-	CHECK(fi_write(ep, target, TARGET_LEN, fi_mr_desc(mr), 0, ti.addr, ti.key, NULL));
+	POST_RETRY(fi_write(ep, target, TARGET_LEN, fi_mr_desc(mr), peer, ti.addr, ti.key, NULL),
+		   early);
 	cq_wait("fi_write");
 	send_wait(1); /* compare now */
 	cq_wait("verdict");
 	if (strcmp((const char *)rbuf, "ok") != 0)
 		fail("the server found the 1 MiB RDMA WRITE target differs");
-	printf("fi_check: ok: %u ping-pongs (%" PRIu64 " B each way, intact) in %.3f s, "
+	printf("fi_check: ok (%s): %u ping-pongs (%" PRIu64 " B each way, intact) in %.3f s, "
 	       "1 MiB fi_write intact\n",
-	       iters, bytes, s);
-	fi_shutdown(ep, 0);
+	       rdm ? "rdm" : "msg", iters, bytes, s);
+	if (!rdm)
+		fi_shutdown(ep, 0);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 }
@@ -280,10 +345,12 @@ int main(int argc, char **argv)
 {
 	uint32_t iters;
 
-	if (argc != 5 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
-		fprintf(stderr, "usage: fi_check server|client ADDR PORT ITERS\n");
+	if ((argc != 5 && argc != 6) || (strcmp(argv[1], "server") && strcmp(argv[1], "client")) ||
+	    (argc == 6 && strcmp(argv[5], "msg") && strcmp(argv[5], "rdm"))) {
+		fprintf(stderr, "usage: fi_check server|client ADDR PORT ITERS [msg|rdm]\n");
 		return 2;
 	}
+	rdm = argc == 6 && !strcmp(argv[5], "rdm");
 	iters = (uint32_t)strtoul(argv[4], NULL, 0);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[1], "server"))

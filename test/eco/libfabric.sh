@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# libfabric (Debian's libfabric1, unmodified) over two uroced: its verbs provider's
-# message endpoints (rdma_cm connections, RC QPs) between test/eco/fi_check.c's server and
-# client, each in its daemon's network namespace, on the daemons' addresses, which the
-# kernel interfaces (host.kernel_iface) also give the kernel: the provider finds its RDMA
-# device by the interface address, as on an RNIC's netdev.
-#   - fi_getinfo with the server's address and FI_SOURCE names provider verbs, domain
-#     uroce0;
+# libfabric (Debian's libfabric1, unmodified) over two uroced, test/eco/fi_check.c's
+# server and client each in its daemon's network namespace, on the daemons' addresses,
+# which the kernel interfaces (host.kernel_iface) also give the kernel: the provider finds
+# its RDMA device by the interface address, as on an RNIC's netdev. Twice: msg endpoints
+# of the verbs provider (rdma_cm connections, RC QPs), and rdm endpoints of
+# verbs;ofi_rxm (what MPI libraries use), each:
+#   - fi_getinfo with the server's address and FI_SOURCE names domain uroce0;
 #   - 400 ping-pongs of 1 B .. 64 KiB come back intact, and a 1 MiB fi_write (RDMA WRITE)
 #     lands intact in the server's buffer;
 #   - the client's daemon sent at least that many RoCE packets: it went over uroce.
@@ -34,30 +34,41 @@ it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.82.0.2 1500 \
 	--set host.kernel_iface=uroce0 || exit 1
 libs=$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR
 
-sent0=$(it_stat "$(it_sock A)" sent_pkts)
-ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" LD_LIBRARY_PATH="$libs" \
-	timeout 120 "$IT_DIR/fi_check" server 10.82.0.2 "$PORT" "$ITER" >"$IT_DIR/server" 2>&1 &
-spid=$!
-# The server listens once it printed so (rdma_cm listens in the daemon, not the kernel).
-for _ in $(seq 200); do
-	grep -q "server listening" "$IT_DIR/server" 2>/dev/null && break
-	kill -0 "$spid" 2>/dev/null || break
-	sleep 0.05
-done
-ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" \
-	timeout 120 "$IT_DIR/fi_check" client 10.82.0.2 "$PORT" "$ITER" >"$IT_DIR/client" 2>&1
-rc=$?
-wait "$spid"
-src=$?
-sent=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0))
-grep -h '^fi_check' "$IT_DIR/server" "$IT_DIR/client" | sed 's/^/    /'
-it_check "fi_getinfo found provider verbs, domain uroce0" \
-	grep -q "provider verbs, domain uroce0" "$IT_DIR/server"
-it_check "fi_check client and server (exit $rc, $src): $ITER ping-pongs and a 1 MiB fi_write intact" \
-	test "$rc" = 0 -a "$src" = 0
-it_check "over uroce: daemon A sent $sent RoCE packets (>= $ITER)" test "$sent" -ge "$ITER"
-if [ "$IT_FAILS" -ne 0 ]; then
-	tail -n 20 "$IT_DIR/client" "$IT_DIR/server"
-	exit 1
-fi
-exit 0
+# run MODE [ENV...]: fi_check's server next to daemon B, its client next to A.
+run() {
+	local mode=$1 sent0 sent rc src spid
+	shift
+	PORT=$((PORT + 1))
+	sent0=$(it_stat "$(it_sock A)" sent_pkts)
+	ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" LD_LIBRARY_PATH="$libs" "$@" \
+		timeout 120 "$IT_DIR/fi_check" server 10.82.0.2 "$PORT" "$ITER" "$mode" \
+		>"$IT_DIR/$mode.server" 2>&1 &
+	spid=$!
+	# It listens once it says so (rdma_cm listens in the daemon, not in the kernel).
+	for _ in $(seq 200); do
+		grep -q "server listening" "$IT_DIR/$mode.server" 2>/dev/null && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+	done
+	ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" "$@" \
+		timeout 120 "$IT_DIR/fi_check" client 10.82.0.2 "$PORT" "$ITER" "$mode" \
+		>"$IT_DIR/$mode.client" 2>&1
+	rc=$?
+	wait "$spid"
+	src=$?
+	sent=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0))
+	grep -h '^fi_check' "$IT_DIR/$mode.server" "$IT_DIR/$mode.client" | sed 's/^/    /'
+	it_check "$mode: fi_getinfo found domain uroce0" \
+		grep -q "domain uroce0)" "$IT_DIR/$mode.server"
+	it_check "$mode: client and server (exit $rc, $src): $ITER ping-pongs, a 1 MiB fi_write" \
+		test "$rc" = 0 -a "$src" = 0
+	it_check "$mode: over uroce, daemon A sent $sent RoCE packets (>= $ITER)" \
+		test "$sent" -ge "$ITER"
+	[ "$rc" = 0 ] && [ "$src" = 0 ] || tail -n 20 "$IT_DIR/$mode.client" "$IT_DIR/$mode.server"
+}
+
+run msg
+# rxm sizes its CQs by the universe size (256 ranks: 262144 entries), above the device's
+# max_cqe (65536; rxe's is 32767 and needs the same): a two-process job says so.
+run rdm FI_UNIVERSE_SIZE=16
+exit $((IT_FAILS > 0))
