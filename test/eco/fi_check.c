@@ -3,13 +3,18 @@
  * fi_check: libfabric's verbs provider (FI_EP_MSG: rdma_cm connections, RC QPs) between
  * two processes, checked byte for byte. Built and run by test/eco/libfabric.sh.
  *
- *   fi_check server ADDR PORT ITERS [msg|rdm]   listen on ADDR:PORT (the daemon's address)
- *   fi_check client ADDR PORT ITERS [msg|rdm]   connect to the server at ADDR:PORT
+ *   fi_check server ADDR PORT ITERS [msg|rdm|dgram]   listen on ADDR:PORT (the daemon's
+ *                                                      address)
+ *   fi_check client ADDR PORT ITERS [msg|rdm|dgram]   connect to the server at ADDR:PORT
  *
  * msg (default): provider verbs, FI_EP_MSG, connected through rdma_cm by the program.
  * rdm: provider verbs;ofi_rxm, FI_EP_RDM (what MPI libraries use): reliable datagrams
  * over an address vector, rxm connecting verbs msg endpoints underneath on first use; the
  * client's first message carries its address so that the server can answer.
+ * dgram: provider verbs, FI_EP_DGRAM (UD QPs), an address vector as rdm; messages up to
+ * the endpoint's max_msg_size, received after the GRH room the provider asks for
+ * (FI_MSG_PREFIX); no RMA. Unreliable: the namespaces' veth loses nothing at one message
+ * in flight.
  *
  * After the connection: the server sends the address and key of a 1 MiB target buffer;
  * then ITERS ping-pongs of sizes 1 B .. 64 KiB, each echoed and compared; then the client
@@ -45,9 +50,12 @@ static struct fid_domain *domain;
 static struct fid_cq *cq;
 static struct fid_ep *ep;
 static struct fid_pep *pep;
-static struct fid_av *av;        /* rdm */
-static fi_addr_t peer;           /* rdm: the other side in av; msg: unused (0) */
-static int rdm;
+static struct fid_av *av;        /* rdm, dgram */
+static fi_addr_t peer;           /* rdm, dgram: the other side in av; msg: unused (0) */
+static int rdm, dgram;
+static size_t prefix;            /* FI_MSG_PREFIX room before the data of each message */
+static size_t max_msg = MSG_MAX; /* the largest message the endpoint takes */
+static uint8_t *sdata, *rdata;   /* sbuf and rbuf past the prefix */
 static struct fid_mr *mr;
 static uint8_t *sbuf, *rbuf, *target; /* one registration: [sbuf | rbuf | target] */
 
@@ -131,7 +139,7 @@ static void cq_wait(const char *what)
 
 static void post_recv(void)
 {
-	CHECK(fi_recv(ep, rbuf, MSG_MAX, fi_mr_desc(mr), FI_ADDR_UNSPEC, NULL));
+	CHECK(fi_recv(ep, rbuf, prefix + MSG_MAX, fi_mr_desc(mr), FI_ADDR_UNSPEC, NULL));
 }
 
 /* Posts with @p post until it is taken: -FI_EAGAIN asks for progress first (rxm gives it
@@ -154,7 +162,9 @@ static void post_recv(void)
 
 static void send_wait(size_t len)
 {
-	POST_RETRY(fi_send(ep, sbuf, len, fi_mr_desc(mr), peer, NULL), early);
+	/* The data only: libfabric's verbs provider uses the prefix on receives (the GRH
+	 * lands there) and sends a buffer as it is given. */
+	POST_RETRY(fi_send(ep, sdata, len, fi_mr_desc(mr), peer, NULL), early);
 	cq_wait("send");
 }
 
@@ -163,12 +173,16 @@ static void open_ep(struct fi_info *info)
 {
 	struct fi_cq_attr cq_attr = {.size = 256, .format = FI_CQ_FORMAT_CONTEXT,
 				     .wait_obj = FI_WAIT_NONE};
-	size_t len = 2 * MSG_MAX + TARGET_LEN;
+	size_t room = MSG_MAX + 4096, len = 2 * room + TARGET_LEN;
 
+	if (info->mode & FI_MSG_PREFIX)
+		prefix = info->ep_attr->msg_prefix_size;
+	if (info->ep_attr->max_msg_size < max_msg)
+		max_msg = info->ep_attr->max_msg_size;
 	CHECK(fi_domain(fabric, info, &domain, NULL));
 	CHECK(fi_cq_open(domain, &cq_attr, &cq, NULL));
 	CHECK(fi_endpoint(domain, info, &ep, NULL));
-	if (rdm) {
+	if (rdm || dgram) {
 		struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 
 		CHECK(fi_av_open(domain, &av_attr, &av, NULL));
@@ -182,8 +196,10 @@ static void open_ep(struct fi_info *info)
 	if (!sbuf)
 		fail("out of memory");
 	memset(sbuf, 0, len);
-	rbuf = sbuf + MSG_MAX;
-	target = rbuf + MSG_MAX;
+	rbuf = sbuf + room;
+	target = rbuf + room;
+	sdata = sbuf + prefix;
+	rdata = rbuf + prefix;
 	CHECK(fi_mr_reg(domain, sbuf, len, FI_SEND | FI_RECV | FI_WRITE | FI_REMOTE_WRITE, 0, 0,
 			0, &mr, NULL));
 	post_recv();
@@ -195,8 +211,10 @@ static struct fi_info *hints_new(void)
 
 	if (!hints)
 		fail("fi_allocinfo");
-	hints->ep_attr->type = rdm ? FI_EP_RDM : FI_EP_MSG;
-	hints->caps = FI_MSG | FI_RMA;
+	hints->ep_attr->type = rdm ? FI_EP_RDM : dgram ? FI_EP_DGRAM : FI_EP_MSG;
+	hints->caps = dgram ? FI_MSG : FI_MSG | FI_RMA;
+	if (dgram)
+		hints->mode = FI_MSG_PREFIX; /* verbs' UD receives land after a 40-byte GRH */
 	hints->domain_attr->mr_mode =
 		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup(rdm ? "verbs;ofi_rxm" : "verbs");
@@ -206,8 +224,9 @@ static struct fi_info *hints_new(void)
 static size_t ping_len(uint32_t i)
 {
 	static const size_t lens[] = {1, 8, 64, 1000, 4096, 4097, 9000, 65536};
+	size_t len = lens[i % (sizeof(lens) / sizeof(lens[0]))];
 
-	return lens[i % (sizeof(lens) / sizeof(lens[0]))];
+	return len < max_msg ? len : max_msg;
 }
 
 static void server(const char *addr, const char *port, uint32_t iters)
@@ -221,7 +240,7 @@ static void server(const char *addr, const char *port, uint32_t iters)
 	CHECK(fi_getinfo(FI_VERSION(1, 17), addr, port, FI_SOURCE, hints, &info));
 	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
 	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
-	if (rdm) {
+	if (rdm || dgram) {
 		open_ep(info);
 		conn = NULL;
 	} else {
@@ -232,9 +251,9 @@ static void server(const char *addr, const char *port, uint32_t iters)
 	printf("fi_check: server listening on %s:%s (provider %s, domain %s)\n", addr, port,
 	       info->fabric_attr->prov_name, info->domain_attr->name);
 	fflush(stdout);
-	if (rdm) { /* the client's first message is its address */
+	if (rdm || dgram) { /* the client's first message is its address */
 		cq_wait("client address");
-		if (fi_av_insert(av, rbuf, 1, &peer, 0, NULL) != 1)
+		if (fi_av_insert(av, rdata, 1, &peer, 0, NULL) != 1)
 			fail("fi_av_insert of the client's address");
 		post_recv();
 	} else {
@@ -246,15 +265,21 @@ static void server(const char *addr, const char *port, uint32_t iters)
 
 	ti.addr = (uint64_t)(uintptr_t)target;
 	ti.key = fi_mr_key(mr);
-	memcpy(sbuf, &ti, sizeof(ti));
+	memcpy(sdata, &ti, sizeof(ti));
 	send_wait(sizeof(ti));
 	for (i = 0; i < iters; i++) { /* echo each ping */
 		size_t len = ping_len(i);
 
 		cq_wait("ping");
-		memcpy(sbuf, rbuf, len);
+		memcpy(sdata, rdata, len);
 		post_recv();
 		send_wait(len);
+	}
+	if (dgram) {
+		printf("fi_check: server: %u pings echoed\n", iters);
+		fi_freeinfo(info);
+		fi_freeinfo(hints);
+		return;
 	}
 	cq_wait("check request"); /* the client's fi_write is in the target: compare */
 	post_recv();
@@ -264,11 +289,11 @@ static void server(const char *addr, const char *port, uint32_t iters)
 			ok = 0;
 			break;
 		}
-	strcpy((char *)sbuf, ok ? "ok" : "bad");
+	strcpy((char *)sdata, ok ? "ok" : "bad");
 	send_wait(4);
 	printf("fi_check: server: %u pings echoed, RDMA WRITE target %s\n", iters,
 	       ok ? "intact" : "differs");
-	if (!rdm)
+	if (!rdm && !dgram)
 		fi_shutdown(ep, 0);
 	fi_freeinfo(conn);
 	fi_freeinfo(info);
@@ -290,19 +315,19 @@ static void client(const char *addr, const char *port, uint32_t iters)
 	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
 	CHECK(fi_eq_open(fabric, &eq_attr, &eq, NULL));
 	open_ep(info);
-	if (rdm) {
-		size_t len = MSG_MAX;
+	if (rdm || dgram) {
+		size_t len = max_msg;
 
 		if (fi_av_insert(av, info->dest_addr, 1, &peer, 0, NULL) != 1)
 			fail("fi_av_insert of the server's address");
-		CHECK(fi_getname(&ep->fid, sbuf, &len));
+		CHECK(fi_getname(&ep->fid, sdata, &len));
 		send_wait(len);
 	} else {
 		CHECK(fi_connect(ep, info->dest_addr, NULL, 0));
 		eq_expect(FI_CONNECTED);
 	}
 	cq_wait("target info");
-	memcpy(&ti, rbuf, sizeof(ti));
+	memcpy(&ti, rdata, sizeof(ti));
 	post_recv();
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -310,18 +335,26 @@ static void client(const char *addr, const char *port, uint32_t iters)
 		size_t len = ping_len(i);
 
 		for (size_t k = 0; k < len; k++)
-			sbuf[k] = pattern(i, (uint32_t)k);
+			sdata[k] = pattern(i, (uint32_t)k);
 		send_wait(len);
 		cq_wait("pong");
 		for (size_t k = 0; k < len; k++)
-			if (rbuf[k] != pattern(i, (uint32_t)k))
+			if (rdata[k] != pattern(i, (uint32_t)k))
 				fail("ping %u (%zu B): byte %zu came back %#x, sent %#x", i, len, k,
-				     rbuf[k], pattern(i, (uint32_t)k));
+				     rdata[k], pattern(i, (uint32_t)k));
 		bytes += len;
 		post_recv();
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (dgram) {
+		printf("fi_check: ok (dgram): %u ping-pongs of up to %zu B (%" PRIu64
+		       " B each way, intact) in %.3f s\n",
+		       iters, max_msg, bytes, s);
+		fi_freeinfo(info);
+		fi_freeinfo(hints);
+		return;
+	}
 
 	for (uint32_t k = 0; k < TARGET_LEN; k++)
 		target[k] = pattern(0xfeed, k); /* our own copy is the source */
@@ -330,7 +363,7 @@ static void client(const char *addr, const char *port, uint32_t iters)
 	cq_wait("fi_write");
 	send_wait(1); /* compare now */
 	cq_wait("verdict");
-	if (strcmp((const char *)rbuf, "ok") != 0)
+	if (strcmp((const char *)rdata, "ok") != 0)
 		fail("the server found the 1 MiB RDMA WRITE target differs");
 	printf("fi_check: ok (%s): %u ping-pongs (%" PRIu64 " B each way, intact) in %.3f s, "
 	       "1 MiB fi_write intact\n",
@@ -346,11 +379,13 @@ int main(int argc, char **argv)
 	uint32_t iters;
 
 	if ((argc != 5 && argc != 6) || (strcmp(argv[1], "server") && strcmp(argv[1], "client")) ||
-	    (argc == 6 && strcmp(argv[5], "msg") && strcmp(argv[5], "rdm"))) {
-		fprintf(stderr, "usage: fi_check server|client ADDR PORT ITERS [msg|rdm]\n");
+	    (argc == 6 && strcmp(argv[5], "msg") && strcmp(argv[5], "rdm") &&
+	     strcmp(argv[5], "dgram"))) {
+		fprintf(stderr, "usage: fi_check server|client ADDR PORT ITERS [msg|rdm|dgram]\n");
 		return 2;
 	}
 	rdm = argc == 6 && !strcmp(argv[5], "rdm");
+	dgram = argc == 6 && !strcmp(argv[5], "dgram");
 	iters = (uint32_t)strtoul(argv[4], NULL, 0);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[1], "server"))

@@ -3,12 +3,14 @@
 # libfabric (Debian's libfabric1, unmodified) over two uroced, test/eco/fi_check.c's
 # server and client each in its daemon's network namespace, on the daemons' addresses,
 # which the kernel interfaces (host.kernel_iface) also give the kernel: the provider finds
-# its RDMA device by the interface address, as on an RNIC's netdev. Twice: msg endpoints
-# of the verbs provider (rdma_cm connections, RC QPs), and rdm endpoints of
-# verbs;ofi_rxm (what MPI libraries use), each:
-#   - fi_getinfo with the server's address and FI_SOURCE names domain uroce0;
-#   - 400 ping-pongs of 1 B .. 64 KiB come back intact, and a 1 MiB fi_write (RDMA WRITE)
-#     lands intact in the server's buffer;
+# its RDMA device by the interface address, as on an RNIC's netdev. Three times: msg
+# endpoints of the verbs provider (rdma_cm connections, RC QPs), rdm endpoints of
+# verbs;ofi_rxm (what MPI libraries use), and dgram endpoints of the verbs provider (UD
+# QPs), each:
+#   - fi_getinfo with the server's address and FI_SOURCE names domain uroce0
+#     (uroce0-dgram);
+#   - 400 ping-pongs of 1 B .. 64 KiB (dgram: up to the path MTU) come back intact, and
+#     (msg, rdm) a 1 MiB fi_write (RDMA WRITE) lands intact in the server's buffer;
 #   - the client's daemon sent at least that many RoCE packets: it went over uroce.
 #
 #   test/eco/libfabric.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR,
@@ -59,8 +61,10 @@ run() {
 	sent=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0))
 	grep -h '^fi_check' "$IT_DIR/$mode.server" "$IT_DIR/$mode.client" | sed 's/^/    /'
 	it_check "$mode: fi_getinfo found domain uroce0" \
-		grep -q "domain uroce0)" "$IT_DIR/$mode.server"
-	it_check "$mode: client and server (exit $rc, $src): $ITER ping-pongs, a 1 MiB fi_write" \
+		grep -q "domain uroce0\(-dgram\)\?)" "$IT_DIR/$mode.server"
+	local what="$ITER ping-pongs and a 1 MiB fi_write"
+	[ "$mode" = dgram ] && what="$ITER ping-pongs"
+	it_check "$mode: client and server (exit $rc, $src): $what" \
 		test "$rc" = 0 -a "$src" = 0
 	it_check "$mode: over uroce, daemon A sent $sent RoCE packets (>= $ITER)" \
 		test "$sent" -ge "$ITER"
@@ -71,4 +75,5 @@ run msg
 # rxm sizes its CQs by the universe size (256 ranks: 262144 entries), above the device's
 # max_cqe (65536; rxe's is 32767 and needs the same): a two-process job says so.
 run rdm FI_UNIVERSE_SIZE=16
+run dgram
 exit $((IT_FAILS > 0))
