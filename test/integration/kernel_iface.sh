@@ -34,14 +34,6 @@ it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.81.0.2 1500 \
 	--set host.kernel_iface=uroce0 || exit 1
 inA() { ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" "$@"; }
 inB() { ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" "$@"; }
-listening_in_b() { # PORT PID: waits up to 30 s for a listener in namespace B
-	local end=$((SECONDS + 30))
-	while [ "$SECONDS" -lt "$end" ] && kill -0 "$2" 2>/dev/null; do
-		[ -n "$(ip netns exec "$IT_NS_B" ss -Hltn "sport = :$1")" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 mac_a=$(sed -n 's/.* mac \([0-9a-f:]*\) .*/\1/p' "$IT_DIR/A.log" | head -n1)
 it_check "tap uroce0 has the daemon's MAC $mac_a" \
@@ -80,7 +72,7 @@ while True:
 c.sendall(("%d %s" % (n, h.hexdigest())).encode())
 c.close()' "$PORT" >"$IT_DIR/tcp.server" 2>&1 &
 spid=$!
-listening_in_b "$PORT" "$spid"
+it_wait_listen "$PORT" "$spid" 30 "$IT_NS_B"
 got=$(inA timeout 60 python3 -c '
 import socket, sys
 s = socket.create_connection(("10.81.0.2", int(sys.argv[1])), timeout=30)
@@ -97,7 +89,7 @@ PORT=$((PORT + 1))
 inB env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR" timeout 60 \
 	ibv_rc_pingpong -g 1 -p "$PORT" -n 1000 >"$IT_DIR/pp.server" 2>&1 &
 spid=$!
-listening_in_b "$PORT" "$spid"
+it_wait_listen "$PORT" "$spid" 30 "$IT_NS_B"
 inA env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR" timeout 60 \
 	ibv_rc_pingpong -g 1 -p "$PORT" -n 1000 10.81.0.2 >"$IT_DIR/pp.client" 2>&1
 rc=$?
@@ -115,7 +107,7 @@ if command -v qperf >/dev/null; then
 	inB env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR" timeout 90 \
 		qperf -lp "$PORT" >"$IT_DIR/qperf.server" 2>&1 &
 	spid=$!
-	listening_in_b "$PORT" "$spid"
+	it_wait_listen "$PORT" "$spid" 30 "$IT_NS_B"
 	inA env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR" timeout 60 \
 		qperf 10.81.0.2 -lp "$PORT" -cm1 -t 1 rc_lat rc_bw rc_rdma_write_lat rc_rdma_read_bw \
 		>"$IT_DIR/qperf.client" 2>&1

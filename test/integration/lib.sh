@@ -257,15 +257,17 @@ it_show() {
 	fi
 }
 
-# it_wait_listen PORT PID SECONDS: until a TCP socket of this namespace listens on PORT,
-# PID has exited, or SECONDS have passed. A tool's server sets its devices up before it
+# it_wait_listen PORT PID SECONDS [NETNS]: until a TCP socket of this namespace (or of
+# NETNS) listens on PORT, PID has exited, or SECONDS have passed. A tool's server sets its devices up before it
 # listens (ibv_srq_pingpong makes 17 QPs through the daemon first): a fixed sleep before
 # starting the client lost that race on a loaded machine ("Couldn't connect to
 # 127.0.0.1:PORT", the server then waiting out its timeout).
 it_wait_listen() {
 	local port=$1 pid=$2 end=$((SECONDS + $3))
+	local -a in_ns=()
+	[ -n "${4:-}" ] && in_ns=(ip netns exec "$4")
 	while [ "$SECONDS" -lt "$end" ] && kill -0 "$pid" 2>/dev/null; do
-		[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
+		[ -n "$("${in_ns[@]}" ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
 		sleep 0.05
 	done
 	return 1
