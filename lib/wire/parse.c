@@ -4,6 +4,7 @@
  * inside the frame (or, past the IP header, inside the IP datagram): the first check of
  * each layer returns its *_TRUNC error, so the rest of that layer reads freely.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "uroce_wire.h"
@@ -192,8 +193,19 @@ enum uroce_wire_err uroce_wire_parse(const void *frame, uint32_t len, struct uro
 	uint16_t ethertype;
 	enum uroce_wire_err err;
 
-	memset(pkt, 0, sizeof(*pkt));
+	/* Only what a parse may leave unwritten is zeroed: the extension headers (the tail of
+	 * the header struct) and the optional fields. A memset of the whole ~260-byte packet
+	 * was 5 % of the transport's CPU per message. */
+	memset(&h->deth, 0, sizeof(*h) - offsetof(struct uroce_wire_hdr, deth));
+	h->vlan = false;
+	h->vlan_tci = 0;
+	h->udp_csum = false;
 	pkt->frame = f;
+	pkt->l3 = pkt->bth = pkt->payload = NULL;
+	pkt->payload_len = 0;
+	pkt->l3_off = pkt->bth_off = 0;
+	pkt->pkt_len = 0;
+	pkt->icrc = 0;
 
 	/* Ethernet II, at most one 802.1Q tag (RoCEv2 over QinQ is not a thing we carry). */
 	if (len < UROCE_ETH_HLEN)

@@ -281,7 +281,8 @@ struct uroce_wire_hdr {
 	uint16_t udp_sport;
 	bool udp_csum;
 
-	/* IB transport */
+	/* IB transport. uroce_wire_parse() zeroes from deth to the end of the struct and
+	 * writes every field before it: a field only some packets carry goes below. */
 	struct uroce_bth bth;
 	struct uroce_deth deth;
 	struct uroce_reth reth;
