@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Queue pairs: creation, the state machine (IBA 10.3, 11.2.4), posting, flushing. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -436,10 +437,20 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 	if (qp->sq_prod - qp->sq_cons > qp->sq_mask)
 		return -ENOMEM;
 
+	/* Only the WQE's used part is copied and nothing is zeroed first: the slot is ~0.5 KiB
+	 * and clearing it was 5 % of the CPU of an 8 B SEND. Unused SGEs and inline bytes
+	 * stay as they were; nothing reads past num_sge or inline_len. */
 	s = tp_sq_slot(qp, qp->sq_prod);
-	memset(s, 0, sizeof(*s));
-	s->wqe = *wqe;
+	memcpy(&s->wqe, wqe, offsetof(struct uroce_tp_send_wqe, sg_list));
+	if (wqe->send_flags & IBV_SEND_INLINE)
+		memcpy(s->wqe.inline_data, wqe->inline_data, wqe->inline_len);
+	else
+		memcpy(s->wqe.sg_list, wqe->sg_list, wqe->num_sge * sizeof(wqe->sg_list[0]));
 	s->length = (uint32_t)len;
+	s->first_psn = 0;
+	s->last_psn = 0;
+	s->npsn = 0;
+	s->started = false;
 	s->opf = op_flags(wqe->opcode);
 	s->state = TP_WQE_POSTED;
 	s->status = IBV_WC_SUCCESS;
