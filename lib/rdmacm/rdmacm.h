@@ -189,6 +189,10 @@ void rc_event_done(struct rc_id *id, struct rc_mcast *mc);
 bool rc_event_process(struct rc_device *dev, const struct uroce_ctrl_cm_event *ev,
 		      struct rc_event *out);
 void rc_id_apply_route(struct rc_id *id, const struct uroce_ctrl_cm_route *r);
+/** rdma-core's ucma_complete: a synchronous id takes the event its call started (and
+ *  keeps it in id.event). @return 0; -1 with errno: the event's status (ECONNREFUSED for
+ *  a reject), EAGAIN when the channel is non-blocking and the event has not come yet. */
+int rc_complete(struct rc_id *id);
 socklen_t rc_addrlen(const struct sockaddr *addr);
 
 /* rdmacm_qp.c */

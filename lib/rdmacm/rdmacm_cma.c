@@ -237,8 +237,7 @@ RC_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 	return 0;
 }
 
-/* ucma_complete: a synchronous id waits for the event its call started. */
-static int rc_complete(struct rc_id *id)
+int rc_complete(struct rc_id *id)
 {
 	struct rdma_cm_event *ev;
 

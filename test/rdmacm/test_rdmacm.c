@@ -2,7 +2,8 @@
 /* The drop-in librdmacm without a daemon (suite rdmacm): rdma_getaddrinfo as rdma-core's
  * addrinfo.c answers, rdma_event_str's strings, the event channel's fd (epoll: pollable,
  * O_NONBLOCK gives EAGAIN, a signal interrupts a blocking wait), and what ids do with no
- * device to use. Public API only (<rdma/rdma_cma.h>), linked with the build's library. */
+ * device to use; rsockets before a connection. Public API only (<rdma/rdma_cma.h>,
+ * <rdma/rsocket.h>), linked with the build's library. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include <criterion/criterion.h>
 #include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
 
 /* No daemon: discovery looks at this socket only (and finds nothing there). */
 static void no_daemon(void)
@@ -254,4 +256,66 @@ Test(rdmacm, ids_without_a_device)
 	cr_assert_null(rdma_get_devices(&n));
 	cr_assert_eq(n, 0);
 	rdma_destroy_event_channel(ch);
+}
+
+/* rsockets before any connection: what a socket program meets on bad arguments, the
+ * options it reads back, a connect with no device to use, as rdma-core answers. */
+Test(rdmacm, rsocket_without_a_device)
+{
+	struct sockaddr_in lo = {.sin_family = AF_INET, .sin_addr.s_addr = inet_addr("127.0.0.1"),
+				 .sin_port = htons(7471)};
+	int rs, v = 0, keep = 1, big = 1 << 16, inl = 32;
+	socklen_t len = sizeof(v);
+	char b;
+
+	errno = 0;
+	cr_assert_eq(rsocket(AF_INET, SOCK_DGRAM, 0), -1, "datagram rsockets are not built");
+	cr_assert_eq(errno, ENOTSUP);
+	errno = 0;
+	cr_assert_eq(rsocket(AF_UNIX, SOCK_STREAM, 0), -1);
+	cr_assert_eq(errno, ENOTSUP);
+	errno = 0;
+	cr_assert_eq(rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP), -1);
+	cr_assert_eq(errno, ENOTSUP);
+	/* Numbers that are no rsocket: EBADF (a plain descriptor included). */
+	errno = 0;
+	cr_assert_eq(rsend(0, "x", 1, 0), -1);
+	cr_assert_eq(errno, EBADF);
+	errno = 0;
+	cr_assert_eq(rrecv(-1, &b, 1, 0), -1);
+	cr_assert_eq(errno, EBADF);
+	errno = 0;
+	cr_assert_eq(rclose(1 << 20), -1);
+	cr_assert_eq(errno, EBADF);
+
+	rs = rsocket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(rs, 0, "errno %d", errno);
+	cr_assert_eq(rgetsockopt(rs, SOL_SOCKET, SO_RCVBUF, &v, &len), 0);
+	cr_assert_eq(v, 1 << 17, "rdma-core's default receive buffer");
+	cr_assert_eq(rsetsockopt(rs, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)), 0);
+	cr_assert_eq(rgetsockopt(rs, SOL_SOCKET, SO_RCVBUF, &v, &len), 0);
+	cr_assert_eq(v, 1 << 17, "twice what was asked, as Linux and rdma-core");
+	cr_assert_eq(rsetsockopt(rs, SOL_RDMA, RDMA_INLINE, &inl, sizeof(inl)), 0);
+	cr_assert_eq(rgetsockopt(rs, SOL_RDMA, RDMA_INLINE, &v, &len), 0);
+	cr_assert_eq(v, 32);
+	errno = 0;
+	cr_assert_eq(rsetsockopt(rs, SOL_SOCKET, SO_KEEPALIVE, &keep, sizeof(keep)), -1,
+		     "no keep-alive probes here: refused, not pretended");
+	cr_assert_eq(errno, ENOTSUP);
+	errno = 0;
+	cr_assert_eq(rsetsockopt(rs, SOL_SOCKET, SO_RCVBUF, &big, 2), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(rfcntl(rs, F_GETFL), 0);
+	/* No daemon owns 127.0.0.1: the connect fails and says why. */
+	errno = 0;
+	cr_assert_eq(rconnect(rs, (struct sockaddr *)&lo, sizeof(lo)), -1);
+	cr_assert_eq(errno, ENODEV);
+	cr_assert_eq(rgetsockopt(rs, SOL_SOCKET, SO_ERROR, &v, &len), 0);
+	cr_assert_eq(v, ENODEV, "SO_ERROR keeps the connect's error");
+	cr_assert_eq(rgetsockopt(rs, SOL_SOCKET, SO_ERROR, &v, &len), 0);
+	cr_assert_eq(v, 0, "and clears it once read");
+	cr_assert_eq(rclose(rs), 0);
+	errno = 0;
+	cr_assert_eq(rclose(rs), -1, "closed: no longer an rsocket");
+	cr_assert_eq(errno, EBADF);
 }
