@@ -36,11 +36,7 @@ for ns in "$KNS_A" "$KNS_B"; do
 done
 
 # uroce's pair.
-it_veth_pair 1500 || exit 1
-it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500),framecnt=4096" 10.84.0.1 1500 \
-	--set host.kernel_iface=uroce0 || exit 1
-it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500),framecnt=4096" 10.84.0.2 1500 \
-	--set host.kernel_iface=uroce0 || exit 1
+it_kernel_iface_pair 10.84.0 ,framecnt=4096 || exit 1
 libs=$VERBS_LIB_DIR:$RDMACM_LIB_DIR
 
 ip netns exec "$KNS_B" qperf >/dev/null 2>&1 &

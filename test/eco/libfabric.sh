@@ -29,11 +29,7 @@ PORT=$((20000 + $$ % 10000))
 
 cc -O2 -Wall -Wextra -Werror -o "$IT_DIR/fi_check" "$(dirname "$0")/fi_check.c" -lfabric ||
 	exit 1
-it_veth_pair 1500 || exit 1
-it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)" 10.82.0.1 1500 \
-	--set host.kernel_iface=uroce0 || exit 1
-it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.82.0.2 1500 \
-	--set host.kernel_iface=uroce0 || exit 1
+it_kernel_iface_pair 10.82.0 || exit 1
 libs=$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR
 
 # run MODE [ENV...]: fi_check's server next to daemon B, its client next to A.

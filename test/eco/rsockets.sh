@@ -27,11 +27,7 @@ it_init eco_rsockets
 PORT=$((20000 + $$ % 10000))
 
 cc -O2 -Wall -Wextra -Werror -o "$IT_DIR/tcp_echo" "$(dirname "$0")/tcp_echo.c" || exit 1
-it_veth_pair 1500 || exit 1
-it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)" 10.84.0.1 1500 \
-	--set host.kernel_iface=uroce0 || exit 1
-it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.84.0.2 1500 \
-	--set host.kernel_iface=uroce0 || exit 1
+it_kernel_iface_pair 10.85.0 || exit 1
 libs=$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR
 
 # run NAME READY SERVER-CMD... -- CLIENT-CMD...: the server next to daemon B, started
@@ -79,7 +75,7 @@ rstream_case() {
 	local name=$1
 	shift
 	PORT=$((PORT + 1))
-	run "$name" "" rstream -b 10.84.0.2 -p "$PORT" "$@" -- rstream -s 10.84.0.2 -p "$PORT" "$@"
+	run "$name" "" rstream -b 10.85.0.2 -p "$PORT" "$@" -- rstream -s 10.85.0.2 -p "$PORT" "$@"
 	grep -h '^custom' "$IT_DIR/$name.client" | sed "s/^/    $name: /"
 	it_check "$name: rstream $* (exit $rc, server $src), data verified" \
 		test "$rc" = 0 -a "$src" = 0
@@ -93,8 +89,8 @@ rstream_case nonblocking -T n -T v -S 100000 -C 200
 rstream_case async -T a -T v -S 100000 -C 200
 
 PORT=$((PORT + 1))
-run riostream "" riostream -b 10.84.0.2 -p "$PORT" -T v -S 100000 -C 50 -- \
-	riostream -s 10.84.0.2 -p "$PORT" -T v -S 100000 -C 50
+run riostream "" riostream -b 10.85.0.2 -p "$PORT" -T v -S 100000 -C 50 -- \
+	riostream -s 10.85.0.2 -p "$PORT" -T v -S 100000 -C 50
 grep -h '^custom' "$IT_DIR/riostream.client" | sed "s/^/    riostream: /"
 it_check "riostream -T v (riomap, riowrite; exit $rc, server $src), data verified" \
 	test "$rc" = 0 -a "$src" = 0
@@ -102,7 +98,7 @@ it_check "riostream: over uroce, daemon A sent $sent RoCE packets" test "$sent" 
 
 PORT=$((PORT + 1))
 run tcp_echo "tcp_echo: listening" env LD_PRELOAD="$PRELOAD" "$IT_DIR/tcp_echo" server \
-	10.84.0.2 "$PORT" -- env LD_PRELOAD="$PRELOAD" "$IT_DIR/tcp_echo" client 10.84.0.2 \
+	10.85.0.2 "$PORT" -- env LD_PRELOAD="$PRELOAD" "$IT_DIR/tcp_echo" client 10.85.0.2 \
 	"$PORT" 8000000
 sed 's/^/    /' "$IT_DIR/tcp_echo.client"
 it_check "a TCP program under librspreload.so: 8 MB echoed intact (exit $rc, server $src)" \
@@ -113,8 +109,8 @@ it_check "tcp_echo: over uroce, daemon A sent $sent RoCE packets (>= 7813)" \
 
 if command -v sockperf >/dev/null; then
 	PORT=$((PORT + 1))
-	STOP_SERVER=1 run sockperf "" env LD_PRELOAD="$PRELOAD" sockperf server --tcp -i 10.84.0.2 -p "$PORT" \
-		-- env LD_PRELOAD="$PRELOAD" sockperf ping-pong --tcp -i 10.84.0.2 -p "$PORT" -t 2
+	STOP_SERVER=1 run sockperf "" env LD_PRELOAD="$PRELOAD" sockperf server --tcp -i 10.85.0.2 -p "$PORT" \
+		-- env LD_PRELOAD="$PRELOAD" sockperf ping-pong --tcp -i 10.85.0.2 -p "$PORT" -t 2
 	# The server serves until stopped: run stops it once the client is done.
 	grep -h 'Summary: Latency' "$IT_DIR/sockperf.client" | sed 's/^/    /'
 	it_check "sockperf ping-pong --tcp under librspreload.so printed a latency (exit $rc)" \

@@ -27,11 +27,7 @@ command -v ibv_rc_pingpong >/dev/null ||
 	{ echo "kernel_iface: no ibv_rc_pingpong (ibverbs-utils); skipped"; exit 77; }
 it_init kernel_iface
 
-it_veth_pair 1500 || exit 1
-it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)" 10.81.0.1 1500 \
-	--set host.kernel_iface=uroce0 || exit 1
-it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.81.0.2 1500 \
-	--set host.kernel_iface=uroce0 || exit 1
+it_kernel_iface_pair 10.81.0 || exit 1
 inA() { ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" "$@"; }
 inB() { ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" "$@"; }
 

@@ -133,6 +133,19 @@ it_memif_vdev() {
 
 it_sock() { echo "$IT_DIR/uroce-$1.sock"; }
 
+# it_kernel_iface_pair NET [VDEV_OPTS]: two hosts as the middleware meets them: a veth
+# pair (MTU 1500), daemon A at NET.1 and B at NET.2 on af_packet (",framecnt=..." and the
+# like in VDEV_OPTS), each with its kernel interface (host.kernel_iface=uroce0), so that a
+# program's TCP address and its RDMA device's address are one, as on an RNIC.
+it_kernel_iface_pair() {
+	local net=$1 opts=${2:-}
+	it_veth_pair 1500 || return 1
+	it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)$opts" "$net.1" 1500 \
+		--set host.kernel_iface=uroce0 || return 1
+	it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)$opts" "$net.2" 1500 \
+		--set host.kernel_iface=uroce0
+}
+
 # it_daemon NAME NETNS|"" VDEV IPV4 MTU [--set k=v ...]: starts uroced, waits for
 # "uroced: ready". Its pid is in IT_PID_<NAME>, its log in $IT_DIR/NAME.log.
 it_daemon() {
