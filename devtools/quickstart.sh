@@ -124,12 +124,14 @@ test_all() {
 		say "format check failed"
 		format_failed=1
 		failed=1
+		logs+=("failed:format check (devtools/check_format.sh)")
 	fi
 	say "commit messages (devtools/check_commits.sh)"
 	if ! bash devtools/check_commits.sh; then
 		say "commit message check failed"
 		format_failed=1
 		failed=1
+		logs+=("failed:commit message check (devtools/check_commits.sh)")
 	fi
 
 	# The rxe interop test boots Linux rxe in a VM; its image is built once (about
@@ -151,10 +153,11 @@ test_all() {
 	run_suite build-asan
 
 	say "fuzzing the packet parser, the transport rx path, the host stack and the daemon control path, ${fuzz_seconds}s in all (libFuzzer, ASan/UBSan)"
-	bash test/fuzz/run.sh "$fuzz_seconds" || failed=1
+	bash test/fuzz/run.sh "$fuzz_seconds" || { failed=1; logs+=("failed:fuzzing (test/fuzz/run.sh)"); }
 
 	say "benchmarks, quick mode (figures only; targets are judged in doc/benchmarks.md)"
 	meson test -C build --benchmark --verbose --logbase benchmarklog || failed=1
+	logs+=("build/meson-logs/benchmarklog.json")
 
 	python3 devtools/test_summary.py "${logs[@]}" || failed=1
 	[ "$format_failed" = 0 ] ||
