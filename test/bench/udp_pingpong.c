@@ -10,7 +10,8 @@
  *                   [--iters N] [--warmup N] [--duration S] [--wait busy|block] [--cpu N]
  *
  * pingpong: the client sends one datagram of --size bytes, the server echoes it, the
- * client times the round trip with CLOCK_MONOTONIC. It prints the median, p99 and min of
+ * client times the round trip with CLOCK_MONOTONIC; one not back within 100 ms is
+ * counted lost (the run fails when more than 1 % are). It prints the median, p99 and min of
  * the full round trip (rtt_*) AND of half of it (half_rtt_*): uroce-xfer lat prints the
  * half round trip (as perftest does), uroce-rawbench the full one.
  * blast: the client sends --size-byte datagrams (default 1472: a 1514-byte frame at MTU
@@ -462,7 +463,10 @@ static int run_pingpong(int fd, const struct ub_opts *o, uint64_t end)
 		       "half round trip (RTT/2, as uroce-xfer lat prints) median %.2f us, "
 		       "p99 %.2f us\n", len, med, p99, med / 2, p99 / 2);
 	}
-	rc = lost == 0 ? 0 : 1;
+	/* UDP may lose a datagram on a loaded veth (3 of 3000 did beside a CI run): the
+	 * figures are of the rounds that completed and the loss is printed. Only a loss
+	 * above 1 % fails the run, where the link, not the scheduler, is the story. */
+	rc = lost * 100 <= total - o->warmup ? 0 : 1;
 out:
 	free(rtt);
 	return rc;
