@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# qperf over uroce beside qperf over kernel TCP, same kind of link, same run: two network
-# namespaces joined by a veth pair for each.
-#   - kernel: the veth ends hold 10.83.0.1/2; qperf tcp_lat and tcp_bw between them;
+# The middleware that stands in for TCP, over uroce, beside the same program over kernel
+# TCP: same kind of link, same run, two network namespaces joined by a veth pair for each.
+#   - kernel: the veth ends hold 10.83.0.1/2, no daemon;
 #   - uroce: a uroced on each end of the other pair (net_af_packet), its address on a
-#     kernel interface (host.kernel_iface); qperf -cm1 rc_lat, rc_bw and
-#     rc_rdma_write_bw between the daemons' addresses 10.84.0.1/2.
-# Each figure is qperf's own (latency: one-way, half the round trip; bandwidth: the
-# receiver's), the median and range of RUNS runs, kernel and uroce runs interleaved.
-# Root; needs qperf.
-#   test/bench/eco_qperf.sh [--quick]     Env: VERBS_LIB_DIR, RDMACM_LIB_DIR; RUNS; SECONDS_EACH
+#     kernel interface (host.kernel_iface), 10.84.0.1/2.
+# The programs:
+#   - qperf: -cm1 rc_lat, rc_bw, rc_rdma_write_bw over uroce; tcp_lat, tcp_bw over the
+#     kernel (latency one-way, half the round trip; bandwidth the receiver's);
+#   - sockperf ping-pong --tcp: under librspreload.so (rsockets) over uroce, plain over the
+#     kernel (its median one-way latency).
+# The median and range of RUNS runs, kernel and uroce runs interleaved. Root; needs qperf
+# (the sockperf row is left out without sockperf or librspreload.so).
+#   test/bench/eco_vs_tcp.sh [--quick]    Env: VERBS_LIB_DIR, RDMACM_LIB_DIR; RUNS; SECONDS_EACH
 set -uo pipefail
 . "$(dirname "$0")/../integration/lib.sh"
 : "${VERBS_LIB_DIR:=$IT_ROOT/build/lib/verbs}"
@@ -20,8 +23,11 @@ if [ "${1:-}" = --quick ]; then
 	RUNS=1
 	SECONDS_EACH=1
 fi
-command -v qperf >/dev/null || { echo "eco_qperf: no qperf (apt-get install qperf); skipped"; exit 77; }
-it_init eco_qperf
+command -v qperf >/dev/null || { echo "eco_vs_tcp: no qperf (apt-get install qperf); skipped"; exit 77; }
+PRELOAD=$(ls /usr/lib/*/rsocket/librspreload.so 2>/dev/null | head -n 1)
+socks=0
+command -v sockperf >/dev/null && [ -n "$PRELOAD" ] && socks=1
+it_init eco_vs_tcp
 
 # The kernel's pair: plain veth with addresses, no daemon.
 KNS_A=uk${IT_ID}a KNS_B=uk${IT_ID}b
@@ -62,6 +68,44 @@ uq() {
 		timeout 60 qperf -t "$SECONDS_EACH" 10.84.0.2 -cm1 "$@" 2>&1 | fig
 }
 
+# onk NS CMD...: in a kernel namespace; onu A|B CMD...: next to daemon A or B, with
+# $pre preloaded (librspreload.so for a plain socket program).
+onk() { local ns=$1; shift; ip netns exec "$ns" timeout 60 "$@"; }
+onu() {
+	local d=$1 ns
+	shift
+	[ "$d" = A ] && ns=$IT_NS_A || ns=$IT_NS_B
+	ip netns exec "$ns" env UROCE_SOCKET="$(it_sock "$d")" LD_LIBRARY_PATH="$libs" \
+		LD_PRELOAD="${pre:-}" timeout 60 "$@"
+}
+PORT=$((20000 + $$ % 10000))
+# settle kernel|uroce PID: until the server listens. The kernel's socket shows in ss; an
+# rsocket listens in the daemon (rdma_cm), where only time tells.
+settle() {
+	if [ "$1" = kernel ]; then
+		it_wait_listen "$PORT" "$2" 10 "$KNS_B"
+	else
+		sleep 1
+	fi
+}
+# sp kernel|uroce: sockperf's median one-way latency (us).
+sp() {
+	local srv cli pid pre=$PRELOAD
+	PORT=$((PORT + 1))
+	if [ "$1" = kernel ]; then
+		srv=(onk "$KNS_B") cli=(onk "$KNS_A") addr=10.83.0.2
+	else
+		srv=(onu B) cli=(onu A) addr=10.84.0.2
+	fi
+	"${srv[@]}" sockperf server --tcp -i "$addr" -p "$PORT" >/dev/null 2>&1 &
+	pid=$!
+	settle "$1" "$pid"
+	"${cli[@]}" sockperf ping-pong --tcp -i "$addr" -p "$PORT" -t "$SECONDS_EACH" 2>&1 |
+		awk '/percentile 50.000/ { printf "%.2f\n", $NF; exit }'
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
 declare -A fig
 for ((r = 1; r <= RUNS; r++)); do
 	fig[tcp_lat]+="$(kq tcp_lat) "
@@ -69,6 +113,10 @@ for ((r = 1; r <= RUNS; r++)); do
 	fig[tcp_bw]+="$(kq tcp_bw) "
 	fig[rc_bw]+="$(uq rc_bw) "
 	fig[rc_rdma_write_bw]+="$(uq rc_rdma_write_bw) "
+	if [ "$socks" = 1 ]; then
+		fig[sp_kernel]+="$(sp kernel) "
+		fig[sp_uroce]+="$(sp uroce) "
+	fi
 done
 ip netns exec "$KNS_A" timeout 10 qperf 10.83.0.2 quit >/dev/null 2>&1
 ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" \
@@ -82,7 +130,8 @@ stats() {
 			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 			printf "%.1f (%.1f-%.1f)", m, v[1], v[NR] }'
 }
-echo "qperf, $RUNS runs of $SECONDS_EACH s each, veth between two namespaces (median, range):"
+echo "qperf and sockperf, $RUNS runs of $SECONDS_EACH s each, veth between two namespaces"
+echo "(median, range):"
 printf '  %-34s %-26s %s\n' test uroce "kernel TCP, same run"
 # shellcheck disable=SC2086
 {
@@ -92,10 +141,16 @@ printf '  %-34s %-26s %s\n' test uroce "kernel TCP, same run"
 		"tcp_bw $(stats ${fig[tcp_bw]})"
 	printf '  %-34s %-26s %s\n' "bandwidth (MB/s): rc_rdma_write_bw" \
 		"$(stats ${fig[rc_rdma_write_bw]})" "tcp_bw $(stats ${fig[tcp_bw]})"
+	if [ "$socks" = 1 ]; then
+		printf '  %-34s %-26s %s\n' "sockperf --tcp one-way median (us)" \
+			"$(stats ${fig[sp_uroce]}) rsockets" "$(stats ${fig[sp_kernel]})"
+	fi
 }
+keys="rc_lat rc_bw rc_rdma_write_bw tcp_lat tcp_bw"
+[ "$socks" = 1 ] && keys+=" sp_kernel sp_uroce"
 # shellcheck disable=SC2086
-for k in rc_lat rc_bw rc_rdma_write_bw tcp_lat tcp_bw; do
+for k in $keys; do
 	set -- ${fig[$k]}
-	[ $# -eq "$RUNS" ] || { echo "eco_qperf: $k printed $# figures of $RUNS"; exit 1; }
+	[ $# -eq "$RUNS" ] || { echo "eco_vs_tcp: $k printed $# figures of $RUNS"; exit 1; }
 done
 exit 0
