@@ -402,6 +402,21 @@ daemon() {
 		{ fail "uroced $name did not start: $(tail -n 3 "$log" | tr '\n' ' ')"; return 1; }
 }
 
+# links_up: until both daemons' ports are up (port.link_up 1), at most 20 s. A memif link
+# comes up only once the two PMDs have done their handshake after the daemons start, and
+# perftest, as on an RNIC whose port is down, refuses to run ("Port number 1 state is
+# Down"): it did with four CPU-bound processes beside the benchmark.
+links_up() {
+	local d end=$((SECONDS + 20))
+	for d in A B; do
+		until "$UROCE_CLI" -S "$TMP/$d.sock" stat 2>/dev/null |
+			awk '$1 == "port.link_up" && $2 == 1 { ok = 1 } END { exit !ok }'; do
+			[ "$SECONDS" -lt "$end" ] || { fail "daemon $d: its port is not up after 20 s"; return 1; }
+			sleep 0.05
+		done
+	done
+}
+
 # xfer LINK IDLE MODE ARGS...: uroce-xfer server on daemon A, client on B (it measures).
 xfer() {
 	local link=$1 idle=$2 mode=$3 out spid rc
@@ -550,7 +565,7 @@ verbs_pairs() { # LINK
 uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 	local link=$1 cfg=$2 idle v k n
 	idle=$(cfg_name "$cfg")
-	daemon A "$3" 0 "$4" "$7" "$cfg" && daemon B "$5" 1 "$6" "$8" "$cfg" || {
+	daemon A "$3" 0 "$4" "$7" "$cfg" && daemon B "$5" 1 "$6" "$8" "$cfg" && links_up || {
 		stop "${DPID_A:-}"; stop "${DPID_B:-}"; return 1; }
 	k=$link.uroce-$idle
 	n=$LAT_ITERS
@@ -611,7 +626,7 @@ mtu4096_pair() {
 		[ $key = zc ] && cfg="$cfg,transport.zero_copy_min=1024"
 		DAEMON_MTU=9000
 		daemon A "" 0 "$VDEV_MEMIF_S" $IP_ROCE_A "$cfg" &&
-			daemon B "" 1 "$VDEV_MEMIF_C" $IP_ROCE_B "$cfg" || {
+			daemon B "" 1 "$VDEV_MEMIF_C" $IP_ROCE_B "$cfg" && links_up || {
 			DAEMON_MTU=; stop "${DPID_A:-}"; stop "${DPID_B:-}"; return 1; }
 		DAEMON_MTU=
 		xfer memif 4k bw -s 65536 -w 32 -m 4096 -n $BW_ITERS_MEMIF

@@ -206,6 +206,24 @@ it_memif_pair() {
 	shift 3
 	it_daemon MA "" "$(it_memif_vdev server)" "$ipa" "$mtu" "$@" || return 1
 	it_daemon MB "" "$(it_memif_vdev client)" "$ipb" "$mtu" "$@" || return 1
+	it_wait_link_up MA MB
+}
+
+# it_wait_link_up NAME...: until each daemon's port is up (port.link_up 1), at most 20 s.
+# A memif link comes up only after the two PMDs' handshake, which follows "ready": a
+# transfer started before it loses its first frames (tx_link_down) and, when the
+# handshake is slow (a loaded machine), spends its retries on a link that is not there.
+it_wait_link_up() {
+	local name end=$((SECONDS + 20))
+	for name in "$@"; do
+		until [ "$(it_stat "$(it_sock "$name")" port.link_up)" = 1 ]; do
+			if [ "$SECONDS" -ge "$end" ]; then
+				echo "$name: its port is not up after 20 s" >&2
+				return 1
+			fi
+			sleep 0.05
+		done
+	done
 }
 
 # it_xfer_pair LABEL TIMEOUT SERVER_SOCK CLIENT_SOCK PORT ARGS...: runs
