@@ -202,6 +202,7 @@ struct rsocket {
 	struct rs_iomap_mr *iomap_queue;       /* waiting to be sent */
 	int iomap_pending;
 	int unack_cqe;
+	uint64_t cm_checked_us; /* a non-blocking call last looked at the CM channel */
 };
 
 /* Defaults, overridden by /etc/rdma/rsocket/<name> as rdma-core reads them. */
@@ -588,6 +589,8 @@ static const struct rs_conn_data *rs_event_conn_data(const struct rdma_cm_id *id
 
 /* ---- socket calls: set-up ------------------------------------------------------------------ */
 
+static void rs_connected_now(struct rsocket *rs);
+
 RC_EXPORT int rsocket(int domain, int type, int protocol)
 {
 	struct rsocket *rs;
@@ -677,7 +680,7 @@ RC_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 	param.private_data = &cresp;
 	param.private_data_len = sizeof(cresp);
 	if (!rdma_accept(new_rs->cm_id, &param))
-		new_rs->state = rs_connect_rdwr;
+		rs_connected_now(new_rs);
 	else if (errno == EAGAIN || errno == EWOULDBLOCK)
 		new_rs->state = rs_accepting;
 	else
@@ -767,7 +770,7 @@ static int rs_do_connect(struct rsocket *rs)
 			break;
 		}
 		rs_save_conn_data(rs, cresp);
-		rs->state = rs_connect_rdwr;
+		rs_connected_now(rs);
 		break;
 	case rs_accepting:
 		if (!(rs->fd_flags & O_NONBLOCK))
@@ -775,7 +778,7 @@ static int rs_do_connect(struct rsocket *rs)
 		ret = rc_complete(rc_id_of(rs->cm_id));
 		if (ret)
 			break;
-		rs->state = rs_connect_rdwr;
+		rs_connected_now(rs);
 		break;
 	default:
 		ret = rc_fail(EINVAL);
@@ -1126,6 +1129,51 @@ static int rs_get_cq_event(struct rsocket *rs)
 	return ret;
 }
 
+/* A peer that ends without a word (its process killed) sends no DISCONNECT; its daemon
+ * destroys its id, and the DREQ reaches us as RDMA_CM_EVENT_DISCONNECTED on our id's
+ * channel. rdma-core's rsockets never look there, so a reader, or a writer waiting for
+ * credits, waits for ever; here the socket becomes disconnected (end of data for readers,
+ * ECONNRESET for writers), as a TCP socket does when the peer's kernel resets it. The
+ * channel is non-blocking once connected (rs_connected_now). */
+static void rs_take_cm_events(struct rsocket *rs)
+{
+	struct pollfd p = {.fd = rs->cm_id->channel->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (!(rs->state & rs_connected))
+		return; /* before: the connect steps own the channel */
+	while (poll(&p, 1, 0) == 1 && !rdma_get_cm_event(rs->cm_id->channel, &ev)) {
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED ||
+		    ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			rs->state = rs_disconnected;
+		rdma_ack_cm_event(ev);
+	}
+}
+
+/* Connected: from here the CM channel is only looked at, never waited on. */
+static void rs_connected_now(struct rsocket *rs)
+{
+	rs->state = rs_connect_rdwr;
+	fcntl(rs->cm_id->channel->fd, F_SETFL, O_NONBLOCK);
+}
+
+/* Waits for the CQ's event, or the CM's (the peer gone). Caller holds cq_wait_lock. */
+static int rs_wait_event(struct rsocket *rs)
+{
+	struct pollfd p[2] = {{.fd = rs->cm_id->recv_cq_channel->fd, .events = POLLIN},
+			      {.fd = rs->cm_id->channel->fd, .events = POLLIN}};
+
+	if (!(rs->state & rs_connected))
+		return rs_get_cq_event(rs);
+	if (poll(p, 2, -1) < 0)
+		return -1; /* EINTR: a signal, as a blocking read of the CQ channel */
+	if (p[1].revents)
+		rs_take_cm_events(rs);
+	return p[0].revents ? rs_get_cq_event(rs) : 0;
+}
+
+static uint64_t rs_now_us(void);
+
 /* Polls until @p test holds: non-blocking, EWOULDBLOCK; blocking, arms the CQ and waits
  * for its event, cq_lock let go meanwhile (cq_wait_lock taken first). */
 static int rs_process_cq(struct rsocket *rs, bool nonblock, bool (*test)(struct rsocket *rs))
@@ -1142,6 +1190,18 @@ static int rs_process_cq(struct rsocket *rs, bool nonblock, bool (*test)(struct 
 		} else if (ret) {
 			break;
 		} else if (nonblock) {
+			/* A caller spinning on EWOULDBLOCK learns of a vanished peer too, at
+			 * a system call per 10 ms, not per call. */
+			uint64_t now = rs_now_us();
+
+			if (now - rs->cm_checked_us >= 10000) {
+				rs->cm_checked_us = now;
+				rs_take_cm_events(rs);
+				if (test(rs)) {
+					ret = 0;
+					break;
+				}
+			}
 			ret = rc_fail(EWOULDBLOCK);
 		} else if (!rs->cq_armed) {
 			ibv_req_notify_cq(rs->cm_id->recv_cq, 0);
@@ -1150,7 +1210,7 @@ static int rs_process_cq(struct rsocket *rs, bool nonblock, bool (*test)(struct 
 			rs_update_credits(rs);
 			pthread_mutex_lock(&rs->cq_wait_lock);
 			pthread_mutex_unlock(&rs->cq_lock);
-			ret = rs_get_cq_event(rs);
+			ret = rs_wait_event(rs);
 			pthread_mutex_unlock(&rs->cq_wait_lock);
 			pthread_mutex_lock(&rs->cq_lock);
 		}
@@ -1556,6 +1616,7 @@ static short rs_poll_rs(struct rsocket *rs, short events, bool nonblock,
 
 check_cq:
 	if ((rs->state & rs_connected) || rs->state == rs_disconnected || (rs->state & rs_error)) {
+		rs_take_cm_events(rs);
 		rs_process_cq(rs, nonblock, test);
 		revents = 0;
 		if ((events & POLLIN) && rs_conn_have_rdata(rs))
@@ -1605,27 +1666,35 @@ static int rs_poll_check(struct pollfd *fds, nfds_t nfds)
 	return cnt;
 }
 
-/* Arms every rsocket's CQ (or takes its event at once) and puts the descriptor the kernel
- * can wait on in @p rfds: the CQ channel once connected, the CM channel before. */
+/* Arms every rsocket's CQ (or takes its event at once) and puts the descriptors the
+ * kernel can wait on in @p rfds, two per entry of @p fds: the CQ channel once connected,
+ * the CM channel before; and, connected, the CM channel too (the peer gone, see
+ * rs_take_cm_events). An unused slot has fd -1, which poll ignores. */
 static int rs_poll_arm(struct pollfd *rfds, struct pollfd *fds, nfds_t nfds)
 {
 	for (nfds_t i = 0; i < nfds; i++) {
 		struct rsocket *rs = rs_lookup(fds[i].fd);
+		struct pollfd *r = &rfds[2 * i];
 
+		r[1] = (struct pollfd){.fd = -1};
 		if (rs) {
 			fds[i].revents = rs_poll_rs(rs, fds[i].events, false, rs_is_cq_armed);
 			if (fds[i].revents)
 				return 1;
-			if (rs->state >= rs_connected && rs->cm_id->recv_cq_channel)
-				rfds[i].fd = rs->cm_id->recv_cq_channel->fd;
-			else
-				rfds[i].fd = rs->cm_id->channel->fd;
-			rfds[i].events = POLLIN;
+			if (rs->state >= rs_connected && rs->cm_id->recv_cq_channel) {
+				r[0].fd = rs->cm_id->recv_cq_channel->fd;
+				if (rs->state & rs_connected)
+					r[1] = (struct pollfd){.fd = rs->cm_id->channel->fd,
+							       .events = POLLIN};
+			} else {
+				r[0].fd = rs->cm_id->channel->fd;
+			}
+			r[0].events = POLLIN;
 		} else {
-			rfds[i].fd = fds[i].fd;
-			rfds[i].events = fds[i].events;
+			r[0].fd = fds[i].fd;
+			r[0].events = fds[i].events;
 		}
-		rfds[i].revents = 0;
+		r[0].revents = 0;
 	}
 	return 0;
 }
@@ -1635,18 +1704,23 @@ static int rs_poll_events(struct pollfd *rfds, struct pollfd *fds, nfds_t nfds)
 	int cnt = 0;
 
 	for (nfds_t i = 0; i < nfds; i++) {
+		const struct pollfd *r = &rfds[2 * i];
 		struct rsocket *rs;
 
-		if (!rfds[i].revents)
+		if (!r[0].revents && !r[1].revents)
 			continue;
 		rs = rs_lookup(fds[i].fd);
 		if (rs) {
-			pthread_mutex_lock(&rs->cq_wait_lock);
-			rs_get_cq_event(rs);
-			pthread_mutex_unlock(&rs->cq_wait_lock);
+			if (r[1].revents)
+				rs_take_cm_events(rs);
+			if (r[0].revents) {
+				pthread_mutex_lock(&rs->cq_wait_lock);
+				rs_get_cq_event(rs);
+				pthread_mutex_unlock(&rs->cq_wait_lock);
+			}
 			fds[i].revents = rs_poll_rs(rs, fds[i].events, true, rs_poll_all);
 		} else {
-			fds[i].revents = rfds[i].revents;
+			fds[i].revents = r[0].revents;
 		}
 		if (fds[i].revents)
 			cnt++;
@@ -1670,14 +1744,14 @@ RC_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			start = rs_now_us();
 	} while (rs_now_us() - start <= rs_def.polling_time);
 
-	rfds = calloc(nfds ? nfds : 1, sizeof(*rfds));
+	rfds = calloc(nfds ? 2 * nfds : 1, sizeof(*rfds));
 	if (!rfds)
 		return rc_fail(ENOMEM);
 	do {
 		ret = rs_poll_arm(rfds, fds, nfds);
 		if (ret)
 			break;
-		ret = poll(rfds, nfds, timeout);
+		ret = poll(rfds, 2 * nfds, timeout);
 		if (ret <= 0)
 			break;
 		ret = rs_poll_events(rfds, fds, nfds);

@@ -9,6 +9,7 @@
 #   - test/eco/tcp_echo.c under librspreload.so: 8 MB echoed and compared byte for byte,
 #     with poll and non-blocking send/recv as a socket program uses them;
 #   - sockperf ping-pong --tcp under librspreload.so prints a latency;
+#   - a peer killed mid-transfer ends the other side's rsend at once (ECONNRESET);
 #   - the client's daemon sent RoCE packets for each (the kernel's TCP did not carry them).
 #
 #   test/eco/rsockets.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR,
@@ -106,6 +107,27 @@ it_check "a TCP program under librspreload.so: 8 MB echoed intact (exit $rc, ser
 # 8 MB from A, in RDMA WRITEs of at most 1 KiB (the path MTU) each: 7813 frames at least.
 it_check "tcp_echo: over uroce, daemon A sent $sent RoCE packets (>= 7813)" \
 	test "$sent" -ge 7813
+
+# A peer killed mid-transfer sends no DISCONNECT; its daemon's DREQ must end the other
+# side's wait (rsend: ECONNRESET), where rdma-core's rsockets wait for ever.
+PORT=$((PORT + 1))
+ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" LD_LIBRARY_PATH="$libs" \
+	timeout 120 rstream -b 10.85.0.2 -p "$PORT" -S 1000000 -C 100000 >/dev/null 2>&1 &
+spid=$!
+sleep 1
+ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" \
+	timeout 120 rstream -s 10.85.0.2 -p "$PORT" -S 1000000 -C 100000 \
+	>"$IT_DIR/killed.client" 2>&1 &
+cpid=$!
+sleep 2
+pkill -9 -P "$spid" rstream
+t0=$SECONDS
+wait "$cpid"
+rc=$?
+wait "$spid" 2>/dev/null
+sed 's/^/    /' "$IT_DIR/killed.client"
+it_check "peer killed: the client failed (exit $rc) $((SECONDS - t0)) s later, not at its timeout" \
+	test "$rc" != 0 -a "$rc" != 124 -a $((SECONDS - t0)) -lt 30
 
 if command -v sockperf >/dev/null; then
 	PORT=$((PORT + 1))
