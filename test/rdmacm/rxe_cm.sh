@@ -7,8 +7,9 @@
 # rxe0. Connection setup is the IB CM on QP1 both ways (REQ/REP/RTU/DREQ/DREP; SIDR for
 # udaddy); nothing goes over TCP. Each tool runs
 # twice: the VM listens and we connect, then we listen and the VM connects.
-#   rping, ucmatose, udaddy, rdma_server/rdma_client, perftest -R (ib_send_lat,
-#   ib_write_bw, ib_read_lat, ib_atomic_lat, ib_send_bw -c UD)
+#   rping, ucmatose, udaddy, rdma_server/rdma_client, cmtime, rstream and riostream
+#   (rsockets), perftest -R (ib_send_lat, ib_write_bw, ib_read_lat, ib_atomic_lat,
+#   ib_send_bw -c UD)
 # Our side's CM exchange is captured (uroced's pcap) and decoded with tshark: every CM
 # MAD must decode with no malformed packet and no expert error.
 #
@@ -33,8 +34,8 @@ skip() { echo "rxe_cm: $*; skipped"; exit 77; }
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
 command -v tshark >/dev/null || skip "tshark missing"
 it_init rxe_cm
-for t in rping ucmatose udaddy rdma_server rdma_client ib_send_lat ib_write_bw ib_read_lat \
-	ib_atomic_lat ib_send_bw; do
+for t in rping ucmatose udaddy rdma_server rdma_client rstream riostream ib_send_lat \
+	ib_write_bw ib_read_lat ib_atomic_lat ib_send_bw; do
 	command -v "$t" >/dev/null || skip "$t not installed (rdmacm-utils, perftest)"
 done
 [ -e "$RDMACM_LIB_DIR/librdmacm.so.1" ] || skip "$RDMACM_LIB_DIR/librdmacm.so.1 not built"
@@ -171,6 +172,16 @@ SHOW=12
 SERVER_STAYS=1
 pair cmtime $P "-p $P -c 20" "-s @ADDR@ -p $P -c 20" cmtime
 SERVER_STAYS=
+# rsockets: rdma-core's rstream and riostream in the VM (Linux rsockets over rxe) against
+# ours, data verified (-T v): the wire protocol (connection data, credits, SGL and iomap
+# updates, DISCONNECT) is rdma-core's on both sides.
+FILTER='^custom'
+SHOW=1
+P=$((P + 1))
+pair rstream $P "-p $P -S 100000 -C 20 -T v" "-s @ADDR@ -p $P -S 100000 -C 20 -T v" rstream
+P=$((P + 1))
+pair riostream $P "-p $P -S 100000 -C 10 -T v" "-s @ADDR@ -p $P -S 100000 -C 10 -T v" \
+	riostream
 FILTER='^ *[0-9]+ +[0-9]+ '
 SHOW=3
 # perftest -R's client connects its data QP right after its out-of-band handshake, and
