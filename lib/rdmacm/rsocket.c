@@ -146,7 +146,6 @@ struct rs_iomap_mr {
 	uint64_t offset;
 	struct ibv_mr *mr;
 	struct rs_iomap_mr *next;
-	int refcnt;
 	int index; /* slot in the peer's table; -1: a local (read-only) mapping */
 };
 
@@ -348,16 +347,23 @@ static struct rsocket *rs_alloc(const struct rsocket *inherit)
 	return rs;
 }
 
+/* Ends a mapping taken off its list: a slot of the peer's table (index >= 0) becomes
+ * free for the next riomap, a local mapping is freed. */
+static void rs_iomap_release(struct rs_iomap_mr *iomr)
+{
+	ibv_dereg_mr(iomr->mr);
+	iomr->mr = NULL;
+	if (iomr->index < 0)
+		free(iomr);
+}
+
 static void rs_free_iomap_list(struct rs_iomap_mr **list)
 {
 	while (*list) {
 		struct rs_iomap_mr *iomr = *list;
 
 		*list = iomr->next;
-		ibv_dereg_mr(iomr->mr);
-		iomr->mr = NULL;
-		if (iomr->index < 0)
-			free(iomr);
+		rs_iomap_release(iomr);
 	}
 }
 
@@ -2212,7 +2218,6 @@ RC_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, o
 	if (offset == -1)
 		offset = (off_t)(uintptr_t)buf;
 	iomr->offset = (uint64_t)offset;
-	iomr->refcnt = 1;
 	if (iomr->index >= 0) {
 		struct rs_iomap_mr **tail = &rs->iomap_queue;
 
@@ -2237,10 +2242,7 @@ static bool rs_iomap_unlink(struct rs_iomap_mr **list, const void *buf, size_t l
 
 		if (iomr->mr->addr == buf && iomr->mr->length == len) {
 			*p = iomr->next;
-			ibv_dereg_mr(iomr->mr);
-			iomr->mr = NULL;
-			if (iomr->index < 0)
-				free(iomr);
+			rs_iomap_release(iomr);
 			return true;
 		}
 	}
