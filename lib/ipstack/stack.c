@@ -308,12 +308,7 @@ void ip6_put(uint8_t *ip, uint8_t tclass, uint8_t next, uint8_t hop_limit,
 
 uint16_t icmp6_csum(const uint8_t *ip6, const uint8_t *icmp, uint32_t len)
 {
-	/* Pseudo-header: source, destination, 32-bit upper-layer length, 3 zero bytes and
-	 * the next header (RFC 8200 8.1). */
-	uint32_t sum = wire_csum_add(0, ip6 + 8, 32);
-
-	sum += (len >> 16) + (len & 0xffff) + IP_PROTO_ICMPV6;
-	return wire_csum_fold(wire_csum_add(sum, icmp, len));
+	return wire_l4_csum(ip6, 6, IP_PROTO_ICMPV6, icmp, len);
 }
 
 void ip_tx(struct uroce_ip_stack *s, uint32_t len)

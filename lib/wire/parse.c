@@ -42,20 +42,18 @@ const char *uroce_wire_strerror(enum uroce_wire_err err)
 	return wire_err_names[err];
 }
 
-uint16_t wire_udp_csum(const uint8_t *l3, uint8_t ip_version, const uint8_t *udp,
-		       uint32_t udp_len)
+uint32_t wire_pseudo_sum(const uint8_t *l3, uint8_t ip_version, uint8_t proto, uint32_t l4_len)
 {
-	uint32_t sum = 0;
+	uint32_t sum;
 
 	if (ip_version == 4) {
-		sum = wire_csum_add(sum, l3 + 12, 8); /* source and destination address */
-		sum += 17 + udp_len;                  /* zero, protocol, UDP length */
+		sum = wire_csum_add(0, l3 + 12, 8); /* source and destination address */
+		sum += proto + l4_len;              /* zero, protocol, length */
 	} else {
-		sum = wire_csum_add(sum, l3 + 8, 32);
-		sum += (udp_len >> 16) + (udp_len & 0xffff) + 17;
+		sum = wire_csum_add(0, l3 + 8, 32);
+		sum += (l4_len >> 16) + (l4_len & 0xffff) + proto;
 	}
-	sum = wire_csum_add(sum, udp, udp_len);
-	return wire_csum_fold(sum);
+	return sum;
 }
 
 /* IPv4 (RFC 791). Returns the datagram length through @ip_len. */

@@ -67,10 +67,25 @@ static inline uint16_t wire_csum_fold(uint32_t sum)
 	return (uint16_t)~sum;
 }
 
-/* UDP checksum over the IPv4/IPv6 pseudo-header and the datagram at @udp (RFC 768, 8200
- * 8.1); the datagram's own checksum field is summed as found, so a correct packet sums to
- * zero and a caller computing one clears the field first. */
-uint16_t wire_udp_csum(const uint8_t *l3, uint8_t ip_version, const uint8_t *udp,
-		       uint32_t udp_len);
+/* One's-complement sum of the IPv4/IPv6 pseudo-header (RFC 768, 793, 8200 8.1) of
+ * @l4_len bytes of protocol @proto, not yet folded or inverted. */
+uint32_t wire_pseudo_sum(const uint8_t *l3, uint8_t ip_version, uint8_t proto, uint32_t l4_len);
+
+/* TCP or UDP checksum over the pseudo-header and the @l4_len bytes at @l4; the segment's
+ * own checksum field is summed as found, so a correct packet sums to zero and a caller
+ * computing one clears the field first. */
+static inline uint16_t wire_l4_csum(const uint8_t *l3, uint8_t ip_version, uint8_t proto,
+				    const uint8_t *l4, uint32_t l4_len)
+{
+	return wire_csum_fold(wire_csum_add(wire_pseudo_sum(l3, ip_version, proto, l4_len), l4,
+					    l4_len));
+}
+
+/* The UDP checksum (IP protocol 17) of the datagram at @udp. */
+static inline uint16_t wire_udp_csum(const uint8_t *l3, uint8_t ip_version, const uint8_t *udp,
+				     uint32_t udp_len)
+{
+	return wire_l4_csum(l3, ip_version, 17, udp, udp_len);
+}
 
 #endif
