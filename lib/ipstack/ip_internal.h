@@ -17,6 +17,7 @@
 #define ETHERTYPE_ARP 0x0806
 #define ETHERTYPE_QINQ 0x88a8
 #define IP_PROTO_ICMP 1
+#define IP_PROTO_TCP 6
 #define IP_PROTO_UDP 17
 #define IP_PROTO_ICMPV6 58
 #define ARP_LEN 28

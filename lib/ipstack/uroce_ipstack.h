@@ -207,6 +207,29 @@ int uroce_ip_group_leave(struct uroce_ip_stack *stack, const uint8_t gid[16], ui
 bool uroce_ip_group_joined(const struct uroce_ip_stack *stack, const uint8_t gid[16]);
 
 /* ------------------------------------------------------------------------------------- */
+/* Checksums left for offload                                                            */
+
+/**
+ * A frame for the kernel (host.kernel_iface) may come from a sender on this machine that
+ * left its TCP or UDP checksum to be filled in by the device (Linux CHECKSUM_PARTIAL: a
+ * virtio-net guest or a container behind a bridge or veth; an AF_PACKET reader, such as
+ * DPDK's af_packet PMD, gets the frame as it is). Its checksum field holds the
+ * pseudo-header's sum, so the kernel that receives it from a tap would drop it as
+ * corrupt.
+ *
+ * uroce_ip_csum_partial(): true for an unfragmented IPv4 TCP segment or UDP datagram
+ * (untagged or with one 802.1Q tag) whose checksum field holds the folded pseudo-header
+ * sum and whose checksum does not verify; false for anything else, a correct checksum, a
+ * UDP checksum of 0 and a frame corrupted in any other way included. Reads only
+ * [frame, frame + len).
+ * uroce_ip_csum_complete(): when uroce_ip_csum_partial() is true, writes the full
+ * checksum into the frame and returns true; otherwise leaves the frame as it is and
+ * returns false.
+ */
+bool uroce_ip_csum_partial(const uint8_t *frame, uint32_t len);
+bool uroce_ip_csum_complete(uint8_t *frame, uint32_t len);
+
+/* ------------------------------------------------------------------------------------- */
 /* Counters                                                                               */
 
 /**
