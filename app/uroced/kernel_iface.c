@@ -46,6 +46,38 @@ static int sysctl_ipv4_conf(const char *ifname, const char *key, const char *val
 	return rc;
 }
 
+/* Reads /proc/sys/net/ipv4/conf/<ifname>/<key> into @p value (NUL-terminated, without
+ * its newline). 0 or -errno. */
+static int sysctl_ipv4_conf_read(const char *ifname, const char *key, char *value, size_t size)
+{
+	char path[128];
+	ssize_t n;
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/%s", ifname, key);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, value, size - 1);
+	if (n < 0) {
+		rc = -errno;
+	} else {
+		value[n] = '\0';
+		value[strcspn(value, "\n")] = '\0';
+	}
+	close(fd);
+	return rc;
+}
+
+/* The port interface's settings as the daemon found them, put back when it closes the
+ * kernel interface: a daemon that stops leaves the host's interface as it was (its
+ * kernel answers ARP there again). ifname "" when nothing was changed. */
+static struct {
+	char ifname[IF_NAMESIZE];
+	char rp_filter[16];
+	char arp_ignore[16];
+} port_saved;
+
 static int sysctl_ipv6_off(const char *ifname)
 {
 	char path[128];
@@ -183,6 +215,11 @@ int uroced_kernel_open(void)
 	 * what arrives there from the subnet routed through the tap; arp_ignore 8 answers
 	 * no ARP there. */
 	if (uroced.port.if_index && if_indextoname(uroced.port.if_index, port_if)) {
+		if (sysctl_ipv4_conf_read(port_if, "rp_filter", port_saved.rp_filter,
+					  sizeof(port_saved.rp_filter)) == 0 &&
+		    sysctl_ipv4_conf_read(port_if, "arp_ignore", port_saved.arp_ignore,
+					  sizeof(port_saved.arp_ignore)) == 0)
+			snprintf(port_saved.ifname, sizeof(port_saved.ifname), "%s", port_if);
 		if (sysctl_ipv4_conf(port_if, "rp_filter", "1") ||
 		    sysctl_ipv4_conf(port_if, "arp_ignore", "8"))
 			UROCED_WARN("host.kernel_iface: cannot keep %s's kernel from answering "
@@ -209,6 +246,12 @@ void uroced_kernel_close(void)
 	if (tap_fd >= 0)
 		close(tap_fd);
 	tap_fd = -1;
+	/* The interface may be gone (a veth deleted under us): nothing to put back then. */
+	if (port_saved.ifname[0]) {
+		sysctl_ipv4_conf(port_saved.ifname, "rp_filter", port_saved.rp_filter);
+		sysctl_ipv4_conf(port_saved.ifname, "arp_ignore", port_saved.arp_ignore);
+		port_saved.ifname[0] = '\0';
+	}
 }
 
 int uroced_kernel_fd(void)

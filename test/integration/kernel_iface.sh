@@ -14,7 +14,8 @@
 #   - qperf -cm1 (when installed): its server binds rdma_cm to any address and port 0
 #     and tells the client the port over TCP before it listens; the client connects to
 #     the address it reached over TCP; RC latency, bandwidth, RDMA WRITE and READ run;
-#   - a daemon that stops takes its tap with it;
+#   - a daemon that stops takes its tap with it and puts its port interface's rp_filter
+#     and arp_ignore back as it found them;
 #   - host.kernel_iface with port.vlan is refused at start, with a message.
 #
 #   kernel_iface.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR,
@@ -130,6 +131,11 @@ done
 kill "$IT_PID_B"
 wait "$IT_PID_B" 2>/dev/null
 it_check "daemon B stopped: its tap is gone" bash -c "! ip -n '$IT_NS_B' link show uroce0 2>/dev/null"
+for k in rp_filter arp_ignore; do
+	it_check "daemon B stopped: $IT_IF_B's $k is back to the namespace's default" test \
+		"$(ip netns exec "$IT_NS_B" cat /proc/sys/net/ipv4/conf/"$IT_IF_B"/$k)" = \
+		"$(ip netns exec "$IT_NS_B" cat /proc/sys/net/ipv4/conf/default/$k)"
+done
 
 # Refused: the kernel's frames would leave untagged on a VLAN.
 out=$(ip netns exec "$IT_NS_B" timeout 30 "$UROCED" --no-pci --no-huge -m 256 \
