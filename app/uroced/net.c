@@ -57,13 +57,22 @@ static void capture(const uint8_t *frame, uint32_t len)
 
 /* A received frame the kernel interface gets: one for our MAC or a group, since the
  * tap shares our MAC (the port is promiscuous). A full tap queue loses it, as a NIC's
- * full ring would. */
+ * full ring would. A sender on this machine (a VM, a container on a veth) may have left
+ * its TCP or UDP checksum for offload: it is filled in, as the device would have, or the
+ * kernel would drop the frame as corrupt (uroce_ipstack.h). */
 static void to_kernel(const uint8_t *frame, uint32_t len)
 {
+	static uint8_t completed[UROCED_FRAME_MAX + 64];
 	int fd = uroced_kernel_fd();
 
 	if (fd < 0 || len < 14 || (!(frame[0] & 1) && memcmp(frame, uroced.mac, 6) != 0))
 		return;
+	if (len <= sizeof(completed) && uroce_ip_csum_partial(frame, len)) {
+		memcpy(completed, frame, len);
+		uroce_ip_csum_complete(completed, len);
+		frame = completed;
+		uroced.cnt.kernel_csum_completed++;
+	}
 	if (write(fd, frame, len) == (ssize_t)len)
 		uroced.cnt.kernel_rx++;
 	else

@@ -85,6 +85,7 @@ struct uroced_loop_frame {
 	X(kernel_rx)       /* ... of them and ARP, given to host.kernel_iface */   \
 	X(kernel_tx)       /* frames the kernel sent out through the port */       \
 	X(kernel_drops)    /* ... that the tap or the port refused */              \
+	X(kernel_csum_completed) /* kernel_rx whose offloaded checksum was filled */ \
 	X(clients_accepted)                                                        \
 	X(clients_refused)                                                         \
 	X(clients_closed)                                                          \

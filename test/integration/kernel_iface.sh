@@ -16,6 +16,8 @@
 #     the address it reached over TCP; RC latency, bandwidth, RDMA WRITE and READ run;
 #   - a daemon that stops takes its tap with it and puts its port interface's rp_filter
 #     and arp_ignore back as it found them;
+#   - then a kernel without a daemon on B's end of the veth (as a container) moves 4 MB
+#     over TCP to A's kernel: daemon A fills in the checksums it left for offload;
 #   - host.kernel_iface with port.vlan is refused at start, with a message.
 #
 #   kernel_iface.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR,
@@ -48,15 +50,19 @@ it_check "the kernel has the peer daemon's MAC in its neighbour table" \
 	grep -q "10.81.0.2 .*lladdr $(sed -n 's/.* mac \([0-9a-f:]*\) .*/\1/p' "$IT_DIR/B.log" | head -n1)" \
 	<(ip -n "$IT_NS_A" neigh show dev uroce0)
 
-# TCP: 4 MB from namespace A to a server on B's address, returned as size and digest.
+# tcp_blob SERVER_NS CLIENT_NS ADDR: 4 MB from a client in CLIENT_NS to a server on ADDR in
+# SERVER_NS, which answers with the size and SHA-256 it got; prints the answer.
 head -c 4194304 /dev/urandom >"$IT_DIR/blob"
 want="4194304 $(sha256sum <"$IT_DIR/blob" | cut -d' ' -f1)"
 PORT=$((20000 + $$ % 10000))
-inB timeout 60 python3 -c '
+tcp_blob() {
+	local spid
+	PORT=$((PORT + 1))
+	ip netns exec "$1" timeout 60 python3 -c '
 import hashlib, socket, sys
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("10.81.0.2", int(sys.argv[1])))
+s.bind((sys.argv[2], int(sys.argv[1])))
 s.listen(1)
 c, _ = s.accept()
 h, n = hashlib.sha256(), 0
@@ -67,16 +73,18 @@ while True:
 	h.update(b)
 	n += len(b)
 c.sendall(("%d %s" % (n, h.hexdigest())).encode())
-c.close()' "$PORT" >"$IT_DIR/tcp.server" 2>&1 &
-spid=$!
-it_wait_listen "$PORT" "$spid" 30 "$IT_NS_B"
-got=$(inA timeout 60 python3 -c '
+c.close()' "$PORT" "$3" >"$IT_DIR/tcp.server" 2>&1 &
+	spid=$!
+	it_wait_listen "$PORT" "$spid" 30 "$1"
+	ip netns exec "$2" timeout 60 python3 -c '
 import socket, sys
-s = socket.create_connection(("10.81.0.2", int(sys.argv[1])), timeout=30)
+s = socket.create_connection((sys.argv[3], int(sys.argv[1])), timeout=30)
 s.sendall(open(sys.argv[2], "rb").read())
 s.shutdown(socket.SHUT_WR)
-print(s.recv(200).decode())' "$PORT" "$IT_DIR/blob" 2>&1)
-wait "$spid"
+print(s.recv(200).decode())' "$PORT" "$IT_DIR/blob" "$3" 2>&1
+	wait "$spid"
+}
+got=$(tcp_blob "$IT_NS_B" "$IT_NS_A" 10.81.0.2)
 it_check "TCP through both daemons: 4 MB arrive intact ($got)" test "$got" = "$want"
 
 # One address for TCP and RDMA: ibv_rc_pingpong's QP exchange goes to 10.81.0.2 over
@@ -136,6 +144,23 @@ for k in rp_filter arp_ignore; do
 		"$(ip netns exec "$IT_NS_B" cat /proc/sys/net/ipv4/conf/"$IT_IF_B"/$k)" = \
 		"$(ip netns exec "$IT_NS_B" cat /proc/sys/net/ipv4/conf/default/$k)"
 done
+
+# A peer without uroced, as a container on a veth: namespace B's kernel on its end of the
+# veth. Its TCP leaves the checksums to the device (veth offloads them), and daemon A's
+# af_packet port gets them unfilled; A fills them in before its kernel sees them, or its
+# kernel would drop every segment as corrupt.
+# A veth also hands on segments of up to 64 KiB (GSO) that no wire carries, and af_packet
+# delivers each one as a single frame longer than the port's MTU, which the port drops:
+# a container's veth is set to segment to the MTU, as a NIC would on the wire.
+ip -n "$IT_NS_B" link set "$IT_IF_B" gso_max_segs 1
+ip -n "$IT_NS_B" addr add 10.81.0.3/24 dev "$IT_IF_B"
+done0=$(it_stat "$(it_sock A)" daemon.kernel_csum_completed)
+got=$(tcp_blob "$IT_NS_A" "$IT_NS_B" 10.81.0.1)
+done1=$(it_stat "$(it_sock A)" daemon.kernel_csum_completed)
+it_check "TCP from a kernel on the veth to A's kernel: 4 MB arrive intact ($got)" \
+	test "$got" = "$want"
+it_check "daemon A completed $((done1 - done0)) checksums left for offload" \
+	test $((done1 - done0)) -gt 0
 
 # Refused: the kernel's frames would leave untagged on a VLAN.
 out=$(ip netns exec "$IT_NS_B" timeout 30 "$UROCED" --no-pci --no-huge -m 256 \
