@@ -61,20 +61,12 @@ fi
 cc -O2 -Wall -Wextra -Werror -o "$IT_DIR/fi_check" "$(dirname "$0")/fi_check.c" -lfabric ||
 	exit 1
 
-export RXE_NS=uxe${IT_ID}
-export RXE_WORK
-VM=uxe${IT_ID}
-NS=$RXE_NS
-VM_IP=198.18.0.1
-OUR_IP=198.18.0.100
-BR_IP=198.18.0.254
-: "${VM_BOOT_TIMEOUT:=240}"
+it_rxe_vm_names uxe${IT_ID} uxe${IT_ID}
 T0=$SECONDS
 it_rxe_vm_up || exit 1
 # Our kernel interface carries the subnet; the bridge's own address would be a second
 # route to it.
 ip -n "$NS" addr del "$BR_IP/24" dev rxebr0
-vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
 
 # af_packet rings of 8192 frames: UCX busy-polls (test/eco/ucx.sh).
 it_daemon R "$NS" "--vdev=net_af_packet0,iface=rxeveth0,framecnt=8192" "$OUR_IP" 1500 \

@@ -339,10 +339,25 @@ it_tool_pair() {
 }
 
 # ---- the rxe VM (scripts at $RXE_VM_DIR) as a peer ---------------------------------------
+# it_rxe_vm_names NS VM: the names of this run's namespace and VM (each script its own, so
+# that a run never meets another's) and the one topology of every rxe test: the VM at
+# VM_IP on bridge rxebr0 (BR_IP) in NS, a uroced at OUR_IP on veth rxeveth0 there.
+# Exports RXE_NS and RXE_WORK for the VM scripts; VM_BOOT_TIMEOUT defaults to 240 s.
+it_rxe_vm_names() {
+	NS=$1
+	VM=$2
+	export RXE_NS=$NS RXE_WORK
+	VM_IP=198.18.0.1
+	OUR_IP=198.18.0.100
+	BR_IP=198.18.0.254
+	: "${VM_BOOT_TIMEOUT:=240}"
+}
+# vmx ARGS...: rxevm.py on this run's VM (exec, spawn, wait, kill, put, ...).
+vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
 # it_rxe_vm_up: the private netns $NS with bridge rxebr0 ($BR_IP), tap rxetap0 and veth
 # rxeveth0 (net.sh), then VM $VM booted on the tap as $VM_IP (TCG, $VM_BOOT_TIMEOUT s).
-# Needs RXE_VM_DIR, RXE_WORK, NS (exported as RXE_NS), VM, VM_IP, BR_IP. Sets the
-# EXIT trap that stops daemon R, the VM and the netns, then it_cleanup.
+# Needs RXE_VM_DIR and it_rxe_vm_names. Sets the EXIT trap that stops daemon R, the VM
+# and the netns, then it_cleanup.
 it_rxe_vm_down() {
 	"$RXE_VM_DIR/stop-vm.sh" "$VM" >/dev/null 2>&1
 	RXE_NS=$NS "$RXE_VM_DIR/net.sh" down >/dev/null 2>&1

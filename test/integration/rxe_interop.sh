@@ -48,18 +48,10 @@ if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
 fi
 
 # Own namespace and VM names, so a run never meets another's.
-export RXE_NS=uxr${IT_ID}
-export RXE_WORK
-VM=uxi${IT_ID}
-NS=$RXE_NS
-VM_IP=198.18.0.1
-OUR_IP=198.18.0.100
-BR_IP=198.18.0.254
-: "${VM_BOOT_TIMEOUT:=240}"
+it_rxe_vm_names uxr${IT_ID} uxi${IT_ID}
 : "${PP_ITERS:=50}"
 
 it_rxe_vm_up || exit 1
-vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
 vmx exec -- 'ibv_devinfo -d rxe0 | grep -E "state|active_mtu"; rxe-gid' | sed 's/^/    vm: /'
 
 it_daemon R "$NS" "--vdev=net_af_packet0,iface=rxeveth0" "$OUR_IP" 1500 || exit 1

@@ -41,14 +41,7 @@ done
 [ -e "$RDMACM_LIB_DIR/librdmacm.so.1" ] || skip "$RDMACM_LIB_DIR/librdmacm.so.1 not built"
 [ -f "$RXE_WORK/image/rxe-initrd.cpio" ] || skip "no VM image in $RXE_WORK/image"
 
-export RXE_NS=uxc${IT_ID}
-export RXE_WORK
-VM=uxw${IT_ID}
-NS=$RXE_NS
-VM_IP=198.18.0.1
-OUR_IP=198.18.0.100
-BR_IP=198.18.0.254
-: "${VM_BOOT_TIMEOUT:=240}"
+it_rxe_vm_names uxc${IT_ID} uxw${IT_ID}
 PCAP=$IT_DIR/cm.pcap
 if [ -n "${OUT:-}" ]; then
 	exec > >(tee "$OUT") 2>&1
@@ -56,7 +49,6 @@ fi
 
 T0=$SECONDS
 it_rxe_vm_up || exit 1
-vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
 
 it_daemon R "$NS" "--vdev=net_af_packet0,iface=rxeveth0" "$OUR_IP" 1500 || exit 1
 S=$(it_sock R)

@@ -57,18 +57,10 @@ if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
 fi
 
 # Own namespace and VM names, so a run never meets another's (rxe_interop uses uxr/uxi).
-export RXE_NS=uxt${IT_ID}
-export RXE_WORK
-VM=uxv${IT_ID}
-NS=$RXE_NS
-VM_IP=198.18.0.1
-OUR_IP=198.18.0.100
-BR_IP=198.18.0.254
-: "${VM_BOOT_TIMEOUT:=240}"
+it_rxe_vm_names uxt${IT_ID} uxv${IT_ID}
 
 T0=$SECONDS
 it_rxe_vm_up || exit 1
-vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
 VGID=$(vmx exec -- rxe-gid 2>/dev/null | tr -dc 0-9)
 VGID=${VGID:-1}
 
