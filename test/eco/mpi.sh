@@ -11,6 +11,8 @@
 #
 #   test/eco/mpi.sh openmpi|mpich   (root; $UROCED, $UROCE_XFER, $UROCE_CLI,
 #                                    $UROCE_VERBS_LIBDIR)
+# Env: ECO_ALLTOALL (bytes); ECO_DAEMON_SETS, settings for both daemons, space-separated
+# ("fault.rx_drop=0.01": devtools/mpi_soak.sh runs the job in a loop under loss).
 # Exit: 0 passed, 1 failed, 77 skipped (not root, or the MPI's packages missing).
 set -u
 . "$(dirname "$0")/../integration/lib.sh"
@@ -41,11 +43,15 @@ ALLTOALL=${ECO_ALLTOALL:-1073741824}
 "$MPICC" -O2 -Wall -Wextra -Werror -o "$IT_DIR/mpi_check" "$(dirname "$0")/mpi_check.c" ||
 	exit 1
 # af_packet rings of 8192 frames: the two ranks busy-poll beside the daemons (ucx.sh).
+sets=()
+for kv in ${ECO_DAEMON_SETS:-}; do
+	sets+=(--set "$kv")
+done
 it_veth_pair 1500 || exit 1
-it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500),framecnt=8192" 10.80.0.1 1500 ||
-	exit 1
-it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500),framecnt=8192" 10.80.0.2 1500 ||
-	exit 1
+it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500),framecnt=8192" 10.80.0.1 1500 \
+	"${sets[@]}" || exit 1
+it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500),framecnt=8192" 10.80.0.2 1500 \
+	"${sets[@]}" || exit 1
 cat >"$IT_DIR/rank.sh" <<EOF
 #!/bin/sh
 # rank 0 on daemon A, rank 1 on daemon B
@@ -73,7 +79,8 @@ want=$((ALLTOALL / 2 / 1024))
 for d in A B; do
 	echo "    $d: $(it_stats_prefix "$(it_sock $d)" port. |
 		awk '$1 ~ /packets|rx_socket_drops/ {printf "%s %s ", $1, $2}')" \
-		"completer_retry_err $(it_stat "$(it_sock $d)" completer_retry_err)"
+		"completer_retry_err $(it_stat "$(it_sock $d)" completer_retry_err)" \
+		"fault.rx.dropped $(it_stat "$(it_sock $d)" fault.rx.dropped)"
 done
 if [ "$rc" -eq 0 ] && grep -q '^mpi_check: ok' "$IT_DIR/mpi.out" && [ "$sent" -ge "$want" ]; then
 	it_log "PASS $(grep '^mpi_check:' "$IT_DIR/mpi.out") in $secs s;" \
