@@ -204,9 +204,19 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
+# fail WHAT: counts a failure and shows what the running daemons counted that could
+# explain it (errors, drops, retries, the neighbour cache, the CM, the link): the step's
+# logs are gone by the time anyone reads a failed CI run.
 fail() {
+	local d
 	log "FAIL: $*"
 	FAILS=$((FAILS + 1))
+	for d in A B; do
+		[ -S "$TMP/$d.sock" ] || continue
+		echo "    daemon $d: $("$UROCE_CLI" -S "$TMP/$d.sock" stat 2>/dev/null |
+			awk '$2 != 0 && $1 ~ /_err|error|drop|retr|timeout|refus|neigh|unreach|link_|^cm\.|nak|rnr|full/ {
+				printf "%s=%s ", $1, $2 }')" | fold -s -w 150 | sed '2,$s/^/      /'
+	done
 }
 
 # forget PID: drop a finished process from the cleanup list.
