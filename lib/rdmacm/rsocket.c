@@ -23,8 +23,11 @@
  * does (RS_CONN_FLAG_NET).
  *
  * Datagram rsockets (SOCK_DGRAM: UD QPs with a UDP socket for addressing) are not built:
- * rsocket(..., SOCK_DGRAM, ...) fails with ENOTSUP. Neither is SO_KEEPALIVE (rdma-core
- * runs a keep-alive thread): ENOTSUP too, so a program never believes it is on.
+ * rsocket(..., SOCK_DGRAM, ...) fails with ENOTSUP, so that librspreload.so falls back to
+ * a kernel socket. rdma-core's give each socket's own QP an address handle without a GRH,
+ * which RoCE refuses: on Linux rxe their first rconnect or rsendto fails (ENOENT), so
+ * there is no RoCE peer to be compatible with (doc/ecosystem.md). Neither is SO_KEEPALIVE
+ * (rdma-core runs a keep-alive thread): ENOTSUP too, so a program never believes it is on.
  *
  * Locking (rdma-core's): slock serialises senders, rlock receivers; cq_lock guards the CQ
  * and the counters its completions move; cq_wait_lock serialises waiting on the CQ

@@ -8,7 +8,9 @@
 #   - riostream -T v: riomap/riowrite (RDMA WRITE straight into the peer's mapped buffer);
 #   - test/eco/tcp_echo.c under librspreload.so: 8 MB echoed and compared byte for byte,
 #     with poll and non-blocking send/recv as a socket program uses them;
-#   - sockperf ping-pong --tcp under librspreload.so prints a latency;
+#   - sockperf ping-pong --tcp under librspreload.so prints a latency; its UDP mode runs
+#     on a kernel socket (no datagram rsockets: rsocket says ENOTSUP and the preload
+#     library falls back), sending no RoCE packet;
 #   - a peer killed mid-transfer ends the other side's rsend at once (ECONNRESET);
 #   - the client's daemon sent RoCE packets for each (the kernel's TCP did not carry them).
 #
@@ -139,6 +141,15 @@ if command -v sockperf >/dev/null; then
 		grep -q 'Summary: Latency is [0-9.]* usec' "$IT_DIR/sockperf.client"
 	it_check "sockperf: over uroce, daemon A sent $sent RoCE packets (> 1000)" \
 		test "$sent" -gt 1000
+	# UDP: no datagram rsockets (rsocket says ENOTSUP), so librspreload.so gives sockperf
+	# a kernel UDP socket, which reaches the peer through the kernel interfaces.
+	PORT=$((PORT + 1))
+	STOP_SERVER=1 run sockperf_udp "" env LD_PRELOAD="$PRELOAD" sockperf server -i 10.85.0.2 \
+		-p "$PORT" -- env LD_PRELOAD="$PRELOAD" sockperf ping-pong -i 10.85.0.2 -p "$PORT" -t 1
+	grep -h 'Summary: Latency' "$IT_DIR/sockperf_udp.client" | sed 's/^/    /'
+	it_check "sockperf ping-pong (UDP) under librspreload.so ran on a kernel socket (exit $rc)" \
+		grep -q 'Summary: Latency is [0-9.]* usec' "$IT_DIR/sockperf_udp.client"
+	it_check "sockperf UDP: no RoCE packets from daemon A ($sent)" test "$sent" -eq 0
 else
 	echo "sockperf not installed (apt-get install sockperf): its case skipped"
 fi
