@@ -210,6 +210,22 @@ int uroce_tp_gsi_send(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah,
 	return rc;
 }
 
+/*
+ * An RC or UC QP with a path (RTR onwards) takes packets from its peer only, as rxe's
+ * check_addr: the IP source is the QP's destination and the IP destination its source.
+ * Otherwise anyone who can reach the port and guess a QPN, a PSN and an R_Key (QPNs are
+ * dense, the CM's start PSN travels in the clear) could write into a connection's memory
+ * or break it. UD answers whoever sends; a QP before RTR has no peer yet (and drops).
+ */
+static bool from_peer(const struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
+{
+	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) || qp->state < IBV_QPS_RTR)
+		return true;
+	return pkt->hdr.ip_version == qp->tmpl.ip_version &&
+	       memcmp(pkt->hdr.ip_src, qp->tmpl.ip_dst, UROCE_GID_LEN) == 0 &&
+	       memcmp(pkt->hdr.ip_dst, qp->tmpl.ip_src, UROCE_GID_LEN) == 0;
+}
+
 void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, uint64_t now_ns)
 {
 	struct uroce_wire_pkt pkt;
@@ -248,6 +264,10 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, u
 	}
 	if (!uroce_opcode_valid_for_qp(pkt.hdr.bth.opcode, (enum uroce_qp_type)qp->type)) {
 		dev->cnt.rcvd_wrong_opcode++;
+		return;
+	}
+	if (!from_peer(qp, &pkt)) {
+		dev->cnt.rcvd_wrong_peer++;
 		return;
 	}
 	oi = uroce_opcode_info(pkt.hdr.bth.opcode);

@@ -92,6 +92,7 @@ struct uroce_tp_ah;
 	X(rcvd_bad_pkey)                                                                  \
 	X(rcvd_bad_qkey)                                                                  \
 	X(rcvd_wrong_opcode)                                                              \
+	X(rcvd_wrong_peer)                                                                \
 	X(rcvd_in_wrong_state)                                                            \
 	X(rcvd_ghost_ack)                                                                 \
 	X(rcvd_ack_past_go_back)                                                          \

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/transport, deterministic, on two hosts (behaviour.h). The device: rx drops
- * counted, tx backpressure, ghost ACKs, determinism, the send window and AckReq spacing,
- * creation errors, multicast groups, VLAN tags. Each asserts the exact statuses,
- * counters, QP states, frames on the wire and what memory holds afterwards.
+ * counted, packets not from an RC QP's peer dropped, tx backpressure, ghost ACKs,
+ * determinism, the send window and AckReq spacing, creation errors, multicast groups,
+ * VLAN tags. Each asserts the exact statuses, counters, QP states, frames on the wire and
+ * what memory holds afterwards.
  */
 #include "behaviour.h"
 
@@ -68,6 +69,60 @@ Test(device, rx_drops_are_counted)
 	cr_assert_eq(nframes(1, ANY, ANY), 0, "the ACK waits for the end of the burst");
 	uroce_tp_process(e.s.host[1].dev, e.s.now);
 	cr_assert_eq(nacks(1, UROCE_AETH_ACK, ANY), 1);
+#undef WRITE_HDR
+	env_fini(&e);
+}
+
+/* rxe's check_addr: an RC QP takes packets from its peer only. A third host that knows
+ * the QPN, the next PSN and a valid R_Key, and sends from another address (or to another
+ * of ours), writes nothing and breaks nothing. */
+Test(device, rc_packets_not_from_the_peer_are_dropped)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_wire_hdr h;
+	uint8_t payload[64];
+	const struct uroce_tp_counters *c;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	memset(hp(&e, 1, 0), 0xee, 4096);
+	memset(payload, 0xab, sizeof(payload));
+#define WRITE_HDR()                                                                        \
+	do {                                                                               \
+		uroce_wire_hdr_init(&h, 4, OPC(RC, WRITE_ONLY));                          \
+		h.bth.psn = o.psn_a;                                                       \
+		h.bth.ack_req = true;                                                      \
+		h.reth.va = va(&e, 1, 0);                                                  \
+		h.reth.rkey = e.key[1];                                                    \
+		h.reth.dma_len = sizeof(payload);                                          \
+	} while (0)
+	WRITE_HDR();
+	h.ip_src[13] = 9; /* 10.9.0.1: another host */
+	inject(&e, &h, payload, sizeof(payload));
+	WRITE_HDR();
+	h.ip_dst[14] = 5; /* 10.0.5.2: not the QP's own address */
+	inject(&e, &h, payload, sizeof(payload));
+	WRITE_HDR();
+	h.bth.opcode = OPC(RC, ACKNOWLEDGE); /* a forged ACK for the requester */
+	h.aeth.syndrome = UROCE_AETH_ACK;
+	h.bth.dqpn = uroce_tp_qp_num(e.qp[1]);
+	h.ip_src[13] = 9;
+	inject(&e, &h, NULL, 0);
+
+	c = cnt(&e, 1);
+	cr_assert_eq(c->rcvd_wrong_peer, 3);
+	cr_assert_eq(c->rcvd_pkts, 3);
+	cr_assert_eq(nframes(1, ANY, ANY), 0, "no answer to a stranger");
+	cr_assert(all_bytes(hp(&e, 1, 0), 4096, 0xee));
+	cr_assert_eq(qstate(&e, 1), IBV_QPS_RTS);
+	/* The peer's own packet is then taken. */
+	WRITE_HDR();
+	inject(&e, &h, payload, sizeof(payload));
+	cr_assert(all_bytes(hp(&e, 1, 0), sizeof(payload), 0xab));
+	uroce_tp_process(e.s.host[1].dev, e.s.now);
+	cr_assert_eq(nacks(1, UROCE_AETH_ACK, ANY), 1);
+	cr_assert_eq(cnt(&e, 1)->rcvd_wrong_peer, 3);
 #undef WRITE_HDR
 	env_fini(&e);
 }
