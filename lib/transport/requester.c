@@ -123,7 +123,7 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	int rc;
 
 	if (qp->type == IBV_QPT_UD) {
-		h = w->ah->tmpl;
+		h = qp->sq_av[s - qp->sq];
 		h.bth.dqpn = w->remote_qpn;
 		h.udp_sport = uroce_udp_sport_qpn(qp->qpn);
 		/* IBA 10.2.5: a Q_Key with the high bit set in the WR means "the QP's own". */

@@ -201,6 +201,10 @@ struct uroce_tp_qp {
 	struct uroce_wire_hdr tmpl; /* RC/UC: Ethernet, IP, UDP and BTH of the path */
 
 	struct tp_send_slot *sq;
+	/* UD: each send slot's address vector (its AH's headers), copied at post time, as
+	 * mlx5 and rxe copy it into the WQE: the AH may be destroyed before the WR is sent,
+	 * and the WR must not read it then. NULL for RC and UC. */
+	struct uroce_wire_hdr *sq_av;
 	uint32_t sq_mask, sq_prod, sq_cons;
 	struct tp_req req;
 	struct tp_comp comp;

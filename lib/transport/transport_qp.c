@@ -88,9 +88,11 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	sq_n = uroce_tp_pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
 	rq_n = uroce_tp_pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
 	qp->sq = calloc(sq_n, sizeof(*qp->sq));
+	qp->sq_av = init->qp_type == IBV_QPT_UD ? calloc(sq_n, sizeof(*qp->sq_av)) : NULL;
 	qp->rq = init->srq ? NULL : calloc(rq_n, sizeof(*qp->rq));
 	qp->resp.res = calloc(1, sizeof(*qp->resp.res));
-	if (qp->sq == NULL || (!init->srq && qp->rq == NULL) || qp->resp.res == NULL)
+	if (qp->sq == NULL || (init->qp_type == IBV_QPT_UD && qp->sq_av == NULL) ||
+	    (!init->srq && qp->rq == NULL) || qp->resp.res == NULL)
 		goto fail_nomem;
 	qp->resp.res_n = 1;
 	qp->dev = dev;
@@ -139,6 +141,7 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 
 fail_nomem:
 	free(qp->sq);
+	free(qp->sq_av);
 	free(qp->rq);
 	free(qp->resp.res);
 	free(qp);
@@ -166,6 +169,7 @@ int uroce_tp_destroy_qp(struct uroce_tp_qp *qp)
 	if (qp->srq)
 		qp->srq->refs--;
 	free(qp->sq);
+	free(qp->sq_av);
 	free(qp->rq);
 	free(qp->resp.res);
 	free(qp);
@@ -446,6 +450,10 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 		memcpy(s->wqe.inline_data, wqe->inline_data, wqe->inline_len);
 	else
 		memcpy(s->wqe.sg_list, wqe->sg_list, wqe->num_sge * sizeof(wqe->sg_list[0]));
+	if (qp->type == IBV_QPT_UD) {
+		qp->sq_av[qp->sq_prod & qp->sq_mask] = wqe->ah->tmpl;
+		s->wqe.ah = NULL; /* never read after this: the AH may go at once */
+	}
 	s->length = (uint32_t)len;
 	s->first_psn = 0;
 	s->last_psn = 0;

@@ -266,6 +266,8 @@ int uroce_tp_dereg_mr(struct uroce_tp_mr *mr);
  *  ARP/ND). @return the AH, or NULL with errno (EINVAL: bad GID index or port). */
 struct uroce_tp_ah *uroce_tp_create_ah(struct uroce_tp_pd *pd, const struct ibv_ah_attr *attr,
 				       const uint8_t dmac[6]);
+/** @return 0. Always allowed, even with WRs that name it still queued: post_send copied
+ *  what they need (as mlx5 and rxe copy the address vector into the WQE). */
 int uroce_tp_destroy_ah(struct uroce_tp_ah *ah);
 
 /* ------------------------------------------------------------------------------------- */
@@ -320,7 +322,7 @@ struct uroce_tp_send_wqe {
 	uint32_t rkey;
 	uint64_t compare_add;     /**< atomics */
 	uint64_t swap;
-	struct uroce_tp_ah *ah;   /**< UD */
+	struct uroce_tp_ah *ah;   /**< UD; read by post_send only (copied) */
 	uint32_t remote_qpn;      /**< UD */
 	uint32_t remote_qkey;     /**< UD; high bit set: use the QP's own Q_Key */
 	uint32_t num_sge;

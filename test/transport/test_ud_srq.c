@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/transport, deterministic, on two hosts (behaviour.h). UD (Q_Key, GRH and
- * completion, a receive too small) and SRQ (limit event, two QPs on one SRQ). Each
- * asserts the exact statuses, counters, QP states, frames on the wire and what memory
- * holds afterwards.
+ * completion, an AH destroyed after the post, a receive too small) and SRQ (limit event,
+ * two QPs on one SRQ). Each asserts the exact statuses, counters, QP states, frames on
+ * the wire and what memory holds afterwards.
  */
 #include "behaviour.h"
 
@@ -105,6 +105,36 @@ Test(ud, grh_and_completion)
 	cr_assert_eq(memcmp(b + 40, hp(&e, 0, 0), 1024), 0);
 	cr_assert(all_bytes(b + 40 + 1024, 64, 0xee));
 	cr_assert_eq(g_tx.f[0].src_qpn, uroce_tp_qp_num(e.qp[0]));
+	env_fini(&e);
+}
+
+/* An AH may be destroyed as soon as the WR that names it is posted (mlx5 and rxe copy the
+ * address vector into the WQE): the WR still goes where it was posted to. ASan sees any
+ * read of the freed AH; without it, the next AH (to another host) most likely takes the
+ * freed memory, and a WR that read it would go there. */
+Test(ud, ah_destroyed_after_post)
+{
+	struct env e;
+	struct uroce_tp_ah *ah, *other;
+
+	env_init(&e);
+	e.qp[0] = mkqp(&e, 0, IBV_QPT_UD, NULL, false, 8);
+	e.qp[1] = mkqp(&e, 1, IBV_QPT_UD, NULL, false, 8);
+	sim_ud_ready(&e.s, e.qp[0], 0x1111, 0);
+	sim_ud_ready(&e.s, e.qp[1], 0x1111, 0);
+	ah = sim_ah(&e.s, e.pd[0], 0, 1);
+	fill(hp(&e, 0, 0), 200, 5);
+	post_recv(&e, 1, 70, 0, 40 + 200);
+	ud_send(&e, ah, 1, 200, 0x1111);
+	cr_assert_eq(uroce_tp_destroy_ah(ah), 0);
+	other = sim_ah(&e.s, e.pd[0], 0, 0);
+	cr_assert_not_null(other);
+	cr_assert(run_until(&e, 1, 1, 10 * MS));
+	expect_wc(&e.sc[0].wc[0], 1, IBV_WC_SUCCESS);
+	expect_wc(&e.rc[1].wc[0], 70, IBV_WC_SUCCESS);
+	cr_assert_eq(memcmp(hp(&e, 1, 0) + 40, hp(&e, 0, 0), 200), 0);
+	cr_assert_eq(g_tx.n, 1);
+	cr_assert_eq(uroce_tp_destroy_ah(other), 0);
 	env_fini(&e);
 }
 
