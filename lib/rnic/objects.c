@@ -984,6 +984,14 @@ void rnic_cmd_modify_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
+	/* A controlled Q_Key (high bit set, IBA 10.2.5; the GSI's is 0x80010000) is the
+	 * kernel's to give: Linux asks for CAP_NET_RAW. Here root and the administrators
+	 * may; anyone else could forge CM messages for other tenants' connections. */
+	if ((req->mask & IBV_QP_QKEY) && (attr.qkey & 0x80000000u) && c->uid != 0 && !c->admin) {
+		nic->cnt.qkey_refused++;
+		REPLY(c, h, -EPERM, NULL, 0);
+		return;
+	}
 	if (req->mask & IBV_QP_AV) {
 		rc = resolve(c, h, req, &attr.ah_attr, mac);
 		if (rc == 0)

@@ -184,6 +184,7 @@ struct uroce_rnic_client {
 	X(async_events)                                                        \
 	X(async_lost)     /* an application's async event ring was full */     \
 	X(admin_refused)  /* ADMIN/CAPTURE_START from a client not an admin */ \
+	X(qkey_refused)   /* a controlled Q_Key asked by an unprivileged client */ \
 	X(cm_events)      /* rdma_cm events queued for applications */         \
 	X(cm_events_lost) /* no memory for an event, or its eventfd failed */  \
 	X(cm_not_ours)    /* MADs to an IP address that is not ours */         \

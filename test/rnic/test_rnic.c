@@ -245,6 +245,15 @@ static const void *reply_payload(const struct host *h)
 	return h->msg + sizeof(struct uroce_ctrl_hdr);
 }
 
+/* The handle a create or alloc request answered. */
+static uint32_t handle_of(const struct host *h)
+{
+	struct uroce_ctrl_handle r;
+
+	memcpy(&r, reply_payload(h), sizeof(r));
+	return r.handle;
+}
+
 static struct uroce_rnic_client *hello(struct host *h)
 {
 	const struct uroce_rnic_peer peer = {.pid = getpid(), .uid = getuid(), .gid = getgid()};
@@ -443,6 +452,66 @@ Test(rnic, a_sleep_is_announced_to_every_client_and_a_post_rings_once)
 
 /* No global state: two RNICs in one process keep their clients, objects and counters
  * apart (the daemon core as a library, not a singleton). */
+/* No global state: two RNICs in one process keep their clients, objects and counters
+ * apart (the daemon core as a library, not a singleton). */
+/* A client of @p uid (an administrator when @p admin) with a UD QP; its handle. */
+static uint32_t ud_qp_of(struct host *h, struct uroce_rnic_client **c, uid_t uid, bool admin)
+{
+	const struct uroce_rnic_peer peer = {.pid = getpid(), .uid = uid, .gid = 1000,
+					     .admin = admin};
+	struct uroce_ctrl_hello_req hello_req = {.version = UROCE_CTRL_VERSION, .name = "qk"};
+	struct uroce_ctrl_create_cq_req cq_req = {.cqe = 16};
+	struct uroce_ctrl_create_cq_rep cq_rep;
+	struct uroce_ctrl_create_qp_req qp_req = {
+		.qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct uroce_ctrl_create_qp_rep qp_rep;
+
+	*c = uroce_rnic_client_new(h->nic, &peer, h);
+	cr_assert_not_null(*c);
+	cr_assert_eq(request(h, *c, UROCE_CTRL_HELLO, &hello_req, sizeof(hello_req)), 0);
+	cr_assert_eq(request(h, *c, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	qp_req.pd = handle_of(h);
+	cr_assert_eq(request(h, *c, UROCE_CTRL_CREATE_CQ, &cq_req, sizeof(cq_req)), 0);
+	memcpy(&cq_rep, reply_payload(h), sizeof(cq_rep));
+	qp_req.send_cq = qp_req.recv_cq = cq_rep.cq;
+	cr_assert_eq(request(h, *c, UROCE_CTRL_CREATE_QP, &qp_req, sizeof(qp_req)), 0);
+	memcpy(&qp_rep, reply_payload(h), sizeof(qp_rep));
+	return qp_rep.qp;
+}
+
+static int modify_qkey(struct host *h, struct uroce_rnic_client *c, uint32_t qp, uint32_t qkey)
+{
+	struct uroce_ctrl_modify_qp_req req = {
+		.qp = qp,
+		.mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+		.attr = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey}};
+
+	return request(h, c, UROCE_CTRL_MODIFY_QP, &req, sizeof(req));
+}
+
+/* A controlled Q_Key (high bit set: the GSI's is 0x80010000) lets a QP forge CM messages
+ * for other tenants' connections: Linux gives it to CAP_NET_RAW only, uroce to root and
+ * the administrators. Anyone may have any other Q_Key. */
+Test(rnic, a_controlled_qkey_needs_privilege)
+{
+	struct host h;
+	struct uroce_rnic_client *user, *admin, *root;
+	uint32_t qp;
+
+	host_init(&h, 1, 1);
+	qp = ud_qp_of(&h, &user, 1000, false);
+	cr_assert_eq(modify_qkey(&h, user, qp, 0x80010000), -EPERM);
+	cr_assert_eq(stat_of(&h, user, "daemon.qkey_refused"), 1);
+	cr_assert_eq(modify_qkey(&h, user, qp, 0x11111111), 0, "an ordinary Q_Key");
+	qp = ud_qp_of(&h, &admin, 1000, true);
+	cr_assert_eq(modify_qkey(&h, admin, qp, 0x80010000), 0);
+	qp = ud_qp_of(&h, &root, 0, false);
+	cr_assert_eq(modify_qkey(&h, root, qp, 0x80000001), 0);
+	cr_assert_eq(stat_of(&h, root, "daemon.qkey_refused"), 1);
+	host_fini(&h);
+}
+
 Test(rnic, two_rnics_share_nothing)
 {
 	struct host a, b;
@@ -497,14 +566,6 @@ struct zc_app {
 	struct uroce_ring sq, cq;
 	uint32_t slot;
 };
-
-static uint32_t handle_of(const struct host *h)
-{
-	struct uroce_ctrl_handle r;
-
-	memcpy(&r, reply_payload(h), sizeof(r));
-	return r.handle;
-}
 
 static void zc_modify(struct host *h, struct zc_app *a, struct ibv_qp_attr *attr, int mask)
 {
