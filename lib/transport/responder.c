@@ -201,6 +201,10 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 	const struct uroce_wire_hdr *h = &c->pkt->hdr;
 	enum resp_state fail = qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_ACCESS;
 
+	/* A message is at most 2^31 bytes (IBA 9.4.3, RETH DMA Length; rxe's check_length):
+	 * a longer one is an invalid request, and a READ's packet count would overflow. */
+	if ((c->oi->hdrs & UROCE_HDR_RETH) && h->reth.dma_len > TP_MAX_MSG)
+		return bad_request(c);
 	/* C9-88: a zero-length RDMA READ or WRITE need not carry a valid R_Key or VA, so
 	 * neither is checked (rxe's check_rkey too); it touches no memory. UCX's rc_verbs
 	 * flushes an endpoint with a zero-length WRITE with R_Key 0. */
@@ -440,6 +444,8 @@ static enum resp_state duplicate(struct resp_ctx *c)
 				return RESPST_DONE;
 			/* IBA 9.7.5.1.4: a duplicate READ is executed again, from the PSN and
 			 * range it names (the requester asks for what it is missing). */
+			if (h->reth.dma_len > TP_MAX_MSG) /* as chk_rkey */
+				return RESPST_DONE;
 			if (h->reth.dma_len > 0 && /* C9-88, as chk_rkey */
 			    tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
 					IBV_ACCESS_REMOTE_READ, true) == NULL)

@@ -464,6 +464,35 @@ Test(status, rem_inv_req_misaligned_atomic)
 	env_fini(&e);
 }
 
+/* IBA 9.4.3: a message is at most 2^31 bytes. A crafted READ asking for more (rxe's
+ * check_length) is answered with NAK Invalid Request; nothing is read, and its packet
+ * count, which would overflow, is never taken. */
+Test(status, rem_inv_req_read_longer_than_2g)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_wire_hdr h;
+	const struct frame_rec *nakf;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	uroce_wire_hdr_init(&h, 4, OPC(RC, READ_REQUEST));
+	h.bth.psn = o.psn_a;
+	h.bth.ack_req = true;
+	h.reth.va = va(&e, 1, 0);
+	h.reth.rkey = e.key[1];
+	h.reth.dma_len = 0xfffffc01u; /* (len + MTU - 1) / MTU would wrap to 0 packets */
+	inject(&e, &h, NULL, 0);
+
+	cr_assert_eq(nframes(1, ANY, ANY), 1, "exactly the NAK, no READ response");
+	nakf = &g_tx.f[0];
+	cr_assert_eq(nakf->opcode, OPC(RC, ACKNOWLEDGE));
+	cr_assert_eq(nakf->syn, uroce_aeth_nak(UROCE_NAK_INVALID_REQ));
+	cr_assert_eq(nakf->psn, o.psn_a);
+	cr_assert_eq(qstate(&e, 1), IBV_QPS_ERR);
+	env_fini(&e);
+}
+
 /* IBA 10.2.4 (QP access flags) / rxe check_op_valid: a WRITE to a QP without
  * IBV_ACCESS_REMOTE_WRITE is an invalid request. */
 Test(status, rem_inv_req_write_without_qp_access)
