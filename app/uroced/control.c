@@ -153,6 +153,27 @@ static void reap_gone_conns(void)
 	}
 }
 
+/* Closes the connections that have not said HELLO within UROCED_HELLO_NS (looked at once
+ * a second: the loop wakes at least every lcore.idle_sleep_us). */
+static void close_silent_conns(void)
+{
+	static uint64_t next_look;
+	uint64_t now = uroced.now_ns;
+	struct uroced_conn *c = uroced.conns, *next;
+
+	if (now < next_look)
+		return;
+	next_look = now + 1000000000ull;
+	for (; c; c = next) {
+		next = c->next;
+		if (!uroce_rnic_client_greeted(c->client) &&
+		    now - c->accepted_ns > UROCED_HELLO_NS) {
+			uroced.cnt.clients_silent++;
+			conn_close(c, "no HELLO within 10 s");
+		}
+	}
+}
+
 /* Is the peer root or a member (primary or supplementary) of control.admin_group? */
 static bool peer_is_admin(int fd, const struct ucred *cred)
 {
@@ -206,6 +227,7 @@ static void accept_clients(void)
 			continue;
 		}
 		c->sock = fd;
+		c->accepted_ns = uroced.now_ns;
 		peer = (struct uroce_rnic_peer){.pid = cred.pid,
 						.uid = cred.uid,
 						.gid = cred.gid,
@@ -312,6 +334,7 @@ again:
 		n = epoll_wait(uroced.epfd, ev, 64, 0);
 		goto again;
 	}
+	close_silent_conns();
 	free_gone_conns();
 	return woke;
 }

@@ -56,6 +56,7 @@ void uroced_log(int level, const char *fmt, ...) __attribute__((format(printf, 2
 struct uroced_conn {
 	int sock;
 	struct uroce_rnic_client *client;
+	uint64_t accepted_ns; /* a connection that has not said HELLO by UROCED_HELLO_NS goes */
 	/* Its request waits for a neighbour (uroce_rnic_handle() said false): no further
 	 * request is read until the RNIC answers it. */
 	bool waiting;
@@ -63,6 +64,10 @@ struct uroced_conn {
 };
 
 /* ---- the daemon ----------------------------------------------------------------------- */
+
+/* How long a connection may stay without HELLO: it holds one of control.max_clients, so
+ * connections that never speak could otherwise lock every application out. */
+#define UROCED_HELLO_NS 10000000000ull
 
 #define UROCED_LOOP_SLOTS 512
 #define UROCED_FRAME_MAX  9216
@@ -88,6 +93,7 @@ struct uroced_loop_frame {
 	X(kernel_csum_completed) /* kernel_rx whose offloaded checksum was filled */ \
 	X(clients_accepted)                                                        \
 	X(clients_refused)                                                         \
+	X(clients_silent) /* closed for saying no HELLO within 10 s */              \
 	X(clients_closed)                                                          \
 	X(bad_requests) /* malformed control messages (the client is dropped) */   \
 	X(capture_frames)                                                          \

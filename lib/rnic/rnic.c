@@ -246,6 +246,11 @@ uint64_t uroce_rnic_client_id(const struct uroce_rnic_client *c)
 	return c->id;
 }
 
+bool uroce_rnic_client_greeted(const struct uroce_rnic_client *c)
+{
+	return c->region.addr != NULL; /* the context region comes with an accepted HELLO */
+}
+
 void uroce_rnic_reply(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *req, int status,
 		      const void *payload, uint32_t len, const int *fds, unsigned int nfds)
 {

@@ -187,6 +187,8 @@ const char *uroce_rnic_client_name(const struct uroce_rnic_client *c);
 pid_t uroce_rnic_client_pid(const struct uroce_rnic_client *c);
 /** A number unique to the client in this RNIC's life (logs). */
 uint64_t uroce_rnic_client_id(const struct uroce_rnic_client *c);
+/** True once the client's HELLO was accepted (it may then use the device). */
+bool uroce_rnic_client_greeted(const struct uroce_rnic_client *c);
 
 /**
  * Handles one request that uroce_ctrl_check_request() passed: @p msg is @p len bytes,

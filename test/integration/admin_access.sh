@@ -10,7 +10,7 @@
 #     member's own (the CLI opened it and handed the daemon the descriptor);
 #   - root: the same.
 # And the pid a client claims in HELLO is not believed: a client claiming pid 1 is
-# logged with its real pid. And the device node a daemon makes for middleware has its
+# logged with its real pid. Connections that never say HELLO are closed after 10 s. And the device node a daemon makes for middleware has its
 # socket's mode and group, and goes with it.
 #
 #   admin_access.sh            (root; binaries from $UROCED, $UROCE_XFER, $UROCE_CLI)
@@ -137,6 +137,34 @@ sleep 0.5
 it_check "a client claiming pid 1 is logged with its real pid $liar_pid" \
 	grep -q "client liar\[$liar_pid\]" "$IT_DIR/A.log"
 it_check "and never as pid 1" test -z "$(grep 'client liar\[1\]' "$IT_DIR/A.log")"
+
+# ---- connections that never say HELLO --------------------------------------------------
+# Each holds one of control.max_clients: three silent ones (an unprivileged user's) are
+# closed after 10 s, while an application that speaks is served meanwhile.
+runuser -u "$USER_PLAIN" -- python3 - "$S" >"$IT_DIR/silent.out" 2>&1 <<'EOF' &
+import socket, sys, time
+socks = []
+for _ in range(3):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1])
+    socks.append(s)
+t0 = time.monotonic()
+for s in socks:
+    s.settimeout(30)
+    print("closed" if s.recv(64) == b"" else "data", round(time.monotonic() - t0, 1))
+EOF
+spid=$!
+sleep 1
+as root stat
+it_check "a client that speaks is served beside them" test "$rc" -eq 0
+wait "$spid"
+sed 's/^/    silent connection: /' "$IT_DIR/silent.out"
+it_check "the three silent connections were closed by the daemon" \
+	test "$(grep -c '^closed' "$IT_DIR/silent.out")" = 3
+it_check "after 10 s, not before ($(head -n 1 "$IT_DIR/silent.out"))" \
+	awk '$1 == "closed" && $2 >= 8 && $2 <= 15 { n++ } END { exit n != 3 }' "$IT_DIR/silent.out"
+it_check "counted: daemon.clients_silent $(stat_of daemon.clients_silent)" \
+	test "$(stat_of daemon.clients_silent)" = 3
 
 # ---- the device node middleware looks for (UCX) -----------------------------------------
 # A daemon whose socket only a group may use: its node has that mode and group, so the
