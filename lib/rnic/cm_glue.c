@@ -36,6 +36,8 @@ struct rnic_cm_channel {
 	uint32_t ids; /* ids reporting here: the channel cannot go before them */
 };
 
+#define RNIC_CM_MAX_BACKLOG 1024u /* ucma's max_backlog default */
+
 struct rnic_cm_id {
 	struct uroce_cm_id *cm;
 	struct uroce_rnic_client *client;
@@ -45,6 +47,10 @@ struct rnic_cm_id {
 	uint64_t cookie;
 	bool resolving; /* RESOLVE_ADDR waits for the neighbour */
 	bool addr_resolved;
+	/* A listener: CONNECT_REQUEST events the application has not taken yet, and how many
+	 * it may have (rdma_listen's backlog, as ucma bounds it). */
+	uint32_t requests_queued;
+	uint32_t backlog;
 	struct sockaddr_storage src, dst;
 	struct rnic_cm_id *next; /* nic->cm_ids: every id, for neighbour callbacks */
 };
@@ -287,6 +293,13 @@ static void cm_event(void *io_ctx, const struct uroce_cm_event *e)
 
 	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		lid = e->listen_id ? uroce_cm_id_user(e->listen_id) : NULL;
+		if (lid && lid->requests_queued >= lid->backlog) {
+			/* As ucma's: a listener whose application has not taken its backlog of
+			 * requests refuses more (REJ, consumer defined), so a flood of REQs
+			 * costs bounded memory. */
+			nic->cnt.cm_backlog_full++;
+			lid = NULL;
+		}
 		id = lid ? id_new(lid->client, lid->channel, lid->uid) : NULL;
 		if (!id) {
 			/* No owner (the listener is going, or no memory): the request is
@@ -318,6 +331,8 @@ static void cm_event(void *io_ctx, const struct uroce_cm_event *e)
 	ev.param.srq = e->param.srq;
 	ev.param.qp_num = e->param.qp_num;
 	ev.param.qkey = e->param.qkey;
+	if (lid)
+		lid->requests_queued++;
 	if (uroce_cm_id_qp_type(e->id) == IBV_QPT_UD) {
 		const struct uroce_cm_path *p = uroce_cm_id_path(e->id);
 
@@ -631,6 +646,12 @@ void rnic_cmd_cm_get_event(struct uroce_rnic_client *c, const struct uroce_ctrl_
 		REPLY(c, h, -EAGAIN, NULL, 0);
 		return;
 	}
+	if (n->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && n->ev.listen_id) {
+		struct rnic_cm_id *l = rnic_obj_get(c, n->ev.listen_id, RNIC_OBJ_CM_ID);
+
+		if (l && l->requests_queued)
+			l->requests_queued--;
+	}
 	REPLY(c, h, 0, &n->ev, sizeof(n->ev));
 	free(n);
 }
@@ -846,8 +867,13 @@ void rnic_cmd_cm_listen(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	const struct uroce_ctrl_cm_id_req *ir = payload;
 	struct rnic_cm_id *id = request_id(c, h, ir->id);
 
-	if (id)
-		id_reply(c, h, ir->id, uroce_cm_listen(id->cm, (int)ir->arg));
+	if (!id)
+		return;
+	/* ucma: a backlog of 0, a negative one or one above its max_backlog (1024) means
+	 * 1024. */
+	id->backlog = (int)ir->arg > 0 && ir->arg < RNIC_CM_MAX_BACKLOG ? ir->arg
+									: RNIC_CM_MAX_BACKLOG;
+	id_reply(c, h, ir->id, uroce_cm_listen(id->cm, (int)ir->arg));
 }
 
 void rnic_cmd_cm_connect(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,

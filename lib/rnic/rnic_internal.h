@@ -188,6 +188,7 @@ struct uroce_rnic_client {
 	X(cm_events)      /* rdma_cm events queued for applications */         \
 	X(cm_events_lost) /* no memory for an event, or its eventfd failed */  \
 	X(cm_not_ours)    /* MADs to an IP address that is not ours */         \
+	X(cm_backlog_full) /* REQs refused: the listener's backlog was full */ \
 	X(cm_dropped)     /* MADs dropped on purpose (uroce cm-drop) */    \
 	X(mr_dereg_held)  /* MRs deregistered while zero-copy frames held them */
 

@@ -99,6 +99,30 @@ wait "$SPID"
 expect "listener rejects" "$C" 'event RDMA_CM_EVENT_REJECTED status 28 pdata "uroce-reject"' 0 1
 expect "listener rejects (its side)" "$SOUT" 'CONNECT_REQUEST status 0 pdata "uroce-hello"'
 
+# A listener whose application takes no event has its backlog of requests, then refuses
+# more (as ucma: REJ, consumer defined), so a REQ flood costs bounded memory.
+PORT=$((PORT + 1))
+SOUT=$IT_DIR/server-$PORT.out
+on B timeout 30 "$CM_PROBE" server "$PORT" hold 2 >"$SOUT" 2>&1 &
+SPID=$!
+for _ in $(seq 50); do grep -q listening "$SOUT" && break; sleep 0.1; done
+full0=$(it_stat "$SOCK_B" daemon.cm_backlog_full)
+HOLD_PIDS=()
+for k in 1 2; do
+	on A timeout 20 "$CM_PROBE" client 10.79.0.2 "$PORT" >"$IT_DIR/held-$k.out" 2>&1 &
+	HOLD_PIDS+=($!)
+done
+sleep 1 # both requests queued at the listener
+client "$C" 10.79.0.2
+expect "backlog full: the third request is refused" "$C" \
+	'event RDMA_CM_EVENT_REJECTED status 28 ' 0 2
+full1=$(it_stat "$SOCK_B" daemon.cm_backlog_full)
+[ "$((full1 - full0))" -ge 1 ] || fail "backlog full: daemon.cm_backlog_full did not move"
+# The background jobs are subshells running `on`: signal the programs themselves.
+pkill -f "cm_probe server $PORT hold"
+pkill -f "cm_probe client 10.79.0.2 $PORT\$"
+wait "$SPID" "${HOLD_PIDS[@]}" 2>/dev/null
+
 client "$C" 10.79.0.3
 expect "peer never answers" "$C" 'event RDMA_CM_EVENT_UNREACHABLE status -110' \
 	"$(awk -v t=$T_ONE 'BEGIN { print 4 * t * 0.95 }')" "$(awk -v t=$T_ONE 'BEGIN { print 4 * t + 1 }')"

@@ -7,6 +7,8 @@
  *   cm_probe server PORT accept|reject   listen on any address; accept (then wait for
  *                                         the peer's disconnect) or reject with private
  *                                         data "uroce-reject"
+ *   cm_probe server PORT hold BACKLOG    listen with BACKLOG and never take an event
+ *                                         (until killed): requests pile up
  *   cm_probe client ADDR PORT [disconnect [LINGER_S]]
  *                                         connect with private data; print the event
  *                                         the attempt ends with, and with "disconnect"
@@ -84,7 +86,7 @@ static int make_qp(struct rdma_cm_id *id)
 	return 0;
 }
 
-static int server(const char *port, int reject)
+static int server(const char *port, int reject, int hold_backlog)
 {
 	static const char no[] = "uroce-reject";
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -98,12 +100,16 @@ static int server(const char *port, int reject)
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((uint16_t)atoi(port));
-	if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin) || rdma_listen(listen_id, 4)) {
+	if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin) ||
+	    rdma_listen(listen_id, hold_backlog ? hold_backlog : 4)) {
 		perror("cm_probe: bind/listen");
 		return 2;
 	}
 	printf("listening on port %s\n", port);
 	fflush(stdout);
+	if (hold_backlog)
+		for (;;)
+			pause();
 	while (!done && (ev = next_event(ch))) {
 		id = ev->id;
 		switch (ev->event) {
@@ -199,11 +205,14 @@ int main(int argc, char **argv)
 {
 	t0 = now_s();
 	if (argc == 4 && !strcmp(argv[1], "server"))
-		return server(argv[2], !strcmp(argv[3], "reject"));
+		return server(argv[2], !strcmp(argv[3], "reject"), 0);
+	if (argc == 5 && !strcmp(argv[1], "server") && !strcmp(argv[3], "hold") &&
+	    atoi(argv[4]) > 0)
+		return server(argv[2], 0, atoi(argv[4]));
 	if (argc >= 4 && argc <= 6 && !strcmp(argv[1], "client"))
 		return client(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "disconnect"),
 			      argc == 6 ? atof(argv[5]) : 0);
-	fprintf(stderr, "usage: cm_probe server PORT accept|reject | "
+	fprintf(stderr, "usage: cm_probe server PORT accept|reject | cm_probe server PORT hold N | "
 			"cm_probe client ADDR PORT [disconnect [LINGER_S]]\n");
 	return 2;
 }
