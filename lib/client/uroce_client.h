@@ -61,9 +61,12 @@ struct uroce_client_mr {
 };
 
 struct uroce_client_channel {
-	struct ibv_comp_channel ibv; /**< ibv.fd: the eventfd to poll */
+	/** ibv.fd: what the application polls, an epoll fd readable when the daemon
+	 *  signalled a completion event or went (as the async fd) */
+	struct ibv_comp_channel ibv;
 	struct uroce_client_ctx *ctx;
 	uint32_t handle;
+	int efd; /**< the daemon's semaphore eventfd, one count per event (non-blocking) */
 };
 
 struct uroce_client_cq;

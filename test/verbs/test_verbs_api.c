@@ -1959,20 +1959,57 @@ Test(verbs, completion_channel)
 	mb_free(&r);
 }
 
-/* The daemon dies: the context's async fd reports IBV_EVENT_DEVICE_FATAL, and what
- * follows fails without crashing. */
+struct cq_waiter {
+	struct ibv_comp_channel *ch;
+	int rc;
+	int err;
+};
+
+static void *wait_cq_event(void *arg)
+{
+	struct cq_waiter *w = arg;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	w->rc = ibv_get_cq_event(w->ch, &cq, &cq_ctx);
+	w->err = errno;
+	return NULL;
+}
+
+/* The daemon dies: the context's async fd reports IBV_EVENT_DEVICE_FATAL, a thread blocked
+ * in ibv_get_cq_event wakes with EIO (as the kernel wakes a disassociated device's
+ * readers) and the channel's fd polls readable, and what follows fails without crashing. */
 Test(verbs, device_fatal_when_daemon_dies)
 {
 	struct ibv_async_event ev;
+	struct ibv_comp_channel *ch;
+	struct cq_waiter w = {.rc = 1};
+	struct pollfd pfd;
+	struct ibv_cq *cq;
 	struct ibv_pd *pd2;
+	pthread_t t;
 	int status;
 
 	if (vfx_reference())
 		cr_skip_test("no daemon to kill in reference mode");
 	cr_assert_gt(dmn.pid, 0);
+	ch = ibv_create_comp_channel(ctx);
+	cr_assert_not_null(ch);
+	cq = ibv_create_cq(ctx, 8, NULL, ch, 0);
+	cr_assert_not_null(cq);
+	cr_assert_eq(ibv_req_notify_cq(cq, 0), 0);
+	w.ch = ch;
+	cr_assert_eq(pthread_create(&t, NULL, wait_cq_event, &w), 0);
+	usleep(100000); /* blocked in ibv_get_cq_event: nothing completes */
+	cr_assert_eq(w.rc, 1, "returned before the daemon died");
 	kill(dmn.pid, SIGKILL);
 	cr_assert_eq(waitpid(dmn.pid, &status, 0), dmn.pid);
 	dmn.pid = 0;
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(w.rc, -1);
+	cr_assert_eq(w.err, EIO, "errno %d", w.err);
+	pfd = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	cr_assert_eq(poll(&pfd, 1, 0), 1, "the channel's fd polls readable");
 	expect_async(IBV_EVENT_DEVICE_FATAL, &ev, WAIT_MS);
 	ibv_ack_async_event(&ev);
 	errno = 0;
