@@ -401,12 +401,13 @@ static int run_pingpong(const struct rb_opts *o)
 {
 	uint64_t *rtt = calloc(o->count, sizeof(*rtt));
 	uint64_t seq = 1u << 31, got = 0, lost = 0;
-	/* 1 s: a lost frame, not a slow one. With one frame in flight neither veth nor memif
-	 * can drop it (no ring fills), but on two shared cores with a CPU-bound process
-	 * beside two pollers one side can be off the CPU for more than 100 ms (a CI run
-	 * saw an 89 ms round trip, then a pong 100 ms late counted lost though the server
-	 * had echoed every ping). */
-	uint64_t timeout = hz;
+	/* 5 s: a lost frame, not a slow one. With one frame in flight neither veth nor memif
+	 * can drop it (no ring fills), but on two shared cores one side can be off the CPU
+	 * for long: with a CPU-bound process beside the two pollers a CI run saw an 89 ms
+	 * round trip and a pong 100 ms late (then the limit); with an MPI job's four pollers
+	 * beside them, round trips of 0.59 s and two pongs more than 1 s late, though the
+	 * server had echoed every ping. */
+	uint64_t timeout = 5 * hz;
 	struct rb_msg res;
 	int rc = 1;
 
