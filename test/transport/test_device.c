@@ -8,6 +8,19 @@
  */
 #include "behaviour.h"
 
+/* A WRITE ONLY of @p len bytes from host 0's QP to host 1's buffer 0, as the requester
+ * would send it next (its PSN, AckReq, host 1's key). */
+static void write_hdr(struct uroce_wire_hdr *h, struct env *e, const struct sim_qp_opts *o,
+		      uint32_t len)
+{
+	uroce_wire_hdr_init(h, 4, OPC(RC, WRITE_ONLY));
+	h->bth.psn = o->psn_a;
+	h->bth.ack_req = true;
+	h->reth.va = va(e, 1, 0);
+	h->reth.rkey = e->key[1];
+	h->reth.dma_len = len;
+}
+
 Test(device, rx_drops_are_counted)
 {
 	struct env e;
@@ -22,31 +35,22 @@ Test(device, rx_drops_are_counted)
 	idle = mkqp(&e, 1, IBV_QPT_RC, NULL, false, 8);
 	memset(hp(&e, 1, 0), 0xee, 4096);
 	memset(payload, 0xab, sizeof(payload));
-#define WRITE_HDR()                                                                        \
-	do {                                                                               \
-		uroce_wire_hdr_init(&h, 4, OPC(RC, WRITE_ONLY));                          \
-		h.bth.psn = o.psn_a;                                                       \
-		h.bth.ack_req = true;                                                      \
-		h.reth.va = va(&e, 1, 0);                                                  \
-		h.reth.rkey = e.key[1];                                                    \
-		h.reth.dma_len = sizeof(payload);                                          \
-	} while (0)
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	inject_raw(&e, &h, payload, sizeof(payload), 0, 30); /* truncated */
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	inject_raw(&e, &h, payload, sizeof(payload), 14 + 20 + 8 + 12 + 16 + 3,
 		   0); /* payload bit */
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	h.bth.dqpn = 0xabcdef; /* no such QP */
 	inject(&e, &h, payload, sizeof(payload));
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	h.bth.pkey = 0x1234; /* IBA 10.9.3: not our partition */
 	inject(&e, &h, payload, sizeof(payload));
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	h.bth.opcode = OPC(UD, SEND_ONLY); /* a UD opcode on an RC QP */
 	h.deth.qkey = 1;
 	inject(&e, &h, payload, sizeof(payload));
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	h.bth.dqpn = uroce_tp_qp_num(idle); /* a QP in RESET */
 	inject(&e, &h, payload, sizeof(payload));
 
@@ -63,13 +67,12 @@ Test(device, rx_drops_are_counted)
 	cr_assert_eq(qstate(&e, 1), IBV_QPS_RTS);
 	cr_assert_eq(uroce_tp_qp_state(idle), IBV_QPS_RESET);
 	/* The real one is then taken. */
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	inject(&e, &h, payload, sizeof(payload));
 	cr_assert(all_bytes(hp(&e, 1, 0), sizeof(payload), 0xab));
 	cr_assert_eq(nframes(1, ANY, ANY), 0, "the ACK waits for the end of the burst");
 	uroce_tp_process(e.s.host[1].dev, e.s.now);
 	cr_assert_eq(nacks(1, UROCE_AETH_ACK, ANY), 1);
-#undef WRITE_HDR
 	env_fini(&e);
 }
 
@@ -88,22 +91,13 @@ Test(device, rc_packets_not_from_the_peer_are_dropped)
 	env_pair(&e, IBV_QPT_RC, &o);
 	memset(hp(&e, 1, 0), 0xee, 4096);
 	memset(payload, 0xab, sizeof(payload));
-#define WRITE_HDR()                                                                        \
-	do {                                                                               \
-		uroce_wire_hdr_init(&h, 4, OPC(RC, WRITE_ONLY));                          \
-		h.bth.psn = o.psn_a;                                                       \
-		h.bth.ack_req = true;                                                      \
-		h.reth.va = va(&e, 1, 0);                                                  \
-		h.reth.rkey = e.key[1];                                                    \
-		h.reth.dma_len = sizeof(payload);                                          \
-	} while (0)
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	h.ip_src[13] = 9; /* 10.9.0.1: another host */
 	inject(&e, &h, payload, sizeof(payload));
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	h.ip_dst[14] = 5; /* 10.0.5.2: not the QP's own address */
 	inject(&e, &h, payload, sizeof(payload));
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	h.bth.opcode = OPC(RC, ACKNOWLEDGE); /* a forged ACK for the requester */
 	h.aeth.syndrome = UROCE_AETH_ACK;
 	h.bth.dqpn = uroce_tp_qp_num(e.qp[1]);
@@ -117,13 +111,12 @@ Test(device, rc_packets_not_from_the_peer_are_dropped)
 	cr_assert(all_bytes(hp(&e, 1, 0), 4096, 0xee));
 	cr_assert_eq(qstate(&e, 1), IBV_QPS_RTS);
 	/* The peer's own packet is then taken. */
-	WRITE_HDR();
+	write_hdr(&h, &e, &o, sizeof(payload));
 	inject(&e, &h, payload, sizeof(payload));
 	cr_assert(all_bytes(hp(&e, 1, 0), sizeof(payload), 0xab));
 	uroce_tp_process(e.s.host[1].dev, e.s.now);
 	cr_assert_eq(nacks(1, UROCE_AETH_ACK, ANY), 1);
 	cr_assert_eq(cnt(&e, 1)->rcvd_wrong_peer, 3);
-#undef WRITE_HDR
 	env_fini(&e);
 }
 

@@ -418,6 +418,18 @@ Test(status, rem_op_err_send_with_inv_bad_rkey)
 	env_fini(&e);
 }
 
+/* Host 1 sent exactly one frame: NAK Invalid Request for @p psn, to host 0's QP. */
+static void expect_only_inv_req_nak(const struct env *e, uint32_t psn)
+{
+	const struct frame_rec *nakf = &g_tx.f[0];
+
+	cr_assert_eq(nframes(1, ANY, ANY), 1, "exactly the NAK");
+	cr_assert_eq(nakf->opcode, OPC(RC, ACKNOWLEDGE));
+	cr_assert_eq(nakf->syn, uroce_aeth_nak(UROCE_NAK_INVALID_REQ));
+	cr_assert_eq(nakf->psn, psn);
+	cr_assert_eq(nakf->dqpn, uroce_tp_qp_num(e->qp[0]));
+}
+
 /* IBA 9.4.5: atomics need an 8-byte aligned VA. post_send refuses them already
  * (-EINVAL, as rdma-core providers do); a crafted request reaching the responder is
  * answered with NAK Invalid Request and nothing is executed. */
@@ -428,7 +440,6 @@ Test(status, rem_inv_req_misaligned_atomic)
 	struct uroce_tp_send_wqe w;
 	struct uroce_wire_hdr h;
 	uint64_t v = 1000, got;
-	const struct frame_rec *nakf;
 
 	env_init(&e);
 	env_pair(&e, IBV_QPT_RC, &o);
@@ -447,12 +458,7 @@ Test(status, rem_inv_req_misaligned_atomic)
 	h.atomiceth.swap_add = 1;
 	inject(&e, &h, NULL, 0);
 
-	cr_assert_eq(nframes(1, ANY, ANY), 1, "exactly the NAK");
-	nakf = &g_tx.f[0];
-	cr_assert_eq(nakf->opcode, OPC(RC, ACKNOWLEDGE));
-	cr_assert_eq(nakf->syn, uroce_aeth_nak(UROCE_NAK_INVALID_REQ));
-	cr_assert_eq(nakf->psn, o.psn_a);
-	cr_assert_eq(nakf->dqpn, uroce_tp_qp_num(e.qp[0]));
+	expect_only_inv_req_nak(&e, o.psn_a);
 	memcpy(&got, hp(&e, 1, 64), 8);
 	cr_assert_eq(got, 1000);
 	cr_assert(all_bytes(hp(&e, 1, 72), 8, 0));
@@ -472,7 +478,6 @@ Test(status, rem_inv_req_read_longer_than_2g)
 	struct env e;
 	struct sim_qp_opts o = default_opts();
 	struct uroce_wire_hdr h;
-	const struct frame_rec *nakf;
 
 	env_init(&e);
 	env_pair(&e, IBV_QPT_RC, &o);
@@ -484,11 +489,7 @@ Test(status, rem_inv_req_read_longer_than_2g)
 	h.reth.dma_len = 0xfffffc01u; /* (len + MTU - 1) / MTU would wrap to 0 packets */
 	inject(&e, &h, NULL, 0);
 
-	cr_assert_eq(nframes(1, ANY, ANY), 1, "exactly the NAK, no READ response");
-	nakf = &g_tx.f[0];
-	cr_assert_eq(nakf->opcode, OPC(RC, ACKNOWLEDGE));
-	cr_assert_eq(nakf->syn, uroce_aeth_nak(UROCE_NAK_INVALID_REQ));
-	cr_assert_eq(nakf->psn, o.psn_a);
+	expect_only_inv_req_nak(&e, o.psn_a); /* no READ response */
 	cr_assert_eq(qstate(&e, 1), IBV_QPS_ERR);
 	env_fini(&e);
 }

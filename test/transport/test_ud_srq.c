@@ -18,6 +18,17 @@ static void ud_send(struct env *e, struct uroce_tp_ah *ah, uint64_t id, uint32_t
 	post(e, 0, &w);
 }
 
+/* Two UD QPs, host 0's and host 1's, ready with Q_Key 0x1111; the AH from 0 to 1. */
+static struct uroce_tp_ah *ud_pair(struct env *e)
+{
+	env_init(e);
+	e->qp[0] = mkqp(e, 0, IBV_QPT_UD, NULL, false, 8);
+	e->qp[1] = mkqp(e, 1, IBV_QPT_UD, NULL, false, 8);
+	sim_ud_ready(&e->s, e->qp[0], 0x1111, 0);
+	sim_ud_ready(&e->s, e->qp[1], 0x1111, 0);
+	return sim_ah(&e->s, e->pd[0], 0, 1);
+}
+
 /* IBA 10.2.5 / C10-15: a UD packet whose Q_Key is not the QP's is silently dropped; a
  * WR Q_Key with the high bit set means "the sending QP's own Q_Key". */
 Test(ud, qkey)
@@ -73,12 +84,7 @@ Test(ud, grh_and_completion)
 	struct uroce_tp_ah *ah;
 	const uint8_t *b;
 
-	env_init(&e);
-	e.qp[0] = mkqp(&e, 0, IBV_QPT_UD, NULL, false, 8);
-	e.qp[1] = mkqp(&e, 1, IBV_QPT_UD, NULL, false, 8);
-	sim_ud_ready(&e.s, e.qp[0], 0x1111, 0);
-	sim_ud_ready(&e.s, e.qp[1], 0x1111, 0);
-	ah = sim_ah(&e.s, e.pd[0], 0, 1);
+	ah = ud_pair(&e);
 	memset(hp(&e, 1, 0), 0xee, 4096);
 	fill(hp(&e, 0, 0), 1024, 2);
 	post_recv(&e, 1, 60, 0, 40 + 1024);
@@ -117,12 +123,7 @@ Test(ud, ah_destroyed_after_post)
 	struct env e;
 	struct uroce_tp_ah *ah, *other;
 
-	env_init(&e);
-	e.qp[0] = mkqp(&e, 0, IBV_QPT_UD, NULL, false, 8);
-	e.qp[1] = mkqp(&e, 1, IBV_QPT_UD, NULL, false, 8);
-	sim_ud_ready(&e.s, e.qp[0], 0x1111, 0);
-	sim_ud_ready(&e.s, e.qp[1], 0x1111, 0);
-	ah = sim_ah(&e.s, e.pd[0], 0, 1);
+	ah = ud_pair(&e);
 	fill(hp(&e, 0, 0), 200, 5);
 	post_recv(&e, 1, 70, 0, 40 + 200);
 	ud_send(&e, ah, 1, 200, 0x1111);
@@ -145,12 +146,7 @@ Test(ud, receive_too_small)
 	struct env e;
 	struct uroce_tp_ah *ah;
 
-	env_init(&e);
-	e.qp[0] = mkqp(&e, 0, IBV_QPT_UD, NULL, false, 8);
-	e.qp[1] = mkqp(&e, 1, IBV_QPT_UD, NULL, false, 8);
-	sim_ud_ready(&e.s, e.qp[0], 0x1111, 0);
-	sim_ud_ready(&e.s, e.qp[1], 0x1111, 0);
-	ah = sim_ah(&e.s, e.pd[0], 0, 1);
+	ah = ud_pair(&e);
 	memset(hp(&e, 1, 0), 0xee, 4096);
 	post_recv(&e, 1, 70, 0, 40 + 99);
 	post_recv(&e, 1, 71, 1024, 40 + 100);
