@@ -154,6 +154,17 @@ int cl_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle);
 int cl_obj_add(struct uroce_client_ctx *ctx, uint32_t handle, int type, void *obj);
 void cl_obj_del(struct uroce_client_ctx *ctx, uint32_t handle);
 void *cl_obj_find(struct uroce_client_ctx *ctx, uint32_t handle, int type);
+/* The application's fd for a daemon's semaphore eventfd @p efd (the async fd, a
+ * completion channel's fd): an epoll fd in *@p fd, readable when the daemon signalled an
+ * event or the control socket hung up, so that a waiter wakes when the daemon dies. @p efd
+ * is made non-blocking (its file description is shared with the daemon, whose writes of 1
+ * never block), so that whichever thread wins takes the count. 0, or -errno with *@p fd
+ * the epoll fd to close (or -1). */
+int cl_event_fd_init(struct uroce_client_ctx *ctx, int efd, int *fd);
+/* Takes one count of @p efd, waiting on @p fd as the application set it (blocking, or
+ * EAGAIN when it made the fd non-blocking). @return 0, an errno (EAGAIN, EINTR), or -1
+ * when the daemon is gone (an event it signalled before still comes first). */
+int cl_event_take(int efd, int fd);
 
 /* mr_share.c: the segments (uroce_ctrl_mr_seg) for [addr, addr + length), sharing what
  * is not shared yet. @return nseg, or -errno. Called with ctx->share_lock held. */

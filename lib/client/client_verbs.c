@@ -2,12 +2,10 @@
 /* The verbs objects on the client side: PD, MR, completion channel, CQ, SRQ, QP, AH,
  * and the data path (post send/recv into shared rings, poll CQ from a shared ring). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <sys/epoll.h>
 
 #include "client_internal.h"
 
@@ -134,33 +132,6 @@ int uroce_client_dereg_mr(struct uroce_client_mr *mr)
 
 /* ---- completion channels and CQs --------------------------------------------------- */
 
-/* Channel fd tags (epoll_event.data.u32). */
-enum { CL_CHANNEL_EFD = 1, CL_CHANNEL_SOCK = 2 };
-
-/* The application's fd: an epoll fd over the daemon's eventfd and the control socket's
- * hang-up, so that a thread blocked in ibv_get_cq_event, or polling the fd, wakes when the
- * daemon dies (as the kernel wakes a disassociated device's readers with EIO). The
- * eventfd is made non-blocking (its file description is shared with the daemon, whose
- * writes of 1 never block), so that whichever thread wins takes the count. 0 or -errno. */
-static int channel_fd_init(struct uroce_client_channel *ch, int efd)
-{
-	struct epoll_event ee = {.events = EPOLLIN, .data.u32 = CL_CHANNEL_EFD};
-	int fl = fcntl(efd, F_GETFL);
-
-	ch->efd = efd;
-	if (fl < 0 || fcntl(efd, F_SETFL, fl | O_NONBLOCK) != 0)
-		return -errno;
-	ch->ibv.fd = epoll_create1(EPOLL_CLOEXEC);
-	if (ch->ibv.fd < 0)
-		return -errno;
-	if (epoll_ctl(ch->ibv.fd, EPOLL_CTL_ADD, efd, &ee) != 0)
-		return -errno;
-	ee = (struct epoll_event){.events = EPOLLRDHUP, .data.u32 = CL_CHANNEL_SOCK};
-	if (epoll_ctl(ch->ibv.fd, EPOLL_CTL_ADD, ch->ctx->sock, &ee) != 0)
-		return -errno;
-	return 0;
-}
-
 struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx *ctx)
 {
 	struct uroce_ctrl_handle rep;
@@ -179,8 +150,8 @@ struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx
 	ch->ctx = ctx;
 	ch->handle = rep.handle;
 	ch->ibv.context = ctx->ibv;
-	ch->ibv.fd = -1;
-	rc = channel_fd_init(ch, fd);
+	ch->efd = fd;
+	rc = cl_event_fd_init(ctx, fd, &ch->ibv.fd);
 	if (rc) {
 		if (ch->ibv.fd >= 0)
 			close(ch->ibv.fd);
@@ -207,38 +178,16 @@ int uroce_client_destroy_channel(struct uroce_client_channel *ch)
 int uroce_client_get_cq_event(struct uroce_client_channel *ch, struct uroce_client_cq **out)
 {
 	struct uroce_client_ctx *ctx = ch->ctx;
-	struct epoll_event ee[2];
-	uint64_t one;
-	int fl, n, k;
 	size_t i;
+	int rc;
 
 	if (ctx->forked)
 		return EIO; /* the parent's channel (fork.c) */
-	/* A semaphore eventfd: one read per event the daemon signalled. The application's
-	 * fd decides blocking: it blocks, or says EAGAIN when the application made it
-	 * non-blocking, as rdma-core's channel fd. */
-	for (;;) {
-		if (read(ch->efd, &one, sizeof(one)) == sizeof(one))
-			break;
-		if (errno != EAGAIN)
-			return errno;
-		fl = fcntl(ch->ibv.fd, F_GETFL);
-		if (fl < 0)
-			return errno;
-		n = epoll_wait(ch->ibv.fd, ee, 2, (fl & O_NONBLOCK) ? 0 : -1);
-		if (n < 0)
-			return errno; /* EINTR: a signal, as a read() without SA_RESTART */
-		if (n == 0)
-			return EAGAIN;
-		for (k = 0; k < n && ee[k].data.u32 != CL_CHANNEL_SOCK; k++)
-			;
-		if (k == n)
-			continue; /* the count: taken above, or by another thread first */
-		/* The daemon is gone: an event it signalled before still goes first. */
-		if (read(ch->efd, &one, sizeof(one)) == sizeof(one))
-			break;
-		return EIO;
-	}
+	/* A thread blocked here wakes when the daemon dies, as the kernel wakes a
+	 * disassociated device's readers with EIO. */
+	rc = cl_event_take(ch->efd, ch->ibv.fd);
+	if (rc)
+		return rc < 0 ? EIO : rc;
 	/* Which CQ: the one whose shared event count is ahead of what we took. The daemon
 	 * increments the count before it writes the eventfd, so one is always found. */
 	pthread_mutex_lock(&ctx->lock);

@@ -162,30 +162,63 @@ void *cl_obj_find(struct uroce_client_ctx *ctx, uint32_t handle, int type)
 	return obj;
 }
 
-/* Async event fd tags (epoll_event.data.u32). */
-enum { CL_ASYNC_EFD = 1, CL_ASYNC_SOCK = 2 };
+/* Event fd tags (epoll_event.data.u32). */
+enum { CL_EVENT_EFD = 1, CL_EVENT_SOCK = 2 };
 
-/* The application's async fd: an epoll fd, readable when the daemon signalled an event
- * or the control socket hung up. The daemon's eventfd is made non-blocking (its file
- * description is shared with the daemon, whose writes of 1 never block anyway), so that
- * the count is taken without blocking once epoll said so, by whichever thread wins. */
-static int cl_async_fd_init(struct uroce_client_ctx *ctx)
+int cl_event_fd_init(struct uroce_client_ctx *ctx, int efd, int *fd)
 {
-	struct epoll_event ee = {.events = EPOLLIN, .data.u32 = CL_ASYNC_EFD};
-	int fl = fcntl(ctx->async_efd, F_GETFL);
+	struct epoll_event ee = {.events = EPOLLIN, .data.u32 = CL_EVENT_EFD};
+	int fl = fcntl(efd, F_GETFL);
 
-	if (fl < 0 || fcntl(ctx->async_efd, F_SETFL, fl | O_NONBLOCK) != 0)
+	*fd = -1;
+	if (fl < 0 || fcntl(efd, F_SETFL, fl | O_NONBLOCK) != 0)
 		return -errno;
-	ctx->async_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (ctx->async_fd < 0)
+	*fd = epoll_create1(EPOLL_CLOEXEC);
+	if (*fd < 0)
 		return -errno;
-	if (epoll_ctl(ctx->async_fd, EPOLL_CTL_ADD, ctx->async_efd, &ee) != 0)
+	if (epoll_ctl(*fd, EPOLL_CTL_ADD, efd, &ee) != 0)
 		return -errno;
 	/* Only the hang-up: replies to calls (EPOLLIN) are cl_call's business. */
-	ee = (struct epoll_event){.events = EPOLLRDHUP, .data.u32 = CL_ASYNC_SOCK};
-	if (epoll_ctl(ctx->async_fd, EPOLL_CTL_ADD, ctx->sock, &ee) != 0)
+	ee = (struct epoll_event){.events = EPOLLRDHUP, .data.u32 = CL_EVENT_SOCK};
+	if (epoll_ctl(*fd, EPOLL_CTL_ADD, ctx->sock, &ee) != 0)
 		return -errno;
 	return 0;
+}
+
+int cl_event_take(int efd, int fd)
+{
+	struct epoll_event ee[2];
+	uint64_t one;
+	int fl, n, i;
+	bool hup;
+
+	/* The eventfd is a semaphore (one read per event). The application's fd (epoll)
+	 * decides blocking: it blocks, or says EAGAIN when the application made it
+	 * non-blocking, exactly like rdma-core's fds. */
+	for (;;) {
+		if (read(efd, &one, sizeof(one)) == sizeof(one))
+			return 0;
+		if (errno != EAGAIN)
+			return errno;
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			return errno;
+		n = epoll_wait(fd, ee, 2, (fl & O_NONBLOCK) ? 0 : -1);
+		if (n < 0)
+			return errno; /* EINTR: a signal, as a read() without SA_RESTART */
+		if (n == 0)
+			return EAGAIN;
+		hup = false;
+		for (i = 0; i < n; i++)
+			if (ee[i].data.u32 == CL_EVENT_SOCK)
+				hup = true;
+		if (!hup)
+			continue; /* the count: taken above, or by another thread first */
+		/* The daemon is gone: what it signalled before goes first. */
+		if (read(efd, &one, sizeof(one)) == sizeof(one))
+			return 0;
+		return -1;
+	}
 }
 
 /* The cache line at @p offset of a region (the daemon's wake-up announcement, the CQ
@@ -249,7 +282,7 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 		goto fail_rc;
 	ctx->async_efd = fds[1];
 	ctx->wake_efd = fds[2];
-	rc = cl_async_fd_init(ctx);
+	rc = cl_event_fd_init(ctx, ctx->async_efd, &ctx->async_fd);
 	if (rc) {
 		close(fds[0]);
 		goto fail_rc;
@@ -386,38 +419,10 @@ int uroce_client_async_fd(const struct uroce_client_ctx *ctx)
  * (EAGAIN non-blocking, EINTR, EIO), or -1 when the daemon is gone (DEVICE_FATAL). */
 static int async_event_take(struct uroce_client_ctx *ctx, struct uroce_ctrl_async_event *e)
 {
-	struct epoll_event ee[2];
-	uint64_t one;
-	int fl, n, i;
-	bool hup;
+	int rc = cl_event_take(ctx->async_efd, ctx->async_fd);
 
-	/* The eventfd is a semaphore (one read per event). The application's fd (epoll)
-	 * decides blocking: it blocks, or says EAGAIN when the application made it
-	 * non-blocking, exactly like rdma-core's async fd. */
-	for (;;) {
-		if (read(ctx->async_efd, &one, sizeof(one)) == sizeof(one))
-			break;
-		if (errno != EAGAIN)
-			return errno;
-		fl = fcntl(ctx->async_fd, F_GETFL);
-		if (fl < 0)
-			return errno;
-		n = epoll_wait(ctx->async_fd, ee, 2, (fl & O_NONBLOCK) ? 0 : -1);
-		if (n < 0)
-			return errno; /* EINTR: a signal, as a read() without SA_RESTART */
-		if (n == 0)
-			return EAGAIN;
-		hup = false;
-		for (i = 0; i < n; i++)
-			if (ee[i].data.u32 == CL_ASYNC_SOCK)
-				hup = true;
-		if (!hup)
-			continue; /* the count: taken above, or by another thread first */
-		/* The daemon is gone: what it signalled before goes first. */
-		if (read(ctx->async_efd, &one, sizeof(one)) == sizeof(one))
-			break;
-		return -1;
-	}
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&ctx->lock);
 	if (uroce_ring_cons_avail(&ctx->async_ring) == 0) {
 		pthread_mutex_unlock(&ctx->lock);
