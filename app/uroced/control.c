@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,25 +354,18 @@ static int conf_group(const char *key, const char *name, gid_t *gid)
 	return 0;
 }
 
-/* Who may connect is who may use the device: the socket's group and mode, set on
- * @p bound (the name it was bound to). Also resolves control.admin_group.
- * @return 0 or -errno (-EINVAL: a group that does not exist). */
-static int socket_setup(const char *bound)
+/* Resolves control.socket_group and control.admin_group. @return 0 or -EINVAL (a group
+ * that does not exist, logged). */
+static int groups_resolve(void)
 {
-	gid_t gid;
 	int rc;
 
 	if (uroced.conf.control.socket_group[0]) {
-		rc = conf_group("control.socket_group", uroced.conf.control.socket_group, &gid);
+		rc = conf_group("control.socket_group", uroced.conf.control.socket_group,
+				&uroced.socket_gid);
 		if (rc)
 			return rc;
-		uroced.socket_gid = gid;
 		uroced.have_socket_group = true;
-		if (chown(bound, (uid_t)-1, gid) != 0) {
-			rc = -errno;
-			UROCED_ERR("control: chown %s: %s", bound, strerror(-rc));
-			return rc;
-		}
 	}
 	if (uroced.conf.control.admin_group[0]) {
 		rc = conf_group("control.admin_group", uroced.conf.control.admin_group,
@@ -380,11 +374,106 @@ static int socket_setup(const char *bound)
 			return rc;
 		uroced.have_admin_group = true;
 	}
-	if (chmod(bound, (mode_t)uroced.conf.control.socket_mode) != 0) {
-		rc = -errno;
-		UROCED_ERR("control: chmod %s: %s", bound, strerror(-rc));
+	return 0;
+}
+
+/*
+ * The files we make for clients (the socket, the device node) are born with their mode
+ * and group: made under a umask that leaves exactly the mode and with the socket group
+ * as our effective gid. Nothing is changed by path afterwards: between a bind() and a
+ * chown() by name, a user who may write in the folder could put a symlink in the
+ * socket's place, and root would give that user's group /etc/shadow.
+ */
+struct birth_identity {
+	mode_t umask;
+	gid_t egid;
+};
+
+/* @return 0, or -errno of setegid (nothing changed). */
+static int birth_identity_enter(mode_t mode, struct birth_identity *saved)
+{
+	saved->egid = getegid();
+	saved->umask = umask(~mode & 0777);
+	if (uroced.have_socket_group && setegid(uroced.socket_gid) != 0) {
+		int rc = -errno;
+
+		umask(saved->umask);
 		return rc;
 	}
+	return 0;
+}
+
+static void birth_identity_leave(const struct birth_identity *saved)
+{
+	umask(saved->umask);
+	if (getegid() != saved->egid && setegid(saved->egid) != 0)
+		UROCED_WARN("control: cannot restore the effective gid: %s", strerror(errno));
+}
+
+/* Whether @p path (just made, not followed) is what birth_identity gave it: a file of
+ * @p type, ours, of the socket's group (a set-group-ID folder would have given its own)
+ * and of exactly @p mode. @return 0 or -EPERM (logged). */
+static int birth_check(const char *path, mode_t type, mode_t mode)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0 || (st.st_mode & S_IFMT) != type || st.st_uid != geteuid() ||
+	    (uroced.have_socket_group && st.st_gid != uroced.socket_gid) ||
+	    (st.st_mode & 07777) != mode) {
+		UROCED_ERR("control: %s is not what was made (mode %o, owner %u:%u; a "
+			   "set-group-ID folder or a default ACL?)",
+			   path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+			   (unsigned)st.st_gid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * The socket's folder must be one only we (or root) may change, as sshd's StrictModes
+ * asks of a user's files: every folder from / down is owned by root or by us, and is
+ * not writable by others unless sticky (/tmp). Otherwise another user could swap the
+ * socket, or the folder, for their own and serve our clients. Symlinks are resolved
+ * first and the real path is what is checked and used from then on, so repointing a
+ * link later redirects nothing. @p dir is replaced by its real path.
+ * @return 0, -errno of realpath, or -EPERM (logged).
+ */
+static int socket_dir_check(char *dir, size_t size)
+{
+	char real[PATH_MAX], *end;
+	struct stat st;
+
+	if (!realpath(dir, real)) {
+		int rc = -errno;
+
+		UROCED_ERR("control.socket: folder %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (strlen(real) >= size) {
+		UROCED_ERR("control.socket: folder %s: real path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	for (end = real + strlen(real);;) {
+		char c = *end;
+
+		*end = '\0';
+		if (stat(real[0] ? real : "/", &st) != 0 ||
+		    (st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+			UROCED_ERR("control.socket: folder %s is owned by uid %u with mode %o: "
+				   "another user could replace the socket; use a folder only root "
+				   "may write",
+				   real[0] ? real : "/", (unsigned)st.st_uid,
+				   (unsigned)(st.st_mode & 07777));
+			return -EPERM;
+		}
+		*end = c;
+		if (end == real)
+			break;
+		while (end > real && *--end != '/')
+			;
+	}
+	strcpy(dir, real);
 	return 0;
 }
 
@@ -399,8 +488,10 @@ static void devnode_create(void)
 {
 	char name[UROCE_CTRL_DEVNODE_NAME_MAX];
 	mode_t mode = (mode_t)uroced.conf.control.socket_mode & 0666;
+	struct birth_identity saved;
 	struct stat st;
 	const char *what;
+	int rc;
 
 	uroce_ctrl_devnode_name(uroce_rnic_node_guid(uroced.rnic), name);
 	snprintf(uroced.devnode, sizeof(uroced.devnode), "%s/%s", UROCE_CTRL_DEVNODE_DIR, name);
@@ -418,16 +509,19 @@ static void devnode_create(void)
 		if (unlink(uroced.devnode) != 0)
 			goto fail;
 	}
-	what = "mknod";
-	if (mknod(uroced.devnode, S_IFCHR | mode,
-		  makedev(UROCE_CTRL_DEVNODE_MAJOR, UROCE_CTRL_DEVNODE_MINOR)) != 0)
+	what = "setegid to the socket's group";
+	if (birth_identity_enter(mode, &saved) != 0)
 		goto fail;
-	/* mknod's mode went through the umask; the group is the socket's. */
-	what = "chmod/chown";
-	if (chmod(uroced.devnode, mode) != 0 ||
-	    (uroced.have_socket_group && chown(uroced.devnode, (uid_t)-1, uroced.socket_gid)) ||
-	    lstat(uroced.devnode, &st) != 0) {
+	what = "mknod";
+	rc = mknod(uroced.devnode, S_IFCHR | mode,
+		   makedev(UROCE_CTRL_DEVNODE_MAJOR, UROCE_CTRL_DEVNODE_MINOR));
+	birth_identity_leave(&saved);
+	if (rc != 0)
+		goto fail;
+	what = "check";
+	if (birth_check(uroced.devnode, S_IFCHR, mode) != 0 || lstat(uroced.devnode, &st) != 0) {
 		unlink(uroced.devnode);
+		errno = EPERM;
 		goto fail;
 	}
 	uroced.devnode_ino = st.st_ino;
@@ -455,19 +549,35 @@ static void devnode_remove(void)
 int uroced_control_init(void)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	const char *path = uroced.conf.control.socket;
-	char dir[sizeof(sa.sun_path)], *slash;
+	mode_t mode = (mode_t)uroced.conf.control.socket_mode & 0777;
+	const char *path = uroced.conf.control.socket, *name;
+	char dir[sizeof(sa.sun_path)];
+	struct birth_identity saved;
 	int rc;
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		UROCED_ERR("control.socket: path too long: %s", path);
+	name = strrchr(path, '/');
+	if (strlen(path) >= sizeof(sa.sun_path) || (name && name[1] == '\0')) {
+		UROCED_ERR("control.socket: not a socket's path: %s", path);
 		return -ENAMETOOLONG;
 	}
-	strcpy(dir, path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = 0;
+	if (name) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(name == path ? 1 : name - path), path);
+		name++;
 		mkdir(dir, 0755); /* /run/uroce on a fresh host */
+	} else {
+		strcpy(dir, ".");
+		name = path;
+	}
+	rc = groups_resolve();
+	if (rc == 0)
+		rc = socket_dir_check(dir, sizeof(dir));
+	if (rc)
+		return rc;
+	/* From here on the real path: a symlink on the way is not followed again. */
+	if ((size_t)snprintf(uroced.socket_path, sizeof(uroced.socket_path), "%s/%s",
+			     strcmp(dir, "/") ? dir : "", name) >= sizeof(uroced.socket_path)) {
+		UROCED_ERR("control.socket: real path too long: %s/%s", dir, name);
+		return -ENAMETOOLONG;
 	}
 	uroced.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (uroced.epfd < 0)
@@ -478,23 +588,32 @@ int uroced_control_init(void)
 	/* Clients (and test fixtures) take "the path exists" for "the daemon is ready", so
 	 * the path must never name a socket that does not listen yet: a connect() in that
 	 * window is ECONNREFUSED (daemon_loopback failed so on loaded CI runs). The socket
-	 * is bound under a temporary name, given its owner and mode, made to listen, and
-	 * only then renamed into place, in one step. */
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.new", path) >=
+	 * is bound under a temporary name, born with its group and mode, made to listen,
+	 * and only then renamed into place, in one step. */
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.new", uroced.socket_path) >=
 	    sizeof(sa.sun_path))
-		strcpy(sa.sun_path, path); /* no room for the suffix: bind in place */
-	unlink(sa.sun_path);               /* a stale socket from a killed daemon */
-	if (bind(uroced.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		rc = -errno;
+		strcpy(sa.sun_path, uroced.socket_path); /* no room for the suffix: in place */
+	unlink(sa.sun_path); /* a stale socket from a killed daemon */
+	rc = birth_identity_enter(mode, &saved);
+	if (rc) {
+		UROCED_ERR("control: setegid %u (control.socket_group): %s",
+			   (unsigned)uroced.socket_gid, strerror(-rc));
+		return rc;
+	}
+	rc = bind(uroced.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ? -errno : 0;
+	birth_identity_leave(&saved);
+	if (rc) {
 		UROCED_ERR("control: cannot bind %s: %s", sa.sun_path, strerror(-rc));
 		return rc;
 	}
-	rc = socket_setup(sa.sun_path);
+	rc = birth_check(sa.sun_path, S_IFSOCK, mode);
 	if (rc == 0 && listen(uroced.listen_fd, 64) != 0)
 		rc = -errno;
-	if (rc == 0 && strcmp(sa.sun_path, path) != 0 && rename(sa.sun_path, path) != 0) {
+	if (rc == 0 && strcmp(sa.sun_path, uroced.socket_path) != 0 &&
+	    rename(sa.sun_path, uroced.socket_path) != 0) {
 		rc = -errno;
-		UROCED_ERR("control: cannot rename %s to %s: %s", sa.sun_path, path, strerror(-rc));
+		UROCED_ERR("control: cannot rename %s to %s: %s", sa.sun_path, uroced.socket_path,
+			   strerror(-rc));
 	}
 	if (rc) {
 		unlink(sa.sun_path);
@@ -514,7 +633,7 @@ void uroced_control_fini(void)
 	free_gone_conns();
 	if (uroced.listen_fd >= 0) {
 		close(uroced.listen_fd);
-		unlink(uroced.conf.control.socket);
+		unlink(uroced.socket_path);
 	}
 	if (uroced.epfd >= 0)
 		close(uroced.epfd);

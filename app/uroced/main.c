@@ -363,7 +363,7 @@ int main(int argc, char **argv)
 		       "active_mtu %d ipv4 %s socket %s\n",
 		       uroced.port.name, uroced.port.driver, uroced.mac[0], uroced.mac[1],
 		       uroced.mac[2], uroced.mac[3], uroced.mac[4], uroced.mac[5], uroced.port.mtu,
-		       128 << uroce_rnic_active_mtu(uroced.rnic), ip, uroced.conf.control.socket);
+		       128 << uroce_rnic_active_mtu(uroced.rnic), ip, uroced.socket_path);
 		fflush(stdout);
 	}
 	poll_loop();

@@ -129,6 +129,8 @@ struct uroced {
 	gid_t admin_gid;
 	bool have_socket_group; /* control.socket_group named a group: socket_gid */
 	gid_t socket_gid;
+	/* control.socket with its folder's symlinks resolved: the name made and removed. */
+	char socket_path[108];
 	/* The device node made for middleware (uroce_ctrl.h), and its inode: removed at
 	 * exit only if it is still the one this daemon made. Empty: none. */
 	char devnode[sizeof(UROCE_CTRL_DEVNODE_DIR) + UROCE_CTRL_DEVNODE_NAME_MAX];

@@ -61,7 +61,9 @@ static const struct uroce_conf_key keys[] = {
 	     "routes through it)"),
 
 	STR(control, socket, "/run/uroce/uroced.sock",
-	    "UNIX socket applications connect to (the verbs library finds it here)"),
+	    "UNIX socket applications connect to (the verbs library finds it here); its folder "
+	    "and those above it must be writable by root or the daemon's user only, or sticky "
+	    "(/tmp): the daemon refuses others"),
 	OCTAL(control, socket_mode, 0, 0777, "0660", "permissions of the control socket"),
 	STR(control, socket_group, "",
 	    "group owning the control socket (who may use RDMA); empty: the daemon's group"),

@@ -10,8 +10,11 @@
 #     member's own (the CLI opened it and handed the daemon the descriptor);
 #   - root: the same.
 # And the pid a client claims in HELLO is not believed: a client claiming pid 1 is
-# logged with its real pid. Connections that never say HELLO are closed after 10 s. And the device node a daemon makes for middleware has its
-# socket's mode and group, and goes with it.
+# logged with its real pid. Connections that never say HELLO are closed after 10 s. And
+# the device node a daemon makes for middleware has its socket's mode and group, and goes
+# with it. And the socket's folder: one another user may write is refused; one reached
+# through a symlink that user owns is used by its real path, so repointing the link
+# redirects nothing; uroced changes no file's owner or mode by name at all.
 #
 #   admin_access.sh            (root; binaries from $UROCED, $UROCE_XFER, $UROCE_CLI)
 # Exit: 0 passed, 1 failed, 77 not root, not built, or no useradd.
@@ -185,6 +188,39 @@ it_check "the first daemon has its own ($node_a)" test "$node_a" != "$node" -a -
 it_stop_daemon N
 it_check "the node is gone when the daemon stops" test ! -e "$node"
 it_check "the first daemon's stays" test -c "$node_a"
+
+# ---- the socket's folder ----------------------------------------------------------------
+# Between a bind() and a chown() by name, a user who may write in the folder could put a
+# symlink in the socket's place and be given /etc/shadow: the socket is born with its group
+# and mode instead, and the folder must be one only root may change.
+it_check "uroced calls no chown or chmod by name (imports: $(nm -D --undefined-only "$UROCED" |
+	grep -oE '\b(l|f)?ch(own|mod)(at)?\b' | sort -u | tr '\n' ' '))" \
+	test -z "$(nm -D --undefined-only "$UROCED" | grep -E '\b(l?chown|chmod|fchownat|fchmodat)\b')"
+mine=$IT_DIR/mine
+mkdir -m 0755 "$mine" && chown "$USER_PLAIN" "$mine"
+it_daemon U "" "--vdev=net_null0,no-rx=1" 10.77.9.3 1500 \
+	--set "control.socket=$mine/uroce.sock"
+urc=$?
+it_check "a socket in a folder another user owns is refused" test "$urc" -ne 0
+it_check "with the reason said" grep -q "another user could replace the socket" "$IT_DIR/U.log"
+it_check "and nothing made there" test -z "$(ls -A "$mine")"
+mkdir -m 0755 "$IT_DIR/real"
+ln -s "$IT_DIR/real" "$mine/link"
+chown -h "$USER_PLAIN" "$mine/link"
+it_daemon L "" "--vdev=net_null0,no-rx=1" 10.77.9.4 1500 --set control.socket_mode=0660 \
+	--set "control.socket=$mine/link/uroce.sock" --set "control.socket_group=$GROUP_ADMIN" ||
+	exit 1
+real_sock=$IT_DIR/real/uroce.sock
+it_check "through the user's symlink, the socket is made at its real path" test -S "$real_sock"
+it_check "born with the group and mode asked ($(stat -c '%a %G' "$real_sock"))" \
+	test "$(stat -c '%a %G' "$real_sock")" = "660 $GROUP_ADMIN"
+as "$USER_ADMIN" stat
+it_check "a member of the socket's group connects (through the link)" test "$rc" -eq 0
+runuser -u "$USER_PLAIN" -- sh -c "mkdir '$mine/decoy' && ln -sfn '$mine/decoy' '$mine/link'"
+touch "$mine/decoy/uroce.sock"
+it_stop_daemon L
+it_check "the link repointed, the daemon removes its own socket" test ! -e "$real_sock"
+it_check "and leaves the user's file alone" test -f "$mine/decoy/uroce.sock"
 
 if [ "$IT_FAILS" -ne 0 ]; then
 	it_log "$IT_FAILS check(s) failed; liar: $(cat "$IT_DIR/liar.out")"
