@@ -35,7 +35,12 @@ static uint64_t rng_next(uint64_t *s)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
-uint32_t cm_random(struct uroce_cm *cm) { return (uint32_t)(rng_next(&cm->rng) >> 32); }
+uint32_t cm_random(struct uroce_cm *cm)
+{
+	if (cm->cfg.random)
+		return (uint32_t)cm->cfg.random(cm->cfg.io_ctx);
+	return (uint32_t)(rng_next(&cm->rng) >> 32);
+}
 
 struct uroce_cm *uroce_cm_create(const struct uroce_cm_cfg *cfg)
 {

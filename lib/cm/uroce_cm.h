@@ -133,6 +133,10 @@ struct uroce_cm_id;
 struct uroce_cm_cfg {
 	uint64_t node_guid; /**< network byte order, as verbs keeps it (REQ local CA GUID) */
 	uint64_t seed;      /**< local communication IDs, starting PSNs, ephemeral ports */
+	/** Unpredictable numbers for the same (may be NULL: @c seed, reproducible). A
+	 *  daemon facing the network gives one: a peer that can guess a connection's IDs
+	 *  and PSNs can forge its MADs and packets. */
+	uint64_t (*random)(void *io_ctx);
 	enum ibv_mtu port_mtu;
 	/** CM response timeout, IBA's 4.096 us * 2^x (rdma_cm: 20, ~4.3 s), sent in REQ
 	 *  and used for our own waits; and how many times a request is sent again (15). */

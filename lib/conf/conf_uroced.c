@@ -83,7 +83,8 @@ static const struct uroce_conf_key keys[] = {
 	     "application's memory without a copy, on ports that allow it; 0: always copy "
 	     "(af_packet and memif copy every frame themselves: there it saves no time)"),
 	UINT(transport, seed, 0, UINT64_MAX, "0",
-	     "seeds QPNs and key bytes; 0: from the time (set one to replay a run)"),
+	     "seeds QPNs, key bytes, CM ids and start PSNs, the same each run (to replay "
+	     "one); 0: unpredictable, from getrandom()"),
 
 	UINT(cm, response_timeout, 8, 31, "20",
 	     "CM response timeout, 4.096 us * 2^x, sent in REQ and used for our waits"

@@ -150,7 +150,7 @@ struct uroce_conf {
 		uint32_t max_unacked_psns;
 		uint32_t max_pkts_per_ack;
 		uint32_t zero_copy_min;         /**< bytes; 0 (default): payloads always copied */
-		uint64_t seed;                  /**< 0: from the time */
+		uint64_t seed;                  /**< 0: unpredictable (getrandom) */
 	} transport;
 	struct {
 		uint32_t response_timeout;      /**< IBA: 4.096 us * 2^x */

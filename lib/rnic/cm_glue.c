@@ -1006,6 +1006,7 @@ int rnic_cm_init(struct uroce_rnic *nic, uint64_t seed)
 	uroce_cm_cfg_init(&cfg);
 	cfg.node_guid = uroce_rnic_node_guid(nic); /* as QUERY_DEVICE reports it */
 	cfg.seed = seed;
+	cfg.random = nic->random_ok ? rnic_random : NULL;
 	cfg.port_mtu = nic->active_mtu;
 	cfg.response_timeout = (uint8_t)nic->conf.cm.response_timeout;
 	cfg.max_retries = (uint8_t)nic->conf.cm.max_retries;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,6 +86,27 @@ static int tp_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
 	return nic->ops->tx_zc(nic->io_ctx, hdr, hdr_len, pieces, nseg, tail, tail_len);
 }
 
+uint64_t rnic_random(void *io_ctx)
+{
+	struct uroce_rnic *nic = io_ctx;
+
+	if (nic->random_left == 0) {
+		ssize_t n;
+
+		/* Up to 256 bytes never come short nor are interrupted once the pool is
+		 * initialised (getrandom(2)); a failure means no getrandom at all. */
+		do
+			n = getrandom(nic->random_pool, sizeof(nic->random_pool), 0);
+		while (n < 0 && errno == EINTR);
+		if (n != (ssize_t)sizeof(nic->random_pool)) {
+			RNIC_ERR(nic, "getrandom: %s", n < 0 ? strerror(errno) : "short read");
+			abort(); /* guessable identifiers are worse than no daemon */
+		}
+		nic->random_left = sizeof(nic->random_pool) / sizeof(nic->random_pool[0]);
+	}
+	return nic->random_pool[--nic->random_left];
+}
+
 struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 {
 	struct uroce_tp_dev_cfg tc;
@@ -135,7 +157,13 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 	tc.rq_refill = rnic_rq_refill;
 	tc.gsi_rx = rnic_cm_gsi_rx;
 	tc.io_ctx = nic;
-	tc.seed = cfg->seed ? cfg->seed : ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid();
+	/* Identifiers a peer could guess from the time and pid help it forge packets for
+	 * a tenant's connection: without a seed, they come from the kernel's CSPRNG. */
+	tc.seed = cfg->seed;
+	if (!cfg->seed) {
+		nic->random_ok = true;
+		tc.random = rnic_random;
+	}
 	tc.ack_coalesce = nic->conf.transport.ack_coalesce;
 	tc.max_unacked_psns = nic->conf.transport.max_unacked_psns;
 	tc.max_pkts_per_ack = nic->conf.transport.max_pkts_per_ack;

@@ -239,6 +239,13 @@ struct uroce_rnic {
 	unsigned int norphans;
 	uint32_t drop_attr, drop_left; /* uroce cm-drop */
 
+	/* Numbers from getrandom() for identifiers (QPN base, key bytes, CM ids, start
+	 * PSNs), a batch at a time: they are made on the control path only. Off when the
+	 * host gave a seed (a run to reproduce). */
+	bool random_ok;
+	unsigned int random_left;
+	uint64_t random_pool[32];
+
 	uint64_t mappings; /* live mmaps of application memory and rings (leak checks) */
 	/* Memory of deregistered MRs that zero-copy frames still point into. */
 	struct uroce_rnic_mem *held_mems;
@@ -271,6 +278,8 @@ UROCE_CTRL_COMMANDS(RNIC_CMD_DECLARE)
 #undef RNIC_CMD_DECLARE
 
 /* rnic.c */
+/* The next unpredictable number (getrandom(), batched); aborts if the kernel has none. */
+uint64_t rnic_random(void *io_ctx);
 /* Handles one validated request; uroce_rnic_handle() without the HELLO and admin checks
  * being skipped. @return true when it was answered (false: kept in c->pending). */
 bool rnic_handle(struct uroce_rnic_client *c, const uint8_t *msg, uint32_t len, const int *fds,

@@ -141,7 +141,9 @@ struct uroce_rnic_cfg {
 	struct uroce_ip_stack *ip;
 	const struct uroce_rnic_ops *ops;
 	void *io_ctx;  /**< first argument of every op */
-	uint64_t seed; /**< PSNs, keys and CM ids (0: from the time and pid) */
+	/** QPNs, key bytes, CM ids and start PSNs from this seed, the same each run (tests,
+	 *  replays); 0: unpredictable, from getrandom(). */
+	uint64_t seed;
 };
 
 /**

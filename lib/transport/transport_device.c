@@ -15,10 +15,15 @@ void uroce_tp_dev_cfg_init(struct uroce_tp_dev_cfg *cfg)
 	cfg->seed = 1;
 }
 
-/* splitmix64: seeded, so that a test run is reproducible from its seed. */
+/* The host's unpredictable source, or splitmix64 seeded, so that a test run is
+ * reproducible from its seed. */
 uint64_t tp_rand(struct uroce_tp_dev *dev)
 {
-	uint64_t z = (dev->rng += 0x9e3779b97f4a7c15ull);
+	uint64_t z;
+
+	if (dev->cfg.random)
+		return dev->cfg.random(dev->cfg.io_ctx);
+	z = (dev->rng += 0x9e3779b97f4a7c15ull);
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;

@@ -178,8 +178,13 @@ struct uroce_tp_dev_cfg {
 	 *  transport. NULL: such packets count as rcvd_unknown_qp. */
 	void (*gsi_rx)(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
 	void *io_ctx;
-	/** Seeds QPNs and the key bytes of lkeys/rkeys (stale keys are refused). */
+	/** Seeds QPNs and the key bytes of lkeys/rkeys (stale keys are refused), when
+	 *  @c random is NULL: the same seed, the same identifiers (simulators, replays). */
 	uint64_t seed;
+	/** Unpredictable numbers for the QPN base and key bytes (may be NULL: @c seed).
+	 *  A daemon facing the network gives one: identifiers a peer can guess help it
+	 *  aim forged packets at a tenant's QP or memory. */
+	uint64_t (*random)(void *io_ctx);
 	/** Responder: ACK at least every this many packets without AckReq (>= 1). */
 	uint32_t ack_coalesce;
 	/** Requester: at most this many PSNs in flight per QP (rxe: 128). */

@@ -154,13 +154,16 @@ static const struct uroce_rnic_ops host_ops = {
 	.stats = host_stats,
 };
 
-/* @p zc: a host whose port lends memory to frames (ops->tx_zc). */
-static void host_init_zc(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byte, bool zc)
+/* @p zc: a host whose port lends memory to frames (ops->tx_zc). @p seed: the RNIC's (0:
+ * unpredictable identifiers). */
+static void host_init_cfg(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byte, bool zc,
+			  uint64_t seed)
 {
 	static struct uroce_rnic_ops zc_ops;
 	struct uroce_conf conf;
 	struct uroce_ip_cfg ic;
-	struct uroce_rnic_cfg cfg = {.conf = &conf, .eth_mtu = 1500, .ops = &host_ops, .seed = 1};
+	struct uroce_rnic_cfg cfg = {
+		.conf = &conf, .eth_mtu = 1500, .ops = &host_ops, .seed = seed};
 
 	if (zc) {
 		zc_ops = host_ops;
@@ -191,6 +194,11 @@ static void host_init_zc(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_
 	cfg.io_ctx = h;
 	h->nic = uroce_rnic_create(&cfg);
 	cr_assert_not_null(h->nic, "uroce_rnic_create: %s", strerror(errno));
+}
+
+static void host_init_zc(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byte, bool zc)
+{
+	host_init_cfg(h, last_mac_byte, last_ip_byte, zc, 1);
 }
 
 static void host_init(struct host *h, uint8_t last_mac_byte, uint8_t last_ip_byte)
@@ -450,12 +458,10 @@ Test(rnic, a_sleep_is_announced_to_every_client_and_a_post_rings_once)
 	host_fini(&h);
 }
 
-/* No global state: two RNICs in one process keep their clients, objects and counters
- * apart (the daemon core as a library, not a singleton). */
-/* No global state: two RNICs in one process keep their clients, objects and counters
- * apart (the daemon core as a library, not a singleton). */
-/* A client of @p uid (an administrator when @p admin) with a UD QP; its handle. */
-static uint32_t ud_qp_of(struct host *h, struct uroce_rnic_client **c, uid_t uid, bool admin)
+/* A client of @p uid (an administrator when @p admin) with a UD QP; its handle (its QPN in
+ * *@p qpn, unless NULL). */
+static uint32_t ud_qp_of(struct host *h, struct uroce_rnic_client **c, uid_t uid, bool admin,
+			 uint32_t *qpn)
 {
 	const struct uroce_rnic_peer peer = {.pid = getpid(), .uid = uid, .gid = 1000,
 					     .admin = admin};
@@ -477,7 +483,39 @@ static uint32_t ud_qp_of(struct host *h, struct uroce_rnic_client **c, uid_t uid
 	qp_req.send_cq = qp_req.recv_cq = cq_rep.cq;
 	cr_assert_eq(request(h, *c, UROCE_CTRL_CREATE_QP, &qp_req, sizeof(qp_req)), 0);
 	memcpy(&qp_rep, reply_payload(h), sizeof(qp_rep));
+	if (qpn)
+		*qpn = qp_rep.qpn;
 	return qp_rep.qp;
+}
+
+/* Registers an MR over @p len bytes of a new sealed memfd (as lib/client shares memory),
+ * in a new PD of @p c. @return REG_MR's status; the MR's rkey in *@p rkey. */
+static int reg_mr_of(struct host *h, struct uroce_rnic_client *c, uint64_t len, uint32_t *rkey)
+{
+	uint8_t buf[sizeof(struct uroce_ctrl_reg_mr_req) + sizeof(struct uroce_ctrl_mr_seg)] = {0};
+	struct uroce_ctrl_reg_mr_req *reg = (void *)buf;
+	struct uroce_ctrl_map_region_req map = {.size = len};
+	struct uroce_ctrl_reg_mr_rep rep;
+	int fd, rc;
+
+	cr_assert_eq(request(h, c, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	reg->pd = handle_of(h);
+	fd = memfd_create("mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)len), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, UROCE_SHM_SEALS), 0);
+	cr_assert_eq(request_fd(h, c, UROCE_CTRL_MAP_REGION, &map, sizeof(map), fd), 0);
+	reg->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	reg->addr = reg->iova = 0x10000000;
+	reg->length = len;
+	reg->nseg = 1;
+	reg->seg[0] = (struct uroce_ctrl_mr_seg){.region = handle_of(h), .length = len};
+	rc = request(h, c, UROCE_CTRL_REG_MR, buf, sizeof(buf));
+	if (rc == 0) {
+		memcpy(&rep, reply_payload(h), sizeof(rep));
+		*rkey = rep.rkey;
+	}
+	return rc;
 }
 
 static int modify_qkey(struct host *h, struct uroce_rnic_client *c, uint32_t qp, uint32_t qkey)
@@ -500,18 +538,49 @@ Test(rnic, a_controlled_qkey_needs_privilege)
 	uint32_t qp;
 
 	host_init(&h, 1, 1);
-	qp = ud_qp_of(&h, &user, 1000, false);
+	qp = ud_qp_of(&h, &user, 1000, false, NULL);
 	cr_assert_eq(modify_qkey(&h, user, qp, 0x80010000), -EPERM);
 	cr_assert_eq(stat_of(&h, user, "daemon.qkey_refused"), 1);
 	cr_assert_eq(modify_qkey(&h, user, qp, 0x11111111), 0, "an ordinary Q_Key");
-	qp = ud_qp_of(&h, &admin, 1000, true);
+	qp = ud_qp_of(&h, &admin, 1000, true, NULL);
 	cr_assert_eq(modify_qkey(&h, admin, qp, 0x80010000), 0);
-	qp = ud_qp_of(&h, &root, 0, false);
+	qp = ud_qp_of(&h, &root, 0, false, NULL);
 	cr_assert_eq(modify_qkey(&h, root, qp, 0x80000001), 0);
 	cr_assert_eq(stat_of(&h, root, "daemon.qkey_refused"), 1);
 	host_fini(&h);
 }
 
+/* What a peer can guess it can aim forged packets with. Without a seed, the QPN base and
+ * the key bytes come from getrandom(): two RNICs made in the same second by the same
+ * process (the seed was once the time and pid) share none; with one, a run repeats. */
+Test(rnic, identifiers_are_unpredictable_without_a_seed)
+{
+	for (uint64_t seed = 0; seed <= 7; seed += 7) {
+		uint32_t qpn[2], rkey[2][4];
+		struct uroce_rnic_client *c;
+
+		for (int n = 0; n < 2; n++) {
+			struct host h;
+
+			host_init_cfg(&h, 1, 1, false, seed);
+			ud_qp_of(&h, &c, 1000, false, &qpn[n]);
+			for (int i = 0; i < 4; i++)
+				cr_assert_eq(reg_mr_of(&h, c, 4096, &rkey[n][i]), 0);
+			host_fini(&h);
+		}
+		if (seed)
+			cr_assert(qpn[0] == qpn[1] && !memcmp(rkey[0], rkey[1], sizeof(rkey[0])),
+				  "seed %llu: the same identifiers each run",
+				  (unsigned long long)seed);
+		else /* the same QPN and four key bytes by chance: 2^-44 */
+			cr_assert(qpn[0] != qpn[1] || memcmp(rkey[0], rkey[1], sizeof(rkey[0])),
+				  "no seed: QPN 0x%x and rkeys 0x%x.. both times", qpn[0],
+				  rkey[0][0]);
+	}
+}
+
+/* No global state: two RNICs in one process keep their clients, objects and counters
+ * apart (the daemon core as a library, not a singleton). */
 Test(rnic, two_rnics_share_nothing)
 {
 	struct host a, b;
