@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -173,6 +175,51 @@ static void close_silent_conns(void)
 			conn_close(c, "no HELLO within 10 s");
 		}
 	}
+}
+
+/*
+ * What process @p pid may pin, as the kernel's ib_umem_get() decides for an MR: without
+ * limit with CAP_IPC_LOCK (counted only in our own user namespace: a container's root has
+ * it in its own only, and the kernel would not believe it), else its soft RLIMIT_MEMLOCK
+ * as it is now. Both from /proc, which anyone may read: prlimit(2) on another user's
+ * process wants CAP_SYS_RESOURCE, which a root in a container may lack. 0 when the
+ * process cannot be read (it is going).
+ */
+uint64_t uroced_memlock_limit(void *io_ctx, pid_t pid)
+{
+	unsigned long long caps = 0, soft = 0;
+	struct stat their_ns, our_ns;
+	char path[64], line[160], value[32];
+	bool found = false;
+	FILE *f;
+
+	(void)io_ctx;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	if ((caps >> CAP_IPC_LOCK) & 1 && stat(path, &their_ns) == 0 &&
+	    stat("/proc/self/ns/user", &our_ns) == 0 && their_ns.st_ino == our_ns.st_ino &&
+	    their_ns.st_dev == our_ns.st_dev)
+		return UINT64_MAX;
+	/* "Max locked memory         8388608              8388608              bytes" */
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "Max locked memory %31s", value) == 1;
+	fclose(f);
+	if (!found)
+		return 0;
+	if (strcmp(value, "unlimited") == 0)
+		return UINT64_MAX;
+	return sscanf(value, "%llu", &soft) == 1 ? (uint64_t)soft : 0;
 }
 
 /* Is the peer root or a member (primary or supplementary) of control.admin_group? */

@@ -606,4 +606,5 @@ const struct uroce_rnic_ops uroced_rnic_ops = {
 	.admin = rnic_admin,
 	.capture_start = rnic_capture_start,
 	.stats = rnic_stats,
+	.memlock_limit = uroced_memlock_limit,
 };

@@ -215,6 +215,8 @@ unsigned int uroced_control_poll(uint64_t timeout_ns);
 /* ops->reply: sends on connection @p conn (a struct uroced_conn). */
 int uroced_conn_send(void *io_ctx, void *conn, const void *msg, uint32_t len, const int *fds,
 		     unsigned int nfds);
+/* ops->memlock_limit: what process @p pid may register (RLIMIT_MEMLOCK, CAP_IPC_LOCK). */
+uint64_t uroced_memlock_limit(void *io_ctx, pid_t pid);
 /* The IP stack's resolutions: to the RNIC, and the connection it answered reads again. */
 void uroced_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], const uint8_t *mac,
 			   int err);

@@ -293,7 +293,9 @@ static void cm_event(void *io_ctx, const struct uroce_cm_event *e)
 
 	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 		lid = e->listen_id ? uroce_cm_id_user(e->listen_id) : NULL;
-		if (lid && lid->requests_queued >= lid->backlog) {
+		if (lid && rnic_limit_object(lid->client, RNIC_OBJ_CM_ID)) {
+			lid = NULL; /* its user holds limits.cm_ids: REJ as below */
+		} else if (lid && lid->requests_queued >= lid->backlog) {
 			/* As ucma's: a listener whose application has not taken its backlog of
 			 * requests refuses more (REJ, consumer defined), so a flood of REQs
 			 * costs bounded memory. */
@@ -606,9 +608,15 @@ void rnic_cm_free_client(struct uroce_rnic_client *c)
 void rnic_cmd_cm_create_channel(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 				const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
-	struct rnic_cm_channel *ch = calloc(1, sizeof(*ch));
 	struct uroce_ctrl_handle rep = {0};
+	struct rnic_cm_channel *ch;
+	int rc = rnic_limit_object(c, RNIC_OBJ_CM_CHANNEL);
 
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	ch = calloc(1, sizeof(*ch));
 	if (!ch) {
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
@@ -663,11 +671,17 @@ void rnic_cmd_cm_create_id(struct uroce_rnic_client *c, const struct uroce_ctrl_
 	const struct uroce_ctrl_cm_create_id_req *r = payload;
 	struct uroce_ctrl_handle rep = {0};
 	struct rnic_cm_id *id;
+	int rc;
 
 	if ((r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UC && r->qp_type != IBV_QPT_UD) ||
 	    (r->ps != RDMA_PS_TCP && r->ps != RDMA_PS_UDP && r->ps != RDMA_PS_IB &&
 	     r->ps != RDMA_PS_IPOIB)) {
 		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = rnic_limit_object(c, RNIC_OBJ_CM_ID);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
 	id = id_new(c, r->channel, r->uid);

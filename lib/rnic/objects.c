@@ -304,6 +304,7 @@ static int destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m
 
 	if (rc)
 		return rc;
+	c->pinned -= m->mem->map_len; /* unpinned at dereg, as ib_umem_release() */
 	mem_mr_gone(m->mem);
 	rnic_obj_del(c, h);
 	free(m);
@@ -411,6 +412,11 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 
 	if (c->region.addr) {
 		REPLY(c, h, -EINVAL, NULL, 0); /* once per connection */
+		return;
+	}
+	rc = rnic_limit_client(c);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
 	/* c->pid is the kernel's (SO_PEERCRED); the pid in the request is not believed. */
@@ -557,9 +563,16 @@ void rnic_cmd_alloc_pd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 		       const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
 	struct uroce_rnic *nic = c->rnic;
-	struct uroce_tp_pd *pd = uroce_tp_alloc_pd(nic->dev);
+	struct uroce_tp_pd *pd;
 	uint32_t handle;
+	int rc;
 
+	rc = rnic_limit_object(c, RNIC_OBJ_PD);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	pd = uroce_tp_alloc_pd(nic->dev);
 	if (!pd) {
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
@@ -578,7 +591,14 @@ void rnic_cmd_map_region(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 	struct rnic_region *r;
 	struct stat st;
 	uint32_t handle;
+	int rc;
 
+	rc = rnic_limit_object(c, RNIC_OBJ_REGION);
+	if (rc) {
+		close(fd);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
 	/* Only a memfd whose size is sealed: a file the client could truncate under our
 	 * mapping would turn our next access into SIGBUS. */
 	if (!uroce_shm_sealed(fd) || fstat(fd, &st) != 0 || (uint64_t)st.st_size != req->size ||
@@ -633,6 +653,11 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	}
 	if (total != end - start)
 		goto fail;
+	rc = rnic_limit_object(c, RNIC_OBJ_MR);
+	if (rc == 0)
+		rc = rnic_limit_pin(c, total);
+	if (rc)
+		goto fail;
 	/* Reserve the whole span, then map each piece over it: the MR is contiguous in our
 	 * address space as it is in the application's. */
 	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -674,6 +699,7 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	/* Frames may point into it (ops->tx_zc); it stays mapped while one does. */
 	uroce_tp_mr_set_ctx(m->tp, m->mem);
 	nic->mappings++;
+	c->pinned += total;
 	rep.mr = handle;
 	uroce_tp_mr_keys(m->tp, &rep.lkey, &rep.rkey);
 	REPLY(c, h, 0, &rep, sizeof(rep));
@@ -691,8 +717,15 @@ void rnic_cmd_create_channel(struct uroce_rnic_client *c, const struct uroce_ctr
 			     const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
 	struct uroce_ctrl_handle rep;
-	struct rnic_channel *ch = calloc(1, sizeof(*ch));
+	struct rnic_channel *ch;
+	int rc;
 
+	rc = rnic_limit_object(c, RNIC_OBJ_CHANNEL);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	ch = calloc(1, sizeof(*ch));
 	if (!ch) {
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
@@ -731,6 +764,11 @@ void rnic_cmd_create_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 
 	if (req->channel && !(ch = rnic_obj_get(c, req->channel, RNIC_OBJ_CHANNEL))) {
 		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = rnic_limit_object(c, RNIC_OBJ_CQ);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
 	q = calloc(1, sizeof(*q));
@@ -794,6 +832,11 @@ void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 
 	if (!pd) {
 		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = rnic_limit_object(c, RNIC_OBJ_SRQ);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
 	s = calloc(1, sizeof(*s));
@@ -865,6 +908,11 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 
 	if (!pd || !scq || !rcq || (req->srq && !srq)) {
 		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = rnic_limit_object(c, RNIC_OBJ_QP);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
 	memset(&init, 0, sizeof(init));
@@ -1057,6 +1105,11 @@ void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 
 	if (!pd) {
 		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = rnic_limit_object(c, RNIC_OBJ_AH);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
 	rc = resolve(c, h, req, &req->attr, mac);

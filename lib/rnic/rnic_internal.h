@@ -6,7 +6,8 @@
  * lib/rnic's own structures, for its files and its fuzzer. Files: rnic.c (the device,
  * clients, replies, dispatch), objects.c (the commands: verbs objects per client),
  * datapath.c (doorbells into the transport, completions and events into shared rings),
- * cm_glue.c (lib/cm on QP1 and the CM_* commands), stats.c.
+ * cm_glue.c (lib/cm on QP1 and the CM_* commands), limits.c (what one user may hold),
+ * stats.c.
  *
  * Ownership: a client owns its objects (handles in its table); the RNIC owns its clients,
  * the lists the poll loop walks (QPs, SRQs, CQs with completions) and its counters. Every
@@ -171,6 +172,7 @@ struct uroce_rnic_client {
 	uint32_t *free_slots;       /* a stack of the released ones */
 	uint32_t nfree_slots, cap_free_slots;
 	int async_efd;
+	uint64_t pinned; /* bytes of its MRs' page spans (limits.c) */
 	struct rnic_pending pending;
 	struct uroce_rnic_client *next;
 };
@@ -185,6 +187,7 @@ struct uroce_rnic_client {
 	X(async_lost)     /* an application's async event ring was full */     \
 	X(admin_refused)  /* ADMIN/CAPTURE_START from a client not an admin */ \
 	X(qkey_refused)   /* a controlled Q_Key asked by an unprivileged client */ \
+	X(limit_refused)  /* requests beyond [limits] or RLIMIT_MEMLOCK (limits.c) */ \
 	X(cm_events)      /* rdma_cm events queued for applications */         \
 	X(cm_events_lost) /* no memory for an event, or its eventfd failed */  \
 	X(cm_not_ours)    /* MADs to an IP address that is not ours */         \
@@ -331,6 +334,17 @@ void rnic_cm_free_client(struct uroce_rnic_client *c);
 bool rnic_cm_neigh_resolved(struct uroce_rnic *nic, uint64_t cookie, const uint8_t *mac, int err);
 /* Drops the next @count MADs with attribute @attr that we send (uroce cm-drop). */
 void rnic_cm_drop(struct uroce_rnic *nic, uint32_t attr, uint32_t count);
+
+/* limits.c: each @return 0, or the errno the request fails with (counted as
+ * limit_refused, logged at debug). */
+/* One more object of @p type for @p c's user: -EAGAIN at [limits]. */
+int rnic_limit_object(struct uroce_rnic_client *c, enum rnic_obj_type type);
+/* HELLO of @p c: -EAGAIN when its user already has limits.clients greeted connections. */
+int rnic_limit_client(struct uroce_rnic_client *c);
+/* @p bytes more registered (pinned) by @p c: -ENOMEM beyond limits.mr_bytes for its user,
+ * or beyond its process's RLIMIT_MEMLOCK (ops->memlock_limit). Charged by the caller in
+ * c->pinned once the MR exists. */
+int rnic_limit_pin(struct uroce_rnic_client *c, uint64_t bytes);
 
 /* stats.c */
 int rnic_stats(struct uroce_rnic *nic, uint32_t flags, struct uroce_ctrl_stat *out, uint32_t max);

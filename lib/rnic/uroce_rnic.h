@@ -108,6 +108,13 @@ struct uroce_rnic_ops {
 	/** Lets frames to multicast MAC @p mac in (add) or no longer (del). 0 or -errno. */
 	int (*mcast_add)(void *io_ctx, const uint8_t mac[6]);
 	int (*mcast_del)(void *io_ctx, const uint8_t mac[6]);
+	/**
+	 * Optional (NULL: no limit): the bytes process @p pid may register, as the kernel
+	 * charges an MR's pages against RLIMIT_MEMLOCK: its soft limit, UINT64_MAX when it
+	 * is infinite or the process has CAP_IPC_LOCK. Asked at each registration, as the
+	 * kernel reads it then. 0 when the host cannot tell (the process is gone).
+	 */
+	uint64_t (*memlock_limit)(void *io_ctx, pid_t pid);
 	/** The host's clock in ns, the one every time passed to lib/transport and lib/cm
 	 * is on. Called often: a cached value of the current poll turn is right. */
 	uint64_t (*now_ns)(void *io_ctx);

@@ -88,6 +88,8 @@ Test(conf, defaults)
 	cr_expect_str_eq(c.control.socket_group, "");
 	cr_expect_str_eq(c.control.admin_group, "");
 	cr_expect_eq(c.control.max_clients, 64);
+	cr_expect(c.limits.clients == 0 && c.limits.qps == 0 && c.limits.mr_bytes == 0,
+		  "no [limits] by default: RLIMIT_MEMLOCK is the one that binds");
 	cr_expect_eq(c.transport.ack_coalesce, 16);
 	cr_expect_eq(c.transport.max_unacked_psns, 128);
 	cr_expect_eq(c.transport.max_pkts_per_ack, 64);
@@ -109,7 +111,7 @@ Test(conf, table_is_sane)
 {
 	const struct uroce_conf_table *t = &uroce_conf_uroced;
 
-	cr_expect_eq(t->nkeys, 40);
+	cr_expect_eq(t->nkeys, 51);
 	for (size_t i = 0; i < t->nkeys; i++) {
 		const struct uroce_conf_key *k = &t->keys[i];
 
@@ -229,8 +231,8 @@ Test(conf, syntax_errors)
 	expect_error("[port\nmtu = 1\n", "t.conf:1: section header without ']'");
 	expect_error("[port] x\n", "t.conf:1: text after the section header");
 	expect_error("\n[ports]\n",
-		     "t.conf:2: unknown section [ports]; sections: port host control transport cm "
-		     "lcore fault capture log");
+		     "t.conf:2: unknown section [ports]; sections: port host control limits "
+		     "transport cm lcore fault capture log");
 	expect_error("[port]\nmtu 1500\n",
 		     "t.conf:2: expected key = value or [section]: 'mtu 1500'");
 	expect_error("[port]\n= 1500\n", "t.conf:2: no key before '='");

@@ -59,7 +59,9 @@ int vfx_daemon_start(struct vfx_daemon *d, const char *ipv4, const char *extra_s
 		     char *why, size_t whylen)
 {
 	const char *bin = getenv("UROCED");
-	char ipset[64], sockset[160], extra[160];
+	char ipset[64], sockset[160], extra[512];
+	const char *argv[40];
+	int argc = 0;
 	pid_t parent = getpid();
 	uint64_t t0;
 
@@ -83,16 +85,25 @@ int vfx_daemon_start(struct vfx_daemon *d, const char *ipv4, const char *extra_s
 	}
 	if (d->pid == 0) {
 		char fp[64];
+		const char *fixed[] = {
+			bin, "--no-pci", "--no-huge", "-m", "256", fp, "--log-level=lib.eal:error",
+			"--vdev=net_null0,no-rx=1", "--", "--set", ipset, "--set", sockset, "--set",
+			"log.level=warning", "--set", "lcore.idle_sleep_us=200"};
 
 		/* The daemon goes with the test process, however that ends (Criterion runs no
 		 * fini after a failed init, and a crash runs none at all). */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
 			_exit(126);
 		snprintf(fp, sizeof(fp), "--file-prefix=%s", d->prefix);
-		execl(bin, bin, "--no-pci", "--no-huge", "-m", "256", fp,
-		      "--log-level=lib.eal:error", "--vdev=net_null0,no-rx=1", "--", "--set", ipset,
-		      "--set", sockset, "--set", "log.level=warning", "--set", extra, "--set",
-		      "lcore.idle_sleep_us=200", (char *)NULL);
+		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+			argv[argc++] = fixed[i];
+		/* @p extra_set: settings separated by spaces, each its own --set. */
+		for (char *tok = strtok(extra, " "); tok && argc < 38; tok = strtok(NULL, " ")) {
+			argv[argc++] = "--set";
+			argv[argc++] = tok;
+		}
+		argv[argc] = NULL;
+		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
 	t0 = mono_ns();

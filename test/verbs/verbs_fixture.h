@@ -34,7 +34,8 @@ int vfx_gid_index(void);
 
 /**
  * Starts uroced with @p ipv4 and sets $UROCE_SOCKET to its socket (nothing in
- * reference mode). @return 0, or -1 with the reason in @p why.
+ * reference mode). @p extra_set: "section.key=value" settings separated by spaces
+ * (NULL: lcore.idle_yield_us=2). @return 0, or -1 with the reason in @p why.
  */
 int vfx_daemon_start(struct vfx_daemon *d, const char *ipv4, const char *extra_set,
 		     char *why, size_t whylen);
