@@ -29,10 +29,10 @@ enum cm_msg_response {
 	CM_MSG_RESPONSE_OTHER = 2
 };
 
-/* REJ reasons used here (IBA 12.6.7.2, table 109). */
+/* REJ reasons used here (IBA 12.6.7.2, table 109; Linux's enum ib_cm_rej_reason). */
 enum cm_rej_reason {
-	CM_REJ_TIMEOUT = 1,
-	CM_REJ_INVALID_COMM_ID = 5,
+	CM_REJ_TIMEOUT = 4,
+	CM_REJ_INVALID_COMM_ID = 6,
 	CM_REJ_INVALID_SERVICE_ID = 8,
 	CM_REJ_STALE_CONN = 10,
 	CM_REJ_CONSUMER_DEFINED = 28,

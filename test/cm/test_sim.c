@@ -258,6 +258,38 @@ Test(cm_sim, unreachable_after_max_retries)
 	sim_fini(&s);
 }
 
+/* An active side that gives up on a REQ nobody answered (rdma_destroy_id) sends REJ with
+ * reason Timeout, 4, and its CA GUID as ARI: a Linux passive side finds its half-open
+ * connection by them (cm_acquire_rejected_id) and lets it go. It once said 1, "No QP",
+ * which Linux would not have matched. */
+Test(cm_sim, a_req_given_up_is_rejected_with_timeout)
+{
+	struct sim s;
+	struct cm_msg m;
+	sim_init(&s);
+	struct uroce_cm_id *l = listener(&s, RDMA_PS_TCP, IBV_QPT_RC);
+	struct uroce_cm_id *c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
+	struct uroce_cm_conn_param cp = param(0x11, NULL);
+	cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+	sim_run(&s, s.now + S(1));
+	cr_assert_eq(sim_last(&s, 1)->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct uroce_cm_id *srv = sim_last(&s, 1)->id;
+	uroce_cm_id_destroy(c, s.now);
+	cr_assert_eq(s.qlen, 1, "one REJ on the wire");
+	cr_assert_eq(cm_msg_decode(s.q[s.qhead].mad, UROCE_CM_MAD_LEN, &m), CM_DECODE_OK);
+	cr_assert_eq(m.hdr.attr_id, UROCE_CM_ATTR_REJ);
+	cr_assert_eq(m.u.rej.reason, 4, "reason %u", m.u.rej.reason);
+	cr_assert_eq(m.u.rej.remote_comm_id, 0);
+	cr_assert_eq(m.u.rej.ari_len, 8);
+	sim_run(&s, s.now + S(1));
+	cr_assert_eq(sim_last(&s, 1)->event, RDMA_CM_EVENT_REJECTED);
+	cr_assert_eq(sim_last(&s, 1)->id, srv, "the passive side found its connection");
+	cr_assert_eq(sim_last(&s, 1)->status, 4);
+	uroce_cm_id_destroy(srv, s.now);
+	uroce_cm_id_destroy(l, s.now);
+	sim_fini(&s);
+}
+
 Test(cm_sim, reject_with_private_data_and_no_listener)
 {
 	struct sim s;
