@@ -401,6 +401,18 @@ static void req_input(struct uroce_cm *cm, const struct cm_msg *m,
 	const struct cm_req *req = &m->u.req;
 	struct uroce_cm_id *o;
 
+	/* The primary path must be the one the REQ came by: from its sender to the address
+	 * it reached. Our answers (REP, REJ, their retries) and the QP's packets go by it,
+	 * so a path naming another host would turn us into a reflector aimed at it, and one
+	 * naming another of "our" addresses would have us send from an address not ours.
+	 * Linux refuses a source GID that is not its own the same way (cm_init_av_by_path:
+	 * REJ Invalid GID); Linux and rxe peers always send the path they came by. */
+	if (memcmp(req->primary.local_gid, from->dgid.raw, 16) ||
+	    memcmp(req->primary.remote_gid, from->sgid.raw, 16)) {
+		cm->counters.rx_bad_path++;
+		issue_rej(cm, m, CM_REJ_INVALID_GID, from);
+		return;
+	}
 	/* A REQ for a connection we already have from this CA: a duplicate (12.9.8.?) */
 	for (o = cm->ids; o; o = o->next)
 		if (o->qpt != IBV_QPT_UD && o->state != CM_IDLE && o->state != CM_LISTEN &&

@@ -121,6 +121,9 @@ struct uroce_cm_counters {
 	uint64_t rx_stale;        /**< for no id, or an id in a state that ignores it */
 	uint64_t rx_dup_req;      /**< REQ for a connection being set up: answered per 12.9.8 */
 	uint64_t rx_no_listener;  /**< REQ/SIDR_REQ nobody listens to: REJ / SIDR_REP reject */
+	/** REQs whose primary path is not the one they came by: REJ Invalid GID to the
+	 *  sender, never a word to the address the path names */
+	uint64_t rx_bad_path;
 	uint64_t retries;         /**< REQ, REP, DREQ, SIDR_REQ sent again */
 	uint64_t timeouts;        /**< gave up after max_retries */
 	uint64_t rx_by_attr[16];  /**< index attr - 0x10 for REQ..APR, [15]: other */

@@ -72,6 +72,7 @@ int rnic_stats(struct uroce_rnic *nic, uint32_t flags, struct uroce_ctrl_stat *o
 		put(&o, "cm.", "rx_stale", cc->rx_stale);
 		put(&o, "cm.", "rx_dup_req", cc->rx_dup_req);
 		put(&o, "cm.", "rx_no_listener", cc->rx_no_listener);
+	put(&o, "cm.", "rx_bad_path", cc->rx_bad_path);
 		put(&o, "cm.", "retries", cc->retries);
 		put(&o, "cm.", "timeouts", cc->timeouts);
 		for (i = 0; i < 16; i++) {

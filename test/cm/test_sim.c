@@ -290,6 +290,41 @@ Test(cm_sim, a_req_given_up_is_rejected_with_timeout)
 	sim_fini(&s);
 }
 
+/* A REQ whose primary path names a host other than its sender (or an address of ours it
+ * did not come to) would have our REP, REJ and their retries, then the QP's packets, sent
+ * to that host: it is refused with REJ Invalid GID to the sender, and nothing else. */
+Test(cm_sim, a_req_must_come_by_its_primary_path)
+{
+	for (int field = 0; field < 2; field++) {
+		struct sim s;
+		struct cm_msg m;
+		sim_init(&s);
+		struct uroce_cm_id *l = listener(&s, RDMA_PS_TCP, IBV_QPT_RC);
+		struct uroce_cm_id *c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
+		struct uroce_cm_conn_param cp = param(0x11, NULL);
+		cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+		cr_assert_eq(s.qlen, 1);
+		struct sim_pkt *p = &s.q[s.qhead];
+		cr_assert_eq(cm_msg_decode(p->mad, UROCE_CM_MAD_LEN, &m), CM_DECODE_OK);
+		/* 198.18.253.2: a third host, as the peer's address or as ours */
+		uint8_t *gid = field ? m.u.req.primary.remote_gid : m.u.req.primary.local_gid;
+		gid[14] = 253;
+		cm_msg_encode(&m, p->mad);
+		uint64_t sent_rep = (uint64_t)s.sent[1][UROCE_CM_ATTR_REP - 0x10];
+		sim_run(&s, s.now + S(1));
+		cr_assert_eq(s.h[1].nev, 0, "no CONNECT_REQUEST");
+		cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_bad_path, 1);
+		cr_assert_eq((uint64_t)s.sent[1][UROCE_CM_ATTR_REP - 0x10], sent_rep, "no REP");
+		cr_assert_eq(s.sent[1][UROCE_CM_ATTR_REJ - 0x10], 1, "one REJ, to the sender");
+		cr_assert_eq(sim_last(&s, 0)->event, RDMA_CM_EVENT_REJECTED);
+		cr_assert_eq(sim_last(&s, 0)->status, 12, "Invalid GID");
+		uroce_cm_id_destroy(c, s.now);
+		uroce_cm_id_destroy(l, s.now);
+		sim_run(&s, s.now + S(300));
+		sim_fini(&s);
+	}
+}
+
 Test(cm_sim, reject_with_private_data_and_no_listener)
 {
 	struct sim s;
