@@ -112,7 +112,7 @@ run_suite() {
 }
 
 test_all() {
-	local failed=0 format_failed=0 fuzz_seconds=${FUZZ_SECONDS:-120}
+	local failed=0 format_failed=0 fuzz_seconds=${FUZZ_SECONDS:-150}
 	logs=()
 	install_missing
 	check_pcaps
@@ -152,7 +152,7 @@ test_all() {
 	build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 	run_suite build-asan
 
-	say "fuzzing the packet parser, the transport rx path, the host stack and the daemon control path, ${fuzz_seconds}s in all (libFuzzer, ASan/UBSan)"
+	say "fuzzing the packet parser, the transport rx path, the host stack, the daemon control path and the CM, ${fuzz_seconds}s in all (libFuzzer, ASan/UBSan)"
 	bash test/fuzz/run.sh "$fuzz_seconds" || { failed=1; logs+=("failed:fuzzing (test/fuzz/run.sh)"); }
 
 	say "benchmarks, quick mode (figures only; targets are judged in doc/benchmarks.md)"

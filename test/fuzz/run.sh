@@ -5,7 +5,8 @@
 #   - fuzz_wire_parse: lib/wire's parser and builder;
 #   - fuzz_transport_rx: lib/transport's receive path (responder and completer);
 #   - fuzz_ipstack_input: lib/ipstack (ARP, ND, echo, the neighbour cache);
-#   - fuzz_daemon_ctrl: uroced's control requests and shared-ring WQEs.
+#   - fuzz_daemon_ctrl: uroced's control requests and shared-ring WQEs;
+#   - fuzz_cm_input: lib/cm on the MADs an attacker sends, between applications' calls.
 # Configures build-fuzz (clang, ASan+UBSan, fuzz=true) if needed, builds the targets and
 # uroce-pcap, turns the pcaps into seed corpora, fuzzes one target after the other, and
 # exits non-zero if any crashed (all run regardless).
@@ -20,12 +21,13 @@ if ! [[ $secs =~ ^[1-9][0-9]*$ ]]; then
 	echo "usage: $0 [SECONDS]  (a positive integer, default 60)" >&2
 	exit 2
 fi
-# A quarter each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
-transport_secs=$((secs / 4))
+# A fifth each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
+transport_secs=$((secs / 5))
 ((transport_secs >= 1)) || transport_secs=1
 ipstack_secs=$transport_secs
 ctrl_secs=$transport_secs
-wire_secs=$((secs - 3 * transport_secs))
+cm_secs=$transport_secs
+wire_secs=$((secs - 4 * transport_secs))
 ((wire_secs >= 1)) || wire_secs=1
 
 build=build-fuzz
@@ -34,6 +36,7 @@ seeds=$build/fuzz-seeds
 tseeds=$build/fuzz-transport-seeds
 ipseeds=$build/fuzz-ipstack-seeds
 ctrlseeds=$build/fuzz-ctrl-seeds
+cmseeds=$build/fuzz-cm-seeds
 
 if [[ ! -f $build/build.ninja ]]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \
@@ -41,7 +44,8 @@ if [[ ! -f $build/build.ninja ]]; then
 fi
 # Only what this script runs, so that a half-edited target elsewhere does not stop it.
 ninja -C "$build" test/fuzz/fuzz_wire_parse test/fuzz/fuzz_transport_rx \
-	test/fuzz/fuzz_ipstack_input test/fuzz/fuzz_daemon_ctrl app/uroce-pcap/uroce-pcap
+	test/fuzz/fuzz_ipstack_input test/fuzz/fuzz_daemon_ctrl test/fuzz/fuzz_cm_input \
+	app/uroce-pcap/uroce-pcap
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1
@@ -182,6 +186,61 @@ with open(os.path.join(sys.argv[1], 'objects'), 'wb') as f:
     f.write(seq)
 PY
 
+# fuzz_cm_input's input (see the top of fuzz_cm_input.c): records [op, ...]. Seeds, per
+# capture with CM MADs (rping, ib_write_bw -R, udaddy):
+# - passive: a listener on the port its REQ or SIDR_REQ asks for, that request, an
+#   accept, then RTU and DREQ made by reflecting what we sent (op 0xff), and time;
+# - active: a connection to that port, REP (SIDR_REP) reflected from our REQ, an accept
+#   (RTU), a DREQ reflected, and time;
+# - replay: every MAD the capture sent to the passive host, after the listener.
+rm -rf "$cmseeds"
+mkdir -p "$cmseeds"
+python3 - "$seeds" "$cmseeds" <<'PY'
+import os, re, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+stems = {}
+for name in os.listdir(src):
+    m = re.fullmatch(r'(.+\.pcap)-([0-9]+)', name)
+    if m:
+        stems.setdefault(m.group(1), []).append((int(m.group(2)), name))
+REFLECT = 0xff
+for stem, files in sorted(stems.items()):
+    mads = []
+    for _, name in sorted(files):
+        f = open(os.path.join(src, name), 'rb').read()
+        # untagged IPv4 UD SEND Only to QP1: BTH opcode 0x64, dest QP 1, 256-byte MAD
+        if len(f) < 62 + 256 or f[12:14] != b'\x08\x00' or f[23] != 17:
+            continue
+        if f[42] != 0x64 or f[46:50] != b'\x00\x00\x00\x01':
+            continue
+        mads.append((f[30:34], f[62:62 + 256]))
+    req = [(ip, m) for ip, m in mads if m[16:18] in (b'\x00\x10', b'\x00\x17')]
+    if not req:
+        continue
+    server, first = req[0]
+    ud = first[16:18] == b'\x00\x17'
+    port = struct.unpack('>H', first[24 + 14:24 + 16])[0]
+    flag = 8 if ud else 0
+    listen = bytes([1 | flag]) + struct.pack('>H', port)
+    mad = lambda m: bytes([0]) + struct.pack('>H', len(m)) + m
+    passive = listen + mad(first) + bytes([2, 1, 0])
+    if not ud:
+        passive += bytes([REFLECT, 4, REFLECT, 5])  # RTU, DREQ
+    passive += bytes([4, 30, 4, 255])
+    active = bytes([3 | flag]) + struct.pack('>H', port)
+    active += bytes([REFLECT, 8]) if ud else bytes([REFLECT, 3, 2, 0, 0, REFLECT, 5])
+    active += bytes([4, 200, 4, 255])
+    replay = listen + b''.join(mad(m) for ip, m in mads if ip == server) + bytes([4, 255])
+    for suffix, data in (('passive', passive), ('active', active), ('replay', replay)):
+        with open(os.path.join(dst, '%s-cm-%s' % (stem, suffix)), 'wb') as fh:
+            fh.write(data)
+PY
+ncmseeds=$(find "$cmseeds" -type f | wc -l)
+if ((ncmseeds == 0)); then
+	echo "$0: no CM MADs in the captures for $cmseeds" >&2
+	exit 1
+fi
+
 # run_target NAME SECONDS MAX_LEN SEEDS CORPUS ARTIFACTS: fuzzes, prints the summary;
 # returns libFuzzer's exit status (non-zero on a crash, leak or timeout).
 run_target() {
@@ -230,8 +289,12 @@ run_target fuzz_ipstack_input "$ipstack_secs" 9100 "$ipseeds" \
 echo "fuzz_daemon_ctrl: fuzzing for $ctrl_secs s"
 run_target fuzz_daemon_ctrl "$ctrl_secs" 4096 "$ctrlseeds" \
 	"$build/fuzz-ctrl-corpus" "$build/fuzz-ctrl-artifacts" || rc4=$?
+echo "fuzz_cm_input: $ncmseeds seeds from the captures' CM MADs, fuzzing for $cm_secs s"
+run_target fuzz_cm_input "$cm_secs" 4096 "$cmseeds" \
+	"$build/fuzz-cm-corpus" "$build/fuzz-cm-artifacts" || rc5=$?
 ((rc != 0)) || rc=${rc3:-0}
 ((rc != 0)) || rc=${rc4:-0}
+((rc != 0)) || rc=${rc5:-0}
 
 # The summary of all, last, whatever libFuzzer printed in between.
 for line in "${summary[@]}"; do
