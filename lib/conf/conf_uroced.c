@@ -101,6 +101,10 @@ static const struct uroce_conf_key keys[] = {
 	     "requester: most PSNs in flight per QP (rxe: 128)"),
 	UINT(transport, max_pkts_per_ack, 1, 1024, "64",
 	     "requester: set AckReq at least every this many packets (rxe: 64)"),
+	UINT(transport, tx_burst, 0, 65536, "32",
+	     "packets one QP sends before the next QP with something to send has its turn (round "
+	     "robin, so a flood on one QP holds another's message back by a burst); 0: a QP "
+	     "sends until done or the port refuses"),
 	UINT(transport, zero_copy_min, 0, 65536, "0",
 	     "RC SEND and WRITE payloads of at least this many bytes leave from the "
 	     "application's memory without a copy, on ports that allow it; 0: always copy "

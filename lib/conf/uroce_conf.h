@@ -158,6 +158,7 @@ struct uroce_conf {
 		uint32_t ack_coalesce;
 		uint32_t max_unacked_psns;
 		uint32_t max_pkts_per_ack;
+		uint32_t tx_burst;              /**< 0: a QP sends until done */
 		uint32_t zero_copy_min;         /**< bytes; 0 (default): payloads always copied */
 		uint64_t seed;                  /**< 0: unpredictable (getrandom) */
 	} transport;

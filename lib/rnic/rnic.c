@@ -167,6 +167,7 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 	tc.ack_coalesce = nic->conf.transport.ack_coalesce;
 	tc.max_unacked_psns = nic->conf.transport.max_unacked_psns;
 	tc.max_pkts_per_ack = nic->conf.transport.max_pkts_per_ack;
+	tc.tx_burst = nic->conf.transport.tx_burst;
 	tc.port_mtu = nic->active_mtu;
 	tc.vlan_id = (uint16_t)nic->conf.port.vlan;
 	nic->dev = uroce_tp_dev_create(&tc);

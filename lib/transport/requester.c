@@ -276,6 +276,10 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 			fail_wqe(qp, s, IBV_WC_LOC_PROT_ERR);
 			break;
 		}
+		if (!tp_visit_spend(dev) && qp->req.idx != qp->sq_prod) {
+			tp_qp_schedule(qp); /* its turn is over: the next QP's (schedule.c) */
+			return false;
+		}
 	}
 	return true;
 }

@@ -735,6 +735,8 @@ static bool resp_run(struct uroce_tp_qp *qp)
 
 				if (rc == -EAGAIN)
 					return false;
+				if (rc == 0 && r->queued && !tp_visit_spend(qp->dev))
+					return false; /* its turn is over: the next QP's */
 				if (rc) {
 					/* The MR went away under a READ: answer with a remote
 					 * access NAK at that PSN, then stop (IBA 9.7.5.1.3). */

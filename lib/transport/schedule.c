@@ -128,7 +128,7 @@ void tp_qp_schedule(struct uroce_tp_qp *qp)
 {
 	if (!qp->on_work) {
 		qp->on_work = true;
-		tp_list_add(&qp->dev->work, &qp->work);
+		tp_list_add_tail(&qp->dev->work, &qp->work); /* in turn, after those waiting */
 	}
 }
 
@@ -143,7 +143,7 @@ void tp_qp_unschedule(struct uroce_tp_qp *qp)
 
 void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns)
 {
-	struct tp_node *n, *next;
+	struct tp_node *n, *next, *last;
 
 	dev->tx_blocked = false;
 	/* Timers that are due. tp_comp_timers moves each timer past now or disarms it, so
@@ -159,20 +159,32 @@ void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns)
 		}
 		tp_qp_schedule(qp);
 	}
-	/* QPs with packets to send. One that sent all it may leaves the list; one the link
-	 * refused stays (and tx_blocked tells the caller to come back). */
+	/* QPs with packets to send, each in turn, once per call: at most cfg.tx_burst
+	 * packets, then the next QP's turn, so that one QP's flood (a UD or UC sender has
+	 * no window) holds another's message back by a burst, not by its whole queue. One
+	 * that sent all it may leaves the list; one with more, or that the link refused,
+	 * goes to its end (and tx_blocked tells the caller to come back). QPs put on the
+	 * list meanwhile wait for the next call. */
+	last = dev->work.prev;
 	for (n = dev->work.next; n != &dev->work; n = next) {
 		struct uroce_tp_qp *qp = tp_container_of(n, struct uroce_tp_qp, work);
-		bool resp_done, req_done;
+		bool resp_done, req_done, was_last = n == last;
 
 		next = n->next;
+		dev->visit_left = dev->cfg.tx_burst ? dev->cfg.tx_burst : UINT32_MAX;
 		resp_done = tp_resp_run(qp);
 		req_done = tp_req_run(qp, now_ns);
-		if (resp_done && req_done && qp->on_work) {
-			qp->on_work = false;
+		if (qp->on_work) {
 			tp_list_del(&qp->work);
+			if (resp_done && req_done)
+				qp->on_work = false;
+			else
+				tp_list_add_tail(&dev->work, &qp->work);
 		}
+		if (was_last)
+			break;
 	}
+	dev->visit_left = UINT32_MAX;
 }
 
 uint64_t uroce_tp_next_deadline(const struct uroce_tp_dev *dev)

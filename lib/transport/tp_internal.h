@@ -41,6 +41,11 @@ static inline void tp_list_add(struct tp_node *head, struct tp_node *n)
 	head->next = n;
 }
 
+static inline void tp_list_add_tail(struct tp_node *head, struct tp_node *n)
+{
+	tp_list_add(head->prev, n);
+}
+
 static inline void tp_list_del(struct tp_node *n)
 {
 	n->prev->next = n->next;
@@ -241,12 +246,23 @@ struct uroce_tp_dev {
 	struct uroce_tp_mr **mrs; /* by key >> 8 */
 	uint32_t mr_cap;
 	bool tx_blocked; /* the tx callback pushed back since the last uroce_tp_process */
-	struct tp_node work;           /* QPs with packets to send (schedule.c) */
+	struct tp_node work;           /* QPs with packets to send, in turn (schedule.c) */
+	/* Packets the QP on its visit in uroce_tp_process may still send (cfg.tx_burst);
+	 * UINT32_MAX outside it: what the receive path sends at once is not held back. */
+	uint32_t visit_left;
 	struct uroce_tp_qp **heap;     /* QPs with an armed timer, a min-heap by tp_qp_timer */
 	uint32_t nqps;
 	uint32_t heap_n, heap_cap;
 	uint8_t frame[UROCE_HDR_MAX + 4096 + 4 + UROCE_ICRC_LEN]; /* one outgoing frame */
 };
+
+/* One packet of the visiting QP's budget spent; @return whether any is left. */
+static inline bool tp_visit_spend(struct uroce_tp_dev *dev)
+{
+	if (dev->visit_left != UINT32_MAX && dev->visit_left)
+		dev->visit_left--;
+	return dev->visit_left != 0;
+}
 
 /* ---- multicast.c ---- */
 struct tp_mcast_group *tp_mcast_find(struct uroce_tp_dev *dev, const uint8_t gid[16]);

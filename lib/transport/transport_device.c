@@ -12,6 +12,7 @@ void uroce_tp_dev_cfg_init(struct uroce_tp_dev_cfg *cfg)
 	cfg->port_mtu = IBV_MTU_1024;
 	cfg->max_unacked_psns = 128;  /* rxe: RXE_MAX_UNACKED_PSNS */
 	cfg->max_pkts_per_ack = 64;   /* rxe: RXE_MAX_PKT_PER_ACK */
+	cfg->tx_burst = 32;
 	cfg->seed = 1;
 }
 
@@ -48,6 +49,7 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 		return NULL;
 	dev->cfg = *cfg;
 	dev->rng = cfg->seed;
+	dev->visit_left = UINT32_MAX;
 	tp_list_init(&dev->pds);
 	tp_list_init(&dev->cqs);
 	tp_list_init(&dev->srqs);

@@ -191,6 +191,11 @@ struct uroce_tp_dev_cfg {
 	uint32_t max_unacked_psns;
 	/** Requester: set AckReq at least every this many packets (rxe: 64). */
 	uint32_t max_pkts_per_ack;
+	/** uroce_tp_process: packets one QP sends per visit before the next QP's turn, in
+	 *  round robin over the QPs with something to send (0: no limit, a QP sends until
+	 *  done or the link refuses). A flood on one QP then delays another's message by at
+	 *  most this many packets per busy QP, not by the flood's whole queue. */
+	uint32_t tx_burst;
 	/** The port's active MTU: UD QPs send and accept messages up to it (rxe's rule:
 	 *  RC/UC use the path MTU of their QP, UD the port's). */
 	enum ibv_mtu port_mtu;

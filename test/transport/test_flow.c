@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/transport, deterministic, on two hosts (behaviour.h). The flow of packets and
- * completions: PSN wrap, ACK coalescing, CQ overflow. Each asserts the exact statuses,
- * counters, QP states, frames on the wire and what memory holds afterwards.
+ * completions: PSN wrap, ACK coalescing, CQ overflow, QPs taking turns. Each asserts the
+ * exact statuses, counters, QP states, frames on the wire and what memory holds
+ * afterwards.
  */
 #include "behaviour.h"
 
@@ -213,8 +214,69 @@ Test(cq, overflow)
 	env_fini(&e);
 }
 
-/* ==== 10. atomics are executed once ========================================================== */
+/* ==== 10. QPs take turns ===================================================================== */
 
+/* The index among host 0's frames of the first one with @p opcode (-1: none). */
+static int frame_index(int opcode)
+{
+	int k = 0;
 
-/* IBA 9.7.5.1.5: a duplicate atomic is not executed again; the responder answers
- * with the saved original value. */
+	for (uint32_t i = 0; i < g_tx.n; i++) {
+		if (g_tx.f[i].from != 0)
+			continue;
+		if (g_tx.f[i].opcode == opcode)
+			return k;
+		k++;
+	}
+	return -1;
+}
+
+/* A UD sender has no window: 200 WRs posted at once would all leave before another QP's
+ * message that waits behind them, whichever was posted first (the work list was LIFO, a
+ * QP sent until done). Now QPs take turns in the order they got work, at most tx_burst
+ * packets a turn: an RC SEND waits for at most one burst of the flood. */
+Test(schedule, a_flood_holds_another_qp_back_by_one_burst)
+{
+	for (int rc_round = 0; rc_round < 2; rc_round++) {
+		struct env e;
+		struct sim_qp_opts o = default_opts();
+		struct uroce_tp_qp *ud[2];
+		struct uroce_tp_ah *ah;
+		struct uroce_tp_send_wqe w;
+		int at;
+
+		env_init(&e);
+		env_pair(&e, IBV_QPT_RC, &o);
+		ud[0] = mkqp(&e, 0, IBV_QPT_UD, NULL, false, 256);
+		ud[1] = mkqp(&e, 1, IBV_QPT_UD, NULL, false, 8);
+		sim_ud_ready(&e.s, ud[0], 0x1111, 0);
+		sim_ud_ready(&e.s, ud[1], 0x1111, 0);
+		ah = sim_ah(&e.s, e.pd[0], 0, 1);
+		post_recv(&e, 1, 9, 0, 64);
+		for (int round = 0; round < 2; round++) {
+			if (round == rc_round) {
+				w = wr(1, IBV_WR_SEND, va(&e, 0, 0), 64, e.key[0], true);
+				post(&e, 0, &w);
+				continue;
+			}
+			for (uint64_t i = 0; i < 200; i++) {
+				w = wr(100 + i, IBV_WR_SEND, va(&e, 0, 0), 64, e.key[0], false);
+				w.ah = ah;
+				w.remote_qpn = uroce_tp_qp_num(ud[1]);
+				w.remote_qkey = 0x1111;
+				cr_assert_eq(uroce_tp_post_send(ud[0], &w, e.s.now), 0);
+			}
+		}
+		run_for(&e, 10 * MS);
+		at = frame_index(OPC(RC, SEND_ONLY));
+		cr_assert_geq(at, 0, "the RC SEND left");
+		cr_assert_leq(at, 32, "RC %s: the SEND left after %d UD packets, more than a burst",
+			      rc_round ? "posted after" : "posted first", at);
+		cr_assert_eq(nframes(0, OPC(UD, SEND_ONLY), ANY), 200, "and the flood all left");
+		cr_assert_eq(e.rc[1].n, 1);
+		cr_assert_eq(uroce_tp_destroy_qp(ud[0]), 0);
+		cr_assert_eq(uroce_tp_destroy_qp(ud[1]), 0);
+		cr_assert_eq(uroce_tp_destroy_ah(ah), 0);
+		env_fini(&e);
+	}
+}
