@@ -7,6 +7,8 @@
  */
 #include <criterion/criterion.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <string.h>
 #include <fcntl.h>
@@ -18,11 +20,19 @@
 
 /* ---- the host --------------------------------------------------------------------------- */
 
+#define LOOP_FRAMES 64
+#define LOOP_FRAME_MAX 2048
+
 struct host {
 	enum uroce_rnic_link link;
 	uint32_t speed;
 	uint64_t now;
 	unsigned int frames;
+	/* loopback (host_loop): frames sent, to be received again, in order */
+	bool loopback;
+	unsigned int nloop;
+	uint32_t loop_len[LOOP_FRAMES];
+	uint8_t loop[LOOP_FRAMES][LOOP_FRAME_MAX];
 	/* zero-copy frames (host_init_zc): the pieces they point at, held until released */
 	unsigned int zc_frames, nheld;
 	struct uroce_rnic_tx_seg held[64];
@@ -58,10 +68,31 @@ static int host_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 {
 	struct host *h = io_ctx;
 
-	(void)frame;
-	(void)len;
 	h->frames++;
+	/* A full queue loses the frame, as a link would: the transport recovers. */
+	if (h->loopback && h->nloop < LOOP_FRAMES && len <= LOOP_FRAME_MAX) {
+		memcpy(h->loop[h->nloop], frame, len);
+		h->loop_len[h->nloop++] = len;
+	}
 	return 0;
+}
+
+/* Delivers what the RNIC sent to itself, and what that makes it send, until none is
+ * left. */
+static void host_loop(struct host *h)
+{
+	static uint8_t f[LOOP_FRAME_MAX];
+
+	while (h->nloop) {
+		uint32_t len = h->loop_len[0];
+
+		memcpy(f, h->loop[0], len);
+		memmove(h->loop_len, h->loop_len + 1, (h->nloop - 1) * sizeof(h->loop_len[0]));
+		memmove(h->loop, h->loop + 1, (h->nloop - 1) * sizeof(h->loop[0]));
+		h->nloop--;
+		uroce_rnic_rx(h->nic, f, len);
+		uroce_rnic_process(h->nic);
+	}
 }
 
 static enum uroce_rnic_link host_link(void *io_ctx, uint32_t *speed_mbps)
@@ -237,7 +268,8 @@ static int request_fd(struct host *h, struct uroce_rnic_client *c, uint16_t cmd,
 	unsigned int before = h->replies;
 
 	memcpy(msg, &hdr, sizeof(hdr));
-	memcpy(msg + sizeof(hdr), payload, len);
+	if (len) /* ALLOC_PD and the like have no payload (NULL) */
+		memcpy(msg + sizeof(hdr), payload, len);
 	cr_assert_eq(uroce_ctrl_check_request(msg, hdr.len, fd >= 0 ? 1 : 0), 0);
 	cr_assert(uroce_rnic_handle(c, msg, hdr.len, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0),
 		  "answered at once");
@@ -630,6 +662,7 @@ struct zc_app {
 	struct uroce_rnic_client *c;
 	uint8_t *mem; /* the application's view of the MR */
 	uint32_t mr, lkey, rkey, qp_handle, qpn;
+	union ibv_gid gid; /* our own GID 1, the QP's destination */
 	struct uroce_shm_region ctx_region, qp_region, cq_region;
 	struct uroce_summary doorbells;
 	struct uroce_ring sq, cq;
@@ -642,6 +675,45 @@ static void zc_modify(struct host *h, struct zc_app *a, struct ibv_qp_attr *attr
 
 	cr_assert_eq(request(h, a->c, UROCE_CTRL_MODIFY_QP, &req, sizeof(req)), 0,
 		     "modify to %d", attr->qp_state);
+}
+
+/* The QP from RESET (or ERR, through RESET) to RTS, connected to itself. */
+static void zc_connect(struct host *h, struct zc_app *a)
+{
+	struct ibv_qp_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RESET;
+	zc_modify(h, a, &attr, IBV_QP_STATE);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.port_num = 1;
+	attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	zc_modify(h, a, &attr,
+		  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = a->qpn;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.port_num = 1;
+	attr.ah_attr.grh.dgid = a->gid;
+	attr.ah_attr.grh.sgid_index = 1;
+	attr.ah_attr.grh.hop_limit = 64;
+	zc_modify(h, a, &attr,
+		  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14; /* 67 ms */
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.max_rd_atomic = 1;
+	zc_modify(h, a, &attr,
+		  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static void zc_app_open(struct host *h, struct zc_app *a)
@@ -660,7 +732,6 @@ static void zc_app_open(struct host *h, struct zc_app *a)
 	struct uroce_ctrl_create_qp_rep qp_rep;
 	struct uroce_ctrl_query_gid_req gid_req = {.port = 1, .index = 1};
 	struct uroce_ctrl_query_gid_rep gid_rep;
-	struct ibv_qp_attr attr;
 	const struct uroce_ctrl_queue_ctl *ctl;
 	uint32_t pd, region, cq;
 	int fd;
@@ -723,35 +794,8 @@ static void zc_app_open(struct host *h, struct zc_app *a)
 	/* Connected to itself through our own GID 1 (10.0.0.1): it resolves at once. */
 	cr_assert_eq(request(h, a->c, UROCE_CTRL_QUERY_GID, &gid_req, sizeof(gid_req)), 0);
 	memcpy(&gid_rep, reply_payload(h), sizeof(gid_rep));
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_INIT;
-	attr.port_num = 1;
-	attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	zc_modify(h, a, &attr,
-		  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = IBV_MTU_1024;
-	attr.dest_qp_num = a->qpn;
-	attr.max_dest_rd_atomic = 1;
-	attr.min_rnr_timer = 12;
-	attr.ah_attr.is_global = 1;
-	attr.ah_attr.port_num = 1;
-	attr.ah_attr.grh.dgid = gid_rep.gid;
-	attr.ah_attr.grh.sgid_index = 1;
-	attr.ah_attr.grh.hop_limit = 64;
-	zc_modify(h, a, &attr,
-		  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14; /* 67 ms */
-	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;
-	attr.max_rd_atomic = 1;
-	zc_modify(h, a, &attr,
-		  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	a->gid = gid_rep.gid;
+	zc_connect(h, a);
 }
 
 /* Posts an RDMA WRITE of @p len bytes from offset 0 to offset ZC_MEM / 2, as lib/client
@@ -858,4 +902,114 @@ Test(rnic, frames_outlive_their_application_and_the_rnic)
 	uroce_ip_destroy(h.ip);
 	for (unsigned int i = 0; i < h.nfds; i++)
 		close(h.fds[i]);
+}
+
+/* ---- a WQE rewritten while the daemon reads it ------------------------------------------- */
+
+struct racer {
+	uint8_t *slots; /* the send queue's WQE slots, as the application maps them */
+	size_t len;
+	atomic_bool stop;
+	uint64_t passes;
+};
+
+/* Rewrites every 8 bytes of every slot, over and over: num_sge, inline_len, opcodes,
+ * SGE addresses, lengths and keys, half of them small numbers just past their bounds. */
+static void *race_slots(void *arg)
+{
+	struct racer *r = arg;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		for (size_t i = 0; i + 8 <= r->len; i += 8) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			__atomic_store_n((uint64_t *)(void *)(r->slots + i),
+					 (x & 1) ? (x >> 1) & 0x3f : x, __ATOMIC_RELAXED);
+		}
+		r->passes++;
+	}
+	return NULL;
+}
+
+/* A racing writer of the application's ring cannot make the daemon read or copy out of
+ * bounds (security.md, single reads): each WQE field is read once into the daemon's own
+ * memory and bounded there. The test posts RDMA WRITEs through the ring while a thread
+ * rewrites every slot; the daemon takes them, sends, and receives its own frames; a QP
+ * a garbled WQE put in error is reset. Under ASan (the CI's second build) for 60 s, else
+ * 5. Then, the writer stopped, a clean WRITE still lands. */
+Test(rnic, a_racing_writer_of_the_ring_cannot_make_the_daemon_overrun, .timeout = 200)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	const uint64_t secs = 60;
+#else
+	const uint64_t secs = 5;
+#endif
+	struct host h;
+	struct zc_app a;
+	struct racer r;
+	pthread_t t;
+	uint64_t end, posted = 0, completed = 0;
+	struct timespec ts;
+
+	host_init(&h, 1, 1);
+	h.loopback = true;
+	zc_app_open(&h, &a);
+	r.slots = a.sq.elems;
+	r.len = (size_t)(a.sq.mask + 1) * a.sq.elem_size;
+	r.passes = 0;
+	atomic_init(&r.stop, false);
+	cr_assert_eq(pthread_create(&t, NULL, race_slots, &r), 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = (uint64_t)ts.tv_sec + secs;
+	for (uint64_t k = 0;; k++) {
+		if ((k & 1023) == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			if ((uint64_t)ts.tv_sec >= end)
+				break;
+		}
+		if (uroce_ring_prod_space(&a.sq)) {
+			zc_post_write(&h, &a, 64 + (uint32_t)(k % 4096));
+			posted++;
+		}
+		h.now += 20000; /* 20 us a turn: retransmissions come, in 67 ms */
+		host_loop(&h);
+		uroce_rnic_process(h.nic);
+		uroce_rnic_completions(h.nic);
+		completed += uroce_ring_cons_avail(&a.cq);
+		uroce_ring_cons_release(&a.cq, uroce_ring_cons_avail(&a.cq));
+		if ((k & 255) == 255)
+			zc_connect(&h, &a); /* out of ERR, where a garbled WQE may have put it */
+	}
+	atomic_store(&r.stop, true);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_gt(r.passes, 100, "the writer raced (%llu passes)",
+		     (unsigned long long)r.passes);
+	cr_assert_gt(posted, 1000);
+	cr_assert_gt(completed, 0, "the daemon took WQEs and completed them");
+
+	/* Whatever happened, the daemon still works: a clean WRITE lands. */
+	zc_connect(&h, &a);
+	memset(a.mem, 0x5a, 4096);
+	memset(a.mem + ZC_MEM / 2, 0, 4096);
+	zc_post_write(&h, &a, 4096);
+	for (int i = 0; i < 100 && !uroce_ring_cons_avail(&a.cq); i++) {
+		host_loop(&h);
+		uroce_rnic_process(h.nic);
+		uroce_rnic_completions(h.nic);
+	}
+	cr_assert_eq(uroce_ring_cons_avail(&a.cq), 1u);
+	{
+		const struct ibv_wc *wc = uroce_ring_cons_slot(&a.cq, 0);
+
+		cr_assert_eq(wc->status, IBV_WC_SUCCESS, "status %d", wc->status);
+	}
+	cr_assert_eq(memcmp(a.mem, a.mem + ZC_MEM / 2, 4096), 0);
+	fprintf(stderr, "racing writer: %llu s, %llu passes over %zu bytes of slots, %llu WQEs "
+			"posted, %llu completions\n",
+		(unsigned long long)secs, (unsigned long long)r.passes, r.len,
+		(unsigned long long)posted, (unsigned long long)completed);
+	zc_app_close(&a);
+	host_fini(&h);
 }
