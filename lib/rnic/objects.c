@@ -1144,7 +1144,7 @@ void rnic_cmd_stats(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	n = rnic_stats(c->rnic, req->flags, rep->stat, max);
+	n = rnic_stats(c->rnic, c, req->flags, rep->stat, max);
 	rep->count = (uint32_t)n;
 	rep->reserved = 0;
 	REPLY(c, h, 0, rep, (uint32_t)(sizeof(*rep) + (size_t)n * sizeof(struct uroce_ctrl_stat)));

@@ -347,6 +347,8 @@ int rnic_limit_client(struct uroce_rnic_client *c);
 int rnic_limit_pin(struct uroce_rnic_client *c, uint64_t bytes);
 
 /* stats.c */
-int rnic_stats(struct uroce_rnic *nic, uint32_t flags, struct uroce_ctrl_stat *out, uint32_t max);
+/* The counters @p viewer may see (per-QP lines: its user's QPs; an admin's: all). */
+int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, uint32_t flags,
+	       struct uroce_ctrl_stat *out, uint32_t max);
 
 #endif

@@ -2,7 +2,8 @@
 /* Named counters for `uroce stat`: the transport's (rxe's names), the host stack's, the
  * CM's, the host's own (port, fault injection, daemon: ops->stats), the RNIC's, and its
  * object and mapping counts (which a leak test compares before and after an application
- * dies). */
+ * dies). Counts are the device's; per-QP lines (QPN, state, pid) only the viewer's own
+ * user's, unless the viewer is an administrator. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +34,8 @@ static void put(void *out, const char *prefix, const char *name, uint64_t v)
 	o->n++;
 }
 
-int rnic_stats(struct uroce_rnic *nic, uint32_t flags, struct uroce_ctrl_stat *out, uint32_t max)
+int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, uint32_t flags,
+	       struct uroce_ctrl_stat *out, uint32_t max)
 {
 	static const char *const obj_names[RNIC_OBJ_TYPES] = {[RNIC_OBJ_PD] = "pd",
 							      [RNIC_OBJ_REGION] = "region",
@@ -72,7 +74,7 @@ int rnic_stats(struct uroce_rnic *nic, uint32_t flags, struct uroce_ctrl_stat *o
 		put(&o, "cm.", "rx_stale", cc->rx_stale);
 		put(&o, "cm.", "rx_dup_req", cc->rx_dup_req);
 		put(&o, "cm.", "rx_no_listener", cc->rx_no_listener);
-	put(&o, "cm.", "rx_bad_path", cc->rx_bad_path);
+		put(&o, "cm.", "rx_bad_path", cc->rx_bad_path);
 		put(&o, "cm.", "retries", cc->retries);
 		put(&o, "cm.", "timeouts", cc->timeouts);
 		for (i = 0; i < 16; i++) {
@@ -101,6 +103,10 @@ int rnic_stats(struct uroce_rnic *nic, uint32_t flags, struct uroce_ctrl_stat *o
 			struct rnic_qp *q = nic->qps[i];
 			char p[40];
 
+			/* A QPN and the pid behind it are what an attacker aims a forged
+			 * packet with: a user sees its own QPs, the administrator all. */
+			if (!viewer->admin && q->client->uid != viewer->uid)
+				continue;
 			snprintf(p, sizeof(p), "qp.%u.", uroce_tp_qp_num(q->tp));
 			put(&o, p, "state", uroce_tp_qp_state(q->tp));
 			put(&o, p, "sq_posted", q->sq_taken);

@@ -317,10 +317,20 @@ static struct ibv_port_attr query_port(struct host *h, struct uroce_rnic_client 
 	return rep.attr;
 }
 
+static uint64_t stat_of_flags(struct host *h, struct uroce_rnic_client *c, uint32_t flags,
+			      const char *name);
+
 /* The value of counter @p name in a STATS reply (UINT64_MAX: absent). */
 static uint64_t stat_of(struct host *h, struct uroce_rnic_client *c, const char *name)
 {
-	struct uroce_ctrl_stats_req req = {0};
+	return stat_of_flags(h, c, 0, name);
+}
+
+/* ... of a STATS request with @p flags (UROCE_CTRL_STATS_PER_QP). */
+static uint64_t stat_of_flags(struct host *h, struct uroce_rnic_client *c, uint32_t flags,
+			      const char *name)
+{
+	struct uroce_ctrl_stats_req req = {.flags = flags};
 	struct uroce_ctrl_stats_rep rep;
 	const struct uroce_ctrl_stat *s;
 
@@ -579,6 +589,31 @@ Test(rnic, a_controlled_qkey_needs_privilege)
 	qp = ud_qp_of(&h, &root, 0, false, NULL);
 	cr_assert_eq(modify_qkey(&h, root, qp, 0x80000001), 0);
 	cr_assert_eq(stat_of(&h, root, "daemon.qkey_refused"), 1);
+	host_fini(&h);
+}
+
+/* A QPN and the pid behind it are what a forged packet is aimed with: `uroce stat -q`
+ * shows a user the QPs of its own processes, and the administrator every one. */
+Test(rnic, per_qp_statistics_show_a_user_its_own_qps)
+{
+	struct host h;
+	struct uroce_rnic_client *a, *b, *admin;
+	uint32_t qpn_a, qpn_b;
+	char name_a[48], name_b[48];
+
+	host_init(&h, 1, 1);
+	ud_qp_of(&h, &a, 1000, false, &qpn_a);
+	ud_qp_of(&h, &b, 2000, false, &qpn_b);
+	ud_qp_of(&h, &admin, 3000, true, NULL);
+	snprintf(name_a, sizeof(name_a), "qp.%u.state", qpn_a);
+	snprintf(name_b, sizeof(name_b), "qp.%u.state", qpn_b);
+	cr_assert_neq(stat_of_flags(&h, a, UROCE_CTRL_STATS_PER_QP, name_a), UINT64_MAX);
+	cr_assert_eq(stat_of_flags(&h, a, UROCE_CTRL_STATS_PER_QP, name_b), UINT64_MAX,
+		     "user 1000 sees user 2000's QP");
+	cr_assert_eq(stat_of_flags(&h, b, UROCE_CTRL_STATS_PER_QP, name_a), UINT64_MAX);
+	cr_assert_neq(stat_of_flags(&h, admin, UROCE_CTRL_STATS_PER_QP, name_a), UINT64_MAX);
+	cr_assert_neq(stat_of_flags(&h, admin, UROCE_CTRL_STATS_PER_QP, name_b), UINT64_MAX);
+	cr_assert_eq(stat_of(&h, a, "objects.qp"), 3u, "the device's counts are everyone's");
 	host_fini(&h);
 }
 
