@@ -10,10 +10,13 @@
 #   lost REQ / REP / RTU   -> ESTABLISHED after one resend (uroce cm-drop)
 #   lost DREQ              -> DISCONNECTED after one resend
 #   application killed     -> the peer gets DISCONNECTED (the daemon sends DREQ)
+#   100,000 REQs flood a listener that takes none -> REJ beyond its backlog, bounded
+#                             memory, another tenant connects meanwhile (req_flood)
 # The daemons run with cm.response_timeout=16 (268 ms; each wait adds the path's packet
 # lifetime twice, 2.1 s) and cm.max_retries=3 so a run is quick; the same code paths run
 # with rdma_cm's 20 (4.3 s) and 15.
-#   test/rdmacm/cm_faults.sh   (root)   Env: RDMACM_LIB_DIR, VERBS_LIB_DIR, CM_PROBE.
+#   test/rdmacm/cm_faults.sh   (root)   Env: RDMACM_LIB_DIR, VERBS_LIB_DIR, CM_PROBE,
+#   REQ_FLOOD (the flood case runs when it is set), REQ_FLOOD_COUNT (100000).
 set -uo pipefail
 . "$(dirname "$0")/../integration/lib.sh"
 : "${VERBS_LIB_DIR:=$IT_ROOT/build/lib/verbs}"
@@ -122,6 +125,52 @@ full1=$(it_stat "$SOCK_B" daemon.cm_backlog_full)
 pkill -f "cm_probe server $PORT hold"
 pkill -f "cm_probe client 10.79.0.2 $PORT\$"
 wait "$SPID" "${HOLD_PIDS[@]}" 2>/dev/null
+
+# A flood: a remote peer (req_flood: lib/cm on a raw socket of A's veth end, as a host at
+# 10.79.0.77 that never answers) sends REQ_FLOOD_COUNT distinct REQs to a listener on B
+# that takes none (backlog 16). B holds at most its backlog, refuses the rest with REJ,
+# its memory stays bounded, and another tenant connects meanwhile.
+if [ -x "${REQ_FLOOD:-}" ]; then
+	: "${REQ_FLOOD_COUNT:=100000}"
+	PORT=$((PORT + 1))
+	FPORT=$PORT
+	on B timeout 120 "$CM_PROBE" server "$FPORT" hold 16 >"$IT_DIR/flood-server.out" 2>&1 &
+	FSPID=$!
+	for _ in $(seq 50); do grep -q listening "$IT_DIR/flood-server.out" && break; sleep 0.1; done
+	mac_a=$(ip -n "$IT_NS_A" -o link show "$IT_IF_A" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+	mac_b=$(ip -n "$IT_NS_B" -o link show "$IT_IF_B" | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+	rss() { awk '/^VmRSS/ { print $2 }' "/proc/$IT_PID_B/status"; }
+	rss0=$(rss)
+	full0=$(it_stat "$SOCK_B" daemon.cm_backlog_full)
+	ip netns exec "$IT_NS_A" "$REQ_FLOOD" "$IT_IF_A" "$mac_a" 10.79.0.77 "$mac_b" 10.79.0.2 \
+		"$FPORT" "$REQ_FLOOD_COUNT" >"$IT_DIR/flood.out" 2>&1 &
+	FPID=$!
+	sleep 0.5
+	serve accept # another tenant, while the flood goes on
+	client "$C" 10.79.0.2 disconnect
+	wait "$SPID"
+	expect "REQ flood: another tenant connects meanwhile" "$C" \
+		'event RDMA_CM_EVENT_ESTABLISHED status 0' 0 10
+	ids_during=$(it_stat "$SOCK_B" objects.cm_id)
+	wait "$FPID" || fail "REQ flood: req_flood failed: $(tr '\n' ' ' <"$IT_DIR/flood.out")"
+	sleep 1
+	rss1=$(rss)
+	full1=$(it_stat "$SOCK_B" daemon.cm_backlog_full)
+	rej=$(sed -n 's/^received REJ \([0-9]*\) .*/\1/p' "$IT_DIR/flood.out")
+	ids=$(it_stat "$SOCK_B" objects.cm_id)
+	it_log "REQ flood: $(tr '\n' ' ' <"$IT_DIR/flood.out")| B: backlog_full +$((full1 - full0)), cm ids $ids (during: $ids_during), RSS ${rss0} -> ${rss1} KiB"
+	kill -0 "$IT_PID_B" 2>/dev/null || fail "REQ flood: daemon B died"
+	[ "$((full1 - full0))" -ge 1000 ] ||
+		fail "REQ flood: only $((full1 - full0)) REQs refused for the backlog"
+	[ "${rej:-0}" -ge 1000 ] || fail "REQ flood: only ${rej:-0} REJs came back"
+	# The listener, its 16 held requests, the CLI's own: nothing grows with the flood.
+	[ "$ids" -le $((BASE[B.objects.cm_id] + 17)) ] ||
+		fail "REQ flood: B holds $ids cm ids (base ${BASE[B.objects.cm_id]} + 17)"
+	[ "$((rss1 - rss0))" -lt 65536 ] ||
+		fail "REQ flood: B's RSS grew by $((rss1 - rss0)) KiB"
+	pkill -f "cm_probe server $FPORT hold"
+	wait "$FSPID" 2>/dev/null
+fi
 
 client "$C" 10.79.0.3
 expect "peer never answers" "$C" 'event RDMA_CM_EVENT_UNREACHABLE status -110' \
