@@ -27,10 +27,21 @@ LOSSY_SIZES=0,1,63,64,1000,1024,1025,4096,65536,1M
 port=19200
 
 run() { # LABEL SOCK_SERVER SOCK_CLIENT ARGS...
-	local label=$1 s=$2 c=$3
+	local label=$1 s=$2 c=$3 sock k line
 	shift 3
 	port=$((port + 1))
-	it_xfer_pair "$label" 600 "$s" "$c" "$port" ops -t "$XFER_TIMEOUT" "$@"
+	it_xfer_pair "$label" 600 "$s" "$c" "$port" ops -t "$XFER_TIMEOUT" "$@" && return 0
+	# What tells a lost frame from a lost turn of the CPU, while the daemons still hold it.
+	for sock in "$s" "$c"; do
+		line=
+		for k in port.rx_socket_drops port.imissed port.rx_nombuf tx_busy sent_pkts \
+			rcvd_pkts rcvd_seq_err out_of_seq_request duplicate_request \
+			completer_retry_err retry_exceeded_err uc_dropped_msgs; do
+			line+=" $k $(it_stat "$sock" "$k")"
+		done
+		echo "    $(basename "$sock" .sock):$line"
+	done
+	return 1
 }
 
 fault_both() { # RATES...
@@ -43,8 +54,17 @@ fault_both() { # RATES...
 ZC=(--set transport.zero_copy_min=1024)
 it_log "af_packet over veth, MTU 1500 (path MTU 1024), zero-copy TX"
 it_veth_pair 1500 || exit 1
-it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)" 10.77.0.1 1500 "${ZC[@]}" || exit 1
-it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)" 10.77.0.2 1500 "${ZC[@]}" || exit 1
+# A deep af_packet ring (4096 frames; the PMD's default is 512), as test/verbs/tools.sh:
+# an 8 MiB READ's response is 8192 frames sent at once, and a receiving daemon off the CPU
+# for a few ms on 2 shared cores lets a 512-frame ring overflow. A run with three
+# CPU-bound processes beside it lost so much that the READ's every retry (each re-sends
+# the remainder at once, over the old stream still queued) ended in the same overflow:
+# retry counter exceeded after 8 timeouts without progress; UC lost 8 of 44 there.
+DEEP=,framecnt=4096
+it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500)$DEEP" 10.77.0.1 1500 "${ZC[@]}" ||
+	exit 1
+it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500)$DEEP" 10.77.0.2 1500 "${ZC[@]}" ||
+	exit 1
 run veth-mtu1024 "$(it_sock A)" "$(it_sock B)" -m 1024 -L -c "$COUNT" -z "$SIZES"
 # Frames for the wire are built in the port's mbufs (no copy into one afterwards), and
 # the requester's RC payloads of 1 KiB and more point into its MRs (ZC). The server side (uroce-xfer ops' responder) sends READ
