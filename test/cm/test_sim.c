@@ -258,6 +258,18 @@ Test(cm_sim, unreachable_after_max_retries)
 	sim_fini(&s);
 }
 
+/* A listener on host 1 and a client on host 0 whose REQ is on the wire, not delivered. */
+static void req_queued(struct sim *s, struct uroce_cm_id **l, struct uroce_cm_id **c)
+{
+	struct uroce_cm_conn_param cp = param(0x11, NULL);
+
+	sim_init(s);
+	*l = listener(s, RDMA_PS_TCP, IBV_QPT_RC);
+	*c = client(s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
+	cr_assert_eq(uroce_cm_connect(*c, &cp, s->now), 0);
+	cr_assert_eq(s->qlen, 1);
+}
+
 /* An active side that gives up on a REQ nobody answered (rdma_destroy_id) sends REJ with
  * reason Timeout, 4, and its CA GUID as ARI: a Linux passive side finds its half-open
  * connection by them (cm_acquire_rejected_id) and lets it go. It once said 1, "No QP",
@@ -266,11 +278,8 @@ Test(cm_sim, a_req_given_up_is_rejected_with_timeout)
 {
 	struct sim s;
 	struct cm_msg m;
-	sim_init(&s);
-	struct uroce_cm_id *l = listener(&s, RDMA_PS_TCP, IBV_QPT_RC);
-	struct uroce_cm_id *c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
-	struct uroce_cm_conn_param cp = param(0x11, NULL);
-	cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+	struct uroce_cm_id *l, *c;
+	req_queued(&s, &l, &c);
 	sim_run(&s, s.now + S(1));
 	cr_assert_eq(sim_last(&s, 1)->event, RDMA_CM_EVENT_CONNECT_REQUEST);
 	struct uroce_cm_id *srv = sim_last(&s, 1)->id;
@@ -298,12 +307,8 @@ Test(cm_sim, a_req_must_come_by_its_primary_path)
 	for (int field = 0; field < 2; field++) {
 		struct sim s;
 		struct cm_msg m;
-		sim_init(&s);
-		struct uroce_cm_id *l = listener(&s, RDMA_PS_TCP, IBV_QPT_RC);
-		struct uroce_cm_id *c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
-		struct uroce_cm_conn_param cp = param(0x11, NULL);
-		cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
-		cr_assert_eq(s.qlen, 1);
+		struct uroce_cm_id *l, *c;
+		req_queued(&s, &l, &c);
 		struct sim_pkt *p = &s.q[s.qhead];
 		cr_assert_eq(cm_msg_decode(p->mad, UROCE_CM_MAD_LEN, &m), CM_DECODE_OK);
 		/* 198.18.253.2: a third host, as the peer's address or as ours */
