@@ -48,7 +48,7 @@ static enum ibv_wc_status check_local(struct uroce_tp_qp *qp, const struct tp_se
 	for (uint32_t i = 0; i < w->num_sge; i++)
 		if (w->sg_list[i].length > 0 &&
 		    tp_mr_check(qp->pd, w->sg_list[i].lkey, w->sg_list[i].addr,
-				w->sg_list[i].length, access, false) == NULL)
+				w->sg_list[i].length, access) == NULL)
 			return IBV_WC_LOC_PROT_ERR;
 	return IBV_WC_SUCCESS;
 }

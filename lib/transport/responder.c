@@ -214,7 +214,7 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 	}
 	if ((c->f & UROCE_OPF_WRITE) && (c->f & UROCE_OPF_FIRST)) {
 		c->mr = tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
-				    IBV_ACCESS_REMOTE_WRITE, true);
+				    IBV_ACCESS_REMOTE_WRITE);
 		if (c->mr == NULL)
 			return fail;
 		if ((c->f & UROCE_OPF_LAST) && c->pkt->payload_len != h->reth.dma_len)
@@ -223,14 +223,14 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 			return bad_request(c);
 	} else if (c->f & UROCE_OPF_READ) {
 		c->mr = tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
-				    IBV_ACCESS_REMOTE_READ, true);
+				    IBV_ACCESS_REMOTE_READ);
 		if (c->mr == NULL)
 			return fail;
 	} else if (c->f & UROCE_OPF_ATOMIC) {
 		if (h->atomiceth.va & 7)
 			return RESPST_ERR_INVALID_REQ; /* IBA 9.4.5: misaligned atomic */
 		c->mr = tp_mr_check(qp->pd, h->atomiceth.rkey, h->atomiceth.va, 8,
-				    IBV_ACCESS_REMOTE_ATOMIC, true);
+				    IBV_ACCESS_REMOTE_ATOMIC);
 		if (c->mr == NULL)
 			return fail;
 	}
@@ -280,7 +280,7 @@ static enum resp_state execute(struct resp_ctx *c)
 		if (p->payload_len) {
 			struct uroce_tp_mr *mr = tp_mr_check(qp->pd, qp->resp.wr_mr->key,
 							     qp->resp.wr_va, p->payload_len,
-							     IBV_ACCESS_REMOTE_WRITE, true);
+							     IBV_ACCESS_REMOTE_WRITE);
 			if (mr == NULL)
 				return qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_ACCESS;
 			memcpy(mr->host + (qp->resp.wr_va - mr->iova), p->payload, p->payload_len);
@@ -383,14 +383,13 @@ static enum resp_state complete(struct resp_ctx *c)
 	if (!(c->f & UROCE_OPF_LAST))
 		return RESPST_ACKNOWLEDGE;
 	qp->resp.msn = (qp->resp.msn + 1) & UROCE_PSN_MASK;
-	if (c->f & UROCE_OPF_INV) {
-		/* IBA 10.6.7.2.2 (SEND with Invalidate): the named rkey stops working. */
-		struct uroce_tp_mr *mr = tp_mr_check(qp->pd, h->ieth_rkey, 0, 0, 0, true);
-
-		if (mr == NULL)
-			return RESPST_ERR_REM_OP;
-		mr->invalidated = true;
-	}
+	/* IBA 10.6.7.2.2: SEND with Invalidate may revoke only a type 2 memory window or a
+	 * fast-registered MR; an MR registered by the application stays its own (mlx5
+	 * refuses the rest, rxe too: IB_MR_TYPE_MEM_REG only). uroce has neither kind yet,
+	 * so every R_Key is refused, as one that does not exist: otherwise a peer could
+	 * revoke any MR of the QP's PD. */
+	if (c->f & UROCE_OPF_INV)
+		return RESPST_ERR_REM_OP;
 	if (c->f & UROCE_OPF_SEND)
 		rwqe_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, qp->resp.rcv_len, h);
 	else if (c->f & UROCE_OPF_IMM) /* RDMA WRITE with immediate */
@@ -448,7 +447,7 @@ static enum resp_state duplicate(struct resp_ctx *c)
 				return RESPST_DONE;
 			if (h->reth.dma_len > 0 && /* C9-88, as chk_rkey */
 			    tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
-					IBV_ACCESS_REMOTE_READ, true) == NULL)
+					IBV_ACCESS_REMOTE_READ) == NULL)
 				return RESPST_DONE;
 			r->va = h->reth.va;
 			r->length = h->reth.dma_len;
@@ -682,8 +681,7 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 		f.mr = NULL; /* a zero-length READ names no memory (C9-88); tp_send_pkt
 			     * calls no fill without a payload */
 		if (len > 0) {
-			f.mr = tp_mr_check(qp->pd, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ,
-					   true);
+			f.mr = tp_mr_check(qp->pd, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ);
 			if (f.mr == NULL)
 				return -EFAULT;
 		}

@@ -70,7 +70,6 @@ struct uroce_tp_mr {
 	uint64_t length;
 	unsigned int access;
 	uint32_t key;      /* lkey == rkey: table index << 8 | key byte */
-	bool invalidated;  /* by SEND with Invalidate: the rkey is refused until re-registered */
 	void *ctx;         /* uroce_tp_mr_set_ctx: frames may point here (zero-copy TX) */
 };
 
@@ -272,7 +271,7 @@ void tp_mcast_detach_all(struct uroce_tp_qp *qp);
 uint64_t tp_rand(struct uroce_tp_dev *dev);
 /* The MR behind @key in @pd if [va, va + len) lies inside it and @access is allowed. */
 struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
-				uint64_t len, unsigned int access, bool remote);
+				uint64_t len, unsigned int access);
 /* Appends a completion. A full CQ loses it, raises IBV_EVENT_CQ_ERR (once) and returns
  * false: the caller moves its QP to ERR (IBA 11.4.2.1; rxe does the same). */
 bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc);

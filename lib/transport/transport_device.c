@@ -226,7 +226,7 @@ int uroce_tp_dereg_mr(struct uroce_tp_mr *mr)
 }
 
 struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
-				uint64_t len, unsigned int access, bool remote)
+				uint64_t len, unsigned int access)
 {
 	struct uroce_tp_dev *dev = pd->dev;
 	struct uroce_tp_mr *mr;
@@ -234,7 +234,7 @@ struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t v
 	if ((key >> 8) >= dev->mr_cap)
 		return NULL;
 	mr = dev->mrs[key >> 8];
-	if (mr == NULL || mr->key != key || mr->pd != pd || (remote && mr->invalidated))
+	if (mr == NULL || mr->key != key || mr->pd != pd)
 		return NULL;
 	if ((mr->access & access) != access)
 		return NULL;
@@ -274,7 +274,7 @@ static int sge_walk(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint
 		n = sge[i].length - offset;
 		if (n > len)
 			n = len;
-		mr = tp_mr_check(pd, sge[i].lkey, sge[i].addr + offset, n, access, false);
+		mr = tp_mr_check(pd, sge[i].lkey, sge[i].addr + offset, n, access);
 		if (mr == NULL)
 			return -EFAULT;
 		rc = piece(arg, mr, mr->host + (sge[i].addr + offset - mr->iova), n);
