@@ -269,7 +269,7 @@ static enum resp_state execute(struct resp_ctx *c)
 		qp->resp.rcv_len += p->payload_len;
 	} else if (c->f & UROCE_OPF_WRITE) {
 		if (c->f & UROCE_OPF_FIRST) {
-			qp->resp.wr_mr = c->mr;
+			qp->resp.wr_rkey = h->reth.rkey;
 			qp->resp.wr_va = h->reth.va;
 			qp->resp.wr_resid = h->reth.dma_len;
 			qp->resp.wr_len = h->reth.dma_len;
@@ -278,7 +278,7 @@ static enum resp_state execute(struct resp_ctx *c)
 							     p->payload_len != qp->resp.wr_resid))
 			return bad_request(c);
 		if (p->payload_len) {
-			struct uroce_tp_mr *mr = tp_mr_check(qp->pd, qp->resp.wr_mr->key,
+			struct uroce_tp_mr *mr = tp_mr_check(qp->pd, qp->resp.wr_rkey,
 							     qp->resp.wr_va, p->payload_len,
 							     IBV_ACCESS_REMOTE_WRITE);
 			if (mr == NULL)

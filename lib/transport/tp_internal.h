@@ -173,7 +173,9 @@ struct tp_resp {
 	bool has_rwqe;
 	struct uroce_tp_recv_wqe rwqe;
 	uint32_t rcv_len;    /* bytes received into rwqe */
-	struct uroce_tp_mr *wr_mr; /* RDMA WRITE target */
+	/* RDMA WRITE target, by its key: looked up again for each packet, since the MR may
+	 * be deregistered between two packets of one message (a pointer would dangle). */
+	uint32_t wr_rkey;
 	uint64_t wr_va;
 	uint32_t wr_resid;
 	uint32_t wr_len;     /* DMA length of the WRITE in progress */

@@ -391,6 +391,47 @@ Test(status, send_with_inv_cannot_revoke_a_registered_mr)
 	env_fini(&e);
 }
 
+/* An MR deregistered between two packets of one WRITE: the responder looks the target up
+ * again by its key for each packet (it once kept a pointer, and read the freed MR for the
+ * next packet: ASan, in CI's second build, would say so). The rest of the WRITE is refused
+ * with NAK Remote Access Error and lands nowhere. */
+Test(status, write_target_deregistered_mid_message)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_wire_hdr h;
+	struct uroce_tp_mr *t;
+	uint8_t payload[1024];
+	uint32_t rkey;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	memset(hp(&e, 1, 8192), 0xee, 4096);
+	t = uroce_tp_reg_mr(e.pd[1], va(&e, 1, 8192), hp(&e, 1, 8192), 4096,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	uroce_tp_mr_keys(t, NULL, &rkey);
+	memset(payload, 0x11, sizeof(payload));
+	uroce_wire_hdr_init(&h, 4, OPC(RC, WRITE_FIRST));
+	h.bth.psn = o.psn_a;
+	h.reth.va = va(&e, 1, 8192);
+	h.reth.rkey = rkey;
+	h.reth.dma_len = 2 * sizeof(payload);
+	inject(&e, &h, payload, sizeof(payload));
+	cr_assert(all_bytes(hp(&e, 1, 8192), sizeof(payload), 0x11), "the first packet landed");
+	cr_assert_eq(uroce_tp_dereg_mr(t), 0);
+	uroce_wire_hdr_init(&h, 4, OPC(RC, WRITE_LAST));
+	h.bth.psn = uroce_psn_add(o.psn_a, 1);
+	h.bth.ack_req = true;
+	memset(payload, 0x22, sizeof(payload));
+	inject(&e, &h, payload, sizeof(payload));
+	run_for(&e, 1 * MS);
+	cr_assert_eq(nacks(1, UROCE_AETH_NAK, UROCE_NAK_REM_ACCESS_ERR), 1);
+	cr_assert(all_bytes(hp(&e, 1, 8192 + sizeof(payload)), 4096 - sizeof(payload), 0xee),
+		  "the rest landed nowhere");
+	cr_assert_eq(qstate(&e, 1), IBV_QPS_ERR);
+	env_fini(&e);
+}
+
 /* A SEND with Invalidate naming an R_Key the responder cannot invalidate: the receive
  * completes in error (LOC_PROT_ERR) and the requester gets NAK Remote Operational Error
  * at the SEND's PSN (IBA 9.7.5.2: a NAK at a later PSN would acknowledge the SEND). */
