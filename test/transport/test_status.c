@@ -432,6 +432,48 @@ Test(status, write_target_deregistered_mid_message)
 	env_fini(&e);
 }
 
+/* An R_Key is good only on QPs of its MR's own PD (rxe's check_rkey compares them too).
+ * Another tenant's MR on the same device, in its own PD, cannot be reached through a QP
+ * of ours, whatever its key: WRITE and READ both end with NAK Remote Access Error, its
+ * bytes untouched, nothing of it read into ours. */
+Test(status, an_rkey_of_another_pd_is_refused)
+{
+	for (int op = 0; op < 2; op++) {
+		struct env e;
+		struct sim_qp_opts o = default_opts();
+		struct uroce_tp_send_wqe w;
+		struct uroce_tp_pd *other;
+		struct uroce_tp_mr *t;
+		uint8_t before[64];
+		uint32_t rkey;
+
+		env_init(&e);
+		env_pair(&e, IBV_QPT_RC, &o);
+		other = uroce_tp_alloc_pd(e.s.host[1].dev);
+		cr_assert_not_null(other);
+		memset(hp(&e, 1, 8192), 0xee, 4096);
+		t = uroce_tp_reg_mr(other, va(&e, 1, 8192), hp(&e, 1, 8192), 4096,
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					    IBV_ACCESS_REMOTE_READ);
+		cr_assert_not_null(t);
+		uroce_tp_mr_keys(t, NULL, &rkey);
+		fill(hp(&e, 0, 0), 64, 4);
+		memcpy(before, hp(&e, 0, 0), sizeof(before));
+		w = wr(1, op ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE, va(&e, 0, 0), 64, e.key[0],
+		       true);
+		w.remote_addr = va(&e, 1, 8192);
+		w.rkey = rkey;
+		post(&e, 0, &w);
+		expect_nak(&e, &o, 1, IBV_WC_REM_ACCESS_ERR, UROCE_NAK_REM_ACCESS_ERR, o.psn_a);
+		cr_assert(all_bytes(hp(&e, 1, 8192), 4096, 0xee), "the other PD's MR untouched");
+		cr_assert_eq(memcmp(hp(&e, 0, 0), before, sizeof(before)), 0,
+			     "nothing of it read into ours");
+		cr_assert_eq(uroce_tp_dereg_mr(t), 0);
+		cr_assert_eq(uroce_tp_dealloc_pd(other), 0);
+		env_fini(&e);
+	}
+}
+
 /* A SEND with Invalidate naming an R_Key the responder cannot invalidate: the receive
  * completes in error (LOC_PROT_ERR) and the requester gets NAK Remote Operational Error
  * at the SEND's PSN (IBA 9.7.5.2: a NAK at a later PSN would acknowledge the SEND). */
