@@ -145,14 +145,18 @@ struct uroce_conf {
 		char admin_group[UROCE_CONF_NAME_LEN];  /**< "": root only administers */
 		uint32_t max_clients;
 	} control;
-	/** Per user (uid), over all of the user's connections; 0: no limit. Objects beyond
-	 *  a limit are refused with EAGAIN (as the rdma cgroup controller), bytes with
-	 *  ENOMEM (as RLIMIT_MEMLOCK). */
+	/** Per user (uid), over all of the user's connections, and (client_*) per
+	 *  connection within that; 0: no limit. Objects beyond a limit are refused with
+	 *  EAGAIN (as the rdma cgroup controller), bytes with ENOMEM (as RLIMIT_MEMLOCK). */
 	struct {
 		uint32_t clients;
 		uint32_t pds, mrs;
 		uint64_t mr_bytes;
 		uint32_t regions, channels, cqs, srqs, qps, ahs, cm_ids;
+		uint32_t client_pds, client_mrs;
+		uint64_t client_mr_bytes;
+		uint32_t client_regions, client_channels, client_cqs, client_srqs, client_qps,
+			client_ahs, client_cm_ids;
 	} limits;
 	struct {
 		uint32_t ack_coalesce;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What one user may hold: the [limits] of uroced.conf, per uid over all of the user's
- * connections, and the registered bytes each process may pin (its RLIMIT_MEMLOCK, as
- * the kernel's ib_umem_get() charges them).
+ * connections and (client_*) per connection within that, and the registered bytes each
+ * process may pin (its RLIMIT_MEMLOCK, as the kernel's ib_umem_get() charges them).
  *
  * The daemon is root and its memory, descriptors and poll loop are every tenant's: without
  * limits one user's QPs, memory files or pinned pages would starve the others. The
@@ -19,33 +19,35 @@
 
 #include "rnic_internal.h"
 
-/* [limits] for objects of @p type; 0: none. */
-static uint64_t limit_of(const struct uroce_conf *conf, enum rnic_obj_type type)
+/* [limits] for objects of @p type, per user (or, @p per_client, per connection); 0: none. */
+static uint64_t limit_of(const struct uroce_conf *conf, enum rnic_obj_type type, bool per_client)
 {
+#define LIMIT(n) (per_client ? conf->limits.client_##n : conf->limits.n)
 	switch (type) {
 	case RNIC_OBJ_PD:
-		return conf->limits.pds;
+		return LIMIT(pds);
 	case RNIC_OBJ_REGION:
-		return conf->limits.regions;
+		return LIMIT(regions);
 	case RNIC_OBJ_MR:
-		return conf->limits.mrs;
+		return LIMIT(mrs);
 	case RNIC_OBJ_CHANNEL:
 	case RNIC_OBJ_CM_CHANNEL:
-		return conf->limits.channels;
+		return LIMIT(channels);
 	case RNIC_OBJ_CQ:
-		return conf->limits.cqs;
+		return LIMIT(cqs);
 	case RNIC_OBJ_SRQ:
-		return conf->limits.srqs;
+		return LIMIT(srqs);
 	case RNIC_OBJ_QP:
-		return conf->limits.qps;
+		return LIMIT(qps);
 	case RNIC_OBJ_AH:
-		return conf->limits.ahs;
+		return LIMIT(ahs);
 	case RNIC_OBJ_CM_ID:
-		return conf->limits.cm_ids;
+		return LIMIT(cm_ids);
 	case RNIC_OBJ_FREE:
 	case RNIC_OBJ_TYPES:
 		break;
 	}
+#undef LIMIT
 	return 0;
 }
 
@@ -68,16 +70,24 @@ static void refused(struct uroce_rnic_client *c, const char *what, uint64_t limi
 int rnic_limit_object(struct uroce_rnic_client *c, enum rnic_obj_type type)
 {
 	const struct uroce_rnic_client *o;
-	uint64_t limit = limit_of(&c->rnic->conf, type), held = 0;
+	uint64_t limit, held = 0;
 
-	if (!limit || c->admin)
+	if (c->admin)
+		return 0;
+	limit = limit_of(&c->rnic->conf, type, true);
+	if (limit && held_of(c, type) >= limit) {
+		refused(c, "objects of the connection", limit);
+		return -EAGAIN;
+	}
+	limit = limit_of(&c->rnic->conf, type, false);
+	if (!limit)
 		return 0;
 	for (o = c->rnic->clients; o; o = o->next)
 		if (o->uid == c->uid)
 			held += held_of(o, type);
 	if (held < limit)
 		return 0;
-	refused(c, "objects", limit);
+	refused(c, "objects of the user", limit);
 	return -EAGAIN;
 }
 
@@ -108,6 +118,11 @@ int rnic_limit_pin(struct uroce_rnic_client *c, uint64_t bytes)
 			user += o->pinned;
 		if (o->pid == c->pid)
 			process += o->pinned;
+	}
+	limit = nic->conf.limits.client_mr_bytes;
+	if (limit && !c->admin && (bytes > limit || c->pinned > limit - bytes)) {
+		refused(c, "registered bytes (limits.client_mr_bytes)", limit);
+		return -ENOMEM;
 	}
 	limit = nic->conf.limits.mr_bytes;
 	if (limit && !c->admin && (bytes > limit || user > limit - bytes)) {

@@ -2755,6 +2755,7 @@ Test(cq_wait, block_sleeps_until_a_completion_on_this_or_another_cq)
  * exempt, as from the rdma cgroup controller.
  */
 #define LIMIT_QPS 4
+#define LIMIT_CLIENT_QPS 3
 #define LIMIT_MR_BYTES (256 * 1024)
 #define LIMIT_CLIENTS 3
 #define UID_A 61001
@@ -2769,8 +2770,8 @@ static void limits_init(void)
 		cr_skip_test("the limits are the daemon's");
 	snprintf(set, sizeof(set),
 		 "lcore.idle_yield_us=2 control.socket_mode=0666 limits.qps=%d "
-		 "limits.mr_bytes=%d limits.clients=%d",
-		 LIMIT_QPS, LIMIT_MR_BYTES, LIMIT_CLIENTS);
+		 "limits.client_qps=%d limits.mr_bytes=%d limits.clients=%d",
+		 LIMIT_QPS, LIMIT_CLIENT_QPS, LIMIT_MR_BYTES, LIMIT_CLIENTS);
 	if (vfx_daemon_start(&dmn, IPV4, set, why, sizeof(why)) != 0)
 		cr_assert_fail("no uroced: %s", why);
 	open_ctx();
@@ -2910,12 +2911,14 @@ Test(limits, a_user_at_its_qp_limit_gets_eagain_and_others_are_served)
 	struct ibv_qp *mine[LIMIT_QPS + 1];
 	struct ibv_cq *cq;
 
+	/* A connection holds at most limits.client_qps, ... */
 	user_start(&a1, UID_A, RLIM_INFINITY, child_qps_until_refused);
-	cr_assert_eq(a1.rep.made, LIMIT_QPS, "user A made %d QPs", a1.rep.made);
+	cr_assert_eq(a1.rep.made, LIMIT_CLIENT_QPS, "user A made %d QPs", a1.rep.made);
 	cr_assert_eq(a1.rep.err, EAGAIN, "then: %s", strerror(a1.rep.err));
-	/* Per user: a second process of A is at the limit from its first QP. */
+	/* ... and all of a user's connections limits.qps: A's second process gets the rest. */
 	user_start(&a2, UID_A, RLIM_INFINITY, child_qps_until_refused);
-	cr_assert_eq(a2.rep.made, 0, "A's second process made %d QPs", a2.rep.made);
+	cr_assert_eq(a2.rep.made, LIMIT_QPS - LIMIT_CLIENT_QPS, "A's second process made %d QPs",
+		     a2.rep.made);
 	cr_assert_eq(a2.rep.err, EAGAIN, "%s", strerror(a2.rep.err));
 	/* Another user connects two QPs and passes traffic while A holds its limit. */
 	user_start(&b, UID_B, RLIM_INFINITY, child_pingpong_reported);
@@ -2934,7 +2937,8 @@ Test(limits, a_user_at_its_qp_limit_gets_eagain_and_others_are_served)
 	cr_assert_eq(user_done(&a1), 0);
 	cr_assert_eq(user_done(&a2), 0);
 	user_start(&a3, UID_A, RLIM_INFINITY, child_qps_until_refused);
-	cr_assert_eq(a3.rep.made, LIMIT_QPS, "after A's processes went: %d QPs", a3.rep.made);
+	cr_assert_eq(a3.rep.made, LIMIT_CLIENT_QPS, "after A's processes went: %d QPs",
+		     a3.rep.made);
 	cr_assert_eq(user_done(&a3), 0);
 }
 
