@@ -2,12 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # MPI over UCX over two uroced joined by a veth pair, unmodified from Debian: Open MPI 4.1
 # (openmpi-bin, `--mca pml ucx`) or MPICH 4.0 (mpich, whose ch4 device is built on UCX).
-# Two ranks, each on its own daemon (a wrapper sets UROCE_SOCKET by rank: the launcher
-# starts both here, without ssh), run test/eco/mpi_check.c: a ping-pong of 100 sizes up
-# to 1 MiB, an allreduce and an alltoall of $ECO_ALLTOALL bytes (default 1 GiB), every
-# byte checked. Same-host transports are excluded (UCX_TLS=^shm,cma,tcp; for Open MPI no
-# vader/tcp BTL either): both ranks run on this machine, and the bytes must cross uroce,
-# which the daemons' counters confirm.
+# Two hosts as a cluster has them: each daemon in its network namespace with its kernel
+# interface (host.kernel_iface), so the launcher's TCP and the RDMA device share an
+# address. The launcher runs on host A (10.80.0.1) and starts rank 1 on host B through a
+# remote shell that is a helper entering B's namespace (Open MPI's plm_rsh_agent, Hydra's
+# -launcher-exec), its daemon calling back over TCP through the daemons. Each rank uses
+# the daemon of the namespace it runs in. They run test/eco/mpi_check.c: a ping-pong of 100
+# sizes up to 1 MiB, an allreduce and an alltoall of $ECO_ALLTOALL bytes (default 1 GiB),
+# every byte checked. Same-host transports are excluded (UCX_TLS=^shm,cma,tcp; for Open
+# MPI no vader/tcp BTL either): the bytes must cross uroce, and both daemons' counters
+# must show it (two ranks on one daemon would show on one only).
 #
 #   test/eco/mpi.sh openmpi|mpich   (root; $UROCED, $UROCE_XFER, $UROCE_CLI,
 #                                    $UROCE_VERBS_LIBDIR)
@@ -20,11 +24,11 @@ set -u
 mpi=${1:-}
 case $mpi in
 openmpi)
-	MPICC=mpicc.openmpi RUN=mpirun.openmpi RANK_VAR=OMPI_COMM_WORLD_RANK
+	MPICC=mpicc.openmpi RUN=mpirun.openmpi
 	PKGS="openmpi-bin libopenmpi-dev"
 	;;
 mpich)
-	MPICC=mpicc.mpich RUN=mpirun.mpich RANK_VAR=PMI_RANK PKGS="mpich libmpich-dev"
+	MPICC=mpicc.mpich RUN=mpirun.mpich PKGS="mpich libmpich-dev"
 	;;
 *)
 	echo "usage: $0 openmpi|mpich" >&2
@@ -49,31 +53,58 @@ for kv in ${ECO_DAEMON_SETS:-}; do
 done
 it_veth_pair 1500 || exit 1
 it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A" 1500),framecnt=8192" 10.80.0.1 1500 \
-	"${sets[@]}" || exit 1
+	--set host.kernel_iface=uroce0 "${sets[@]}" || exit 1
 it_daemon B "$IT_NS_B" "$(it_af_packet_vdev "$IT_IF_B" 1500),framecnt=8192" 10.80.0.2 1500 \
-	"${sets[@]}" || exit 1
+	--set host.kernel_iface=uroce0 "${sets[@]}" || exit 1
+# The remote shell: HOST COMMAND..., run in that host's namespace (what ssh would do).
+cat >"$IT_DIR/agent.sh" <<EOF
+#!/bin/sh
+host=\$1
+shift
+case \$host in
+10.80.0.1) ns=$IT_NS_A ;;
+10.80.0.2) ns=$IT_NS_B ;;
+*) echo "agent.sh: no host \$host here" >&2; exit 1 ;;
+esac
+echo "\$host" >>"$IT_DIR/agent.log"
+exec ip netns exec "\$ns" sh -c "\$*"
+EOF
+# Each rank on the daemon of its namespace: a launcher may pass its own UROCE_SOCKET on
+# (Hydra does), and the socket, a path, is reachable from any namespace.
 cat >"$IT_DIR/rank.sh" <<EOF
 #!/bin/sh
-# rank 0 on daemon A, rank 1 on daemon B
-if [ "\${$RANK_VAR:-0}" = 0 ]; then UROCE_SOCKET=$(it_sock A); else UROCE_SOCKET=$(it_sock B); fi
+case \$(ip netns identify \$\$) in
+$IT_NS_A) UROCE_SOCKET=$(it_sock A) ;;
+$IT_NS_B) UROCE_SOCKET=$(it_sock B) ;;
+*) echo "rank.sh: not in a daemon's namespace" >&2; exit 1 ;;
+esac
 export UROCE_SOCKET LD_LIBRARY_PATH=$UROCE_VERBS_LIBDIR
 exec "\$@"
 EOF
-chmod +x "$IT_DIR/rank.sh"
+chmod +x "$IT_DIR/agent.sh" "$IT_DIR/rank.sh"
 
-sent0=$(it_stat "$(it_sock A)" sent_pkts)
+sent0_a=$(it_stat "$(it_sock A)" sent_pkts)
+sent0_b=$(it_stat "$(it_sock B)" sent_pkts)
 t0=$(date +%s)
 if [ "$mpi" = openmpi ]; then
-	launch=("$RUN" --allow-run-as-root --oversubscribe -np 2 --mca pml ucx
-		--mca btl ^vader,tcp,openib,uct -x UCX_TLS=^shm,cma,tcp -x UCX_NET_DEVICES=uroce0:1)
+	# --bind-to none: each "host" would bind its one rank to its first core, and the
+	# two hosts are one machine: both ranks would spin on core 0.
+	launch=("$RUN" --allow-run-as-root --host 10.80.0.1,10.80.0.2 -np 2 --bind-to none
+		--mca plm_rsh_agent "$IT_DIR/agent.sh" --mca oob_tcp_if_include uroce0
+		--mca pml ucx --mca btl ^vader,tcp,openib,uct
+		-x UCX_TLS=^shm,cma,tcp -x UCX_NET_DEVICES=uroce0:1)
 else
-	launch=("$RUN" -np 2 -genv UCX_TLS '^shm,cma,tcp' -genv UCX_NET_DEVICES uroce0:1)
+	launch=("$RUN" -hosts 10.80.0.1,10.80.0.2 -np 2 -launcher rsh
+		-launcher-exec "$IT_DIR/agent.sh" -iface uroce0
+		-genv UCX_TLS '^shm,cma,tcp' -genv UCX_NET_DEVICES uroce0:1)
 fi
-timeout -k 5 480 "${launch[@]}" "$IT_DIR/rank.sh" "$IT_DIR/mpi_check" "$ALLTOALL" \
-	>"$IT_DIR/mpi.out" 2>&1
+ip netns exec "$IT_NS_A" timeout -k 5 480 "${launch[@]}" "$IT_DIR/rank.sh" \
+	"$IT_DIR/mpi_check" "$ALLTOALL" >"$IT_DIR/mpi.out" 2>&1
 rc=$?
 secs=$(($(date +%s) - t0))
-sent=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0))
+sent_a=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0_a))
+sent_b=$(($(it_stat "$(it_sock B)" sent_pkts) - sent0_b))
+sent=$((sent_a < sent_b ? sent_a : sent_b))
 # The alltoall alone moves ALLTOALL/2 bytes each way: at least that many 1 KiB packets.
 want=$((ALLTOALL / 2 / 1024))
 for d in A B; do
@@ -82,12 +113,14 @@ for d in A B; do
 		"completer_retry_err $(it_stat "$(it_sock $d)" completer_retry_err)" \
 		"fault.rx.dropped $(it_stat "$(it_sock $d)" fault.rx.dropped)"
 done
-if [ "$rc" -eq 0 ] && grep -q '^mpi_check: ok' "$IT_DIR/mpi.out" && [ "$sent" -ge "$want" ]; then
-	it_log "PASS $(grep '^mpi_check:' "$IT_DIR/mpi.out") in $secs s;" \
-		"rank 0's daemon sent $sent packets"
+remote=$(grep -c '^10.80.0.2$' "$IT_DIR/agent.log" 2>/dev/null)
+if [ "$rc" -eq 0 ] && grep -q '^mpi_check: ok' "$IT_DIR/mpi.out" && [ "$sent" -ge "$want" ] &&
+	[ "${remote:-0}" -ge 1 ]; then
+	it_log "PASS $(grep '^mpi_check:' "$IT_DIR/mpi.out") in $secs s; rank 1 started on" \
+		"host B through the remote shell; the daemons sent $sent_a and $sent_b packets"
 	exit 0
 fi
-it_log "FAIL mpirun exit $rc after $secs s, $sent packets sent by rank 0's daemon" \
-	"(want $want or more):"
+it_log "FAIL mpirun exit $rc after $secs s; the daemons sent $sent_a and $sent_b packets" \
+	"(want $want or more each); remote shell to host B used ${remote:-0} time(s):"
 grep -v '^ *\[[0-9]*\] \|^ *[0-9]* ' "$IT_DIR/mpi.out" | tail -n 20
 exit 1
