@@ -160,6 +160,14 @@ pair() {
 				"packets (want >= $n)"
 			tail -n 8 "$IT_DIR/ours.out" | sed 's/^/    us:  /'
 			vmx exec -- "tail -n 8 /tmp/job.out" 2>&1 | sed 's/^/    rxe: /'
+			# How far the connections got, on each side: our CM's counters (REJs,
+			# retries, timeouts, refused paths) and the transport's retry counters;
+			# rxe's own, from its hardware counters.
+			echo "    us:  $(it_stats_prefix "$S" cm. | awk '$2 != 0 { printf "%s %s ", $1, $2 }')"
+			echo "    us:  $("$UROCE_CLI" -S "$S" stat 2>/dev/null |
+				awk '$1 ~ /retry|seq_err|rnr|wrong|bad/ && $2 != 0 { printf "%s %s ", $1, $2 }')"
+			vmx exec -- "grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null | grep -v ':0\$' | tr '\n' ' '" 2>&1 |
+				sed 's/^/    rxe: /'
 			IT_FAILS=$((IT_FAILS + 1))
 		fi
 	done
