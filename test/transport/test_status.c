@@ -346,6 +346,20 @@ Test(status, rem_access_stale_rkey)
 	env_fini(&e);
 }
 
+/* An MR over host 1's bytes [8192, 12288), filled with 0xee, in @p pd with @p access; its
+ * rkey in *@p rkey. */
+static struct uroce_tp_mr *mr_at_8k(struct env *e, struct uroce_tp_pd *pd, unsigned int access,
+				    uint32_t *rkey)
+{
+	struct uroce_tp_mr *t;
+
+	memset(hp(e, 1, 8192), 0xee, 4096);
+	t = uroce_tp_reg_mr(pd, va(e, 1, 8192), hp(e, 1, 8192), 4096, access);
+	cr_assert_not_null(t);
+	uroce_tp_mr_keys(t, NULL, rkey);
+	return t;
+}
+
 /* IBA 10.6.7.2.2: SEND with Invalidate may revoke a type 2 memory window or a
  * fast-registered MR only, never an MR its owner registered (mlx5 and rxe refuse it).
  * Once any MR of the PD could be revoked by the peer. Refused as an unknown R_Key is
@@ -357,15 +371,11 @@ Test(status, send_with_inv_cannot_revoke_a_registered_mr)
 	struct sim_qp_opts o = default_opts();
 	struct uroce_tp_send_wqe w;
 	struct uroce_tp_qp *q0, *q1;
-	struct uroce_tp_mr *t;
 	uint32_t rkey;
 
 	env_init(&e);
 	env_pair(&e, IBV_QPT_RC, &o);
-	memset(hp(&e, 1, 8192), 0xee, 4096);
-	t = uroce_tp_reg_mr(e.pd[1], va(&e, 1, 8192), hp(&e, 1, 8192), 4096,
-			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	uroce_tp_mr_keys(t, NULL, &rkey);
+	mr_at_8k(&e, e.pd[1], IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &rkey);
 	post_recv(&e, 1, 9, 0, 1024);
 	w = wr(1, IBV_WR_SEND_WITH_INV, va(&e, 0, 0), 16, e.key[0], true);
 	w.invalidate_rkey = rkey;
@@ -406,10 +416,7 @@ Test(status, write_target_deregistered_mid_message)
 
 	env_init(&e);
 	env_pair(&e, IBV_QPT_RC, &o);
-	memset(hp(&e, 1, 8192), 0xee, 4096);
-	t = uroce_tp_reg_mr(e.pd[1], va(&e, 1, 8192), hp(&e, 1, 8192), 4096,
-			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	uroce_tp_mr_keys(t, NULL, &rkey);
+	t = mr_at_8k(&e, e.pd[1], IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &rkey);
 	memset(payload, 0x11, sizeof(payload));
 	uroce_wire_hdr_init(&h, 4, OPC(RC, WRITE_FIRST));
 	h.bth.psn = o.psn_a;
@@ -451,12 +458,10 @@ Test(status, an_rkey_of_another_pd_is_refused)
 		env_pair(&e, IBV_QPT_RC, &o);
 		other = uroce_tp_alloc_pd(e.s.host[1].dev);
 		cr_assert_not_null(other);
-		memset(hp(&e, 1, 8192), 0xee, 4096);
-		t = uroce_tp_reg_mr(other, va(&e, 1, 8192), hp(&e, 1, 8192), 4096,
-				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					    IBV_ACCESS_REMOTE_READ);
-		cr_assert_not_null(t);
-		uroce_tp_mr_keys(t, NULL, &rkey);
+		t = mr_at_8k(&e, other,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_READ,
+			     &rkey);
 		fill(hp(&e, 0, 0), 64, 4);
 		memcpy(before, hp(&e, 0, 0), sizeof(before));
 		w = wr(1, op ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE, va(&e, 0, 0), 64, e.key[0],
