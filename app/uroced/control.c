@@ -8,7 +8,9 @@
  * -EINVAL (or -EPROTO for another version) and drops the connection, so a hostile or
  * broken client can neither crash the daemon nor leave it half-understanding a stream.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -524,16 +527,68 @@ static int socket_dir_check(char *dir, size_t size)
 	return 0;
 }
 
+/* Whether @p st is a node of a daemon's: /dev/null's numbers (uroce_ctrl.h). */
+static bool devnode_is_ours(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) &&
+	       st->st_rdev == makedev(UROCE_CTRL_DEVNODE_MAJOR, UROCE_CTRL_DEVNODE_MINOR);
+}
+
+/*
+ * Removes the nodes that daemons killed before they could remove theirs left behind (a
+ * SIGKILL, a crash): a running daemon holds an exclusive flock on its node for its
+ * whole life, so a node named uverbs-<16 hex> with /dev/null's numbers whose lock can
+ * be taken belongs to nobody. Middleware that lists /dev/infiniband would otherwise
+ * meet more and more devices that no daemon serves. The lock is taken on an open
+ * descriptor and the name is unlinked only if it still names that inode, so a node a
+ * daemon makes meanwhile (under another name, renamed over this one) stays.
+ */
+static void devnode_sweep(void)
+{
+	struct dirent *de;
+	unsigned removed = 0;
+	DIR *dir;
+
+	dir = opendir(UROCE_CTRL_DEVNODE_DIR);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		char path[sizeof(UROCE_CTRL_DEVNODE_DIR) + sizeof(de->d_name)];
+		struct stat st, held;
+		int fd;
+
+		if (strncmp(de->d_name, "uverbs-", 7) != 0 ||
+		    strspn(de->d_name + 7, "0123456789abcdef") != 16 || de->d_name[23])
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", UROCE_CTRL_DEVNODE_DIR, de->d_name);
+		if (strcmp(path, uroced.devnode) == 0 || lstat(path, &st) != 0 ||
+		    !devnode_is_ours(&st))
+			continue;
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &held) == 0 &&
+		    lstat(path, &st) == 0 && st.st_ino == held.st_ino && unlink(path) == 0)
+			removed++;
+		close(fd); /* drops the lock */
+	}
+	closedir(dir);
+	if (removed)
+		UROCED_INFO("removed %u device node(s) of daemons that were killed", removed);
+}
+
 /*
  * Makes the device node (uroce_ctrl.h) with the socket's mode and group: who may use the
  * device may open it, as udev's rules give /dev/infiniband/uverbsN the group of RDMA
- * users. A node of the same name left by a daemon that was killed is replaced. Without
- * it only middleware that looks for the node misses the device, so a failure (a
- * read-only /dev, no CAP_MKNOD) is a warning.
+ * users. It is made under a temporary name, locked (devnode_sweep), and renamed into
+ * place, so its name never shows a node without its lock; a node of the same name left
+ * by a daemon that was killed is replaced by the rename. Without it only middleware
+ * that looks for the node misses the device, so a failure (a read-only /dev, no
+ * CAP_MKNOD) is a warning.
  */
 static void devnode_create(void)
 {
-	char name[UROCE_CTRL_DEVNODE_NAME_MAX];
+	char name[UROCE_CTRL_DEVNODE_NAME_MAX], tmp[sizeof(uroced.devnode) + 4];
 	mode_t mode = (mode_t)uroced.conf.control.socket_mode & 0666;
 	struct birth_identity saved;
 	struct stat st;
@@ -542,47 +597,58 @@ static void devnode_create(void)
 
 	uroce_ctrl_devnode_name(uroce_rnic_node_guid(uroced.rnic), name);
 	snprintf(uroced.devnode, sizeof(uroced.devnode), "%s/%s", UROCE_CTRL_DEVNODE_DIR, name);
+	snprintf(tmp, sizeof(tmp), "%s.new", uroced.devnode);
 	what = "mkdir " UROCE_CTRL_DEVNODE_DIR;
 	if (mkdir(UROCE_CTRL_DEVNODE_DIR, 0755) != 0 && errno != EEXIST)
 		goto fail;
-	what = "unlink the old node";
-	if (lstat(uroced.devnode, &st) == 0) {
-		if (!S_ISCHR(st.st_mode) ||
-		    st.st_rdev != makedev(UROCE_CTRL_DEVNODE_MAJOR, UROCE_CTRL_DEVNODE_MINOR)) {
-			/* Not one of ours: leave it alone. */
-			errno = EEXIST;
-			goto fail;
-		}
-		if (unlink(uroced.devnode) != 0)
-			goto fail;
+	what = "look at the old node";
+	if (lstat(uroced.devnode, &st) == 0 && !devnode_is_ours(&st)) {
+		errno = EEXIST; /* not one of ours: leave it alone */
+		goto fail;
 	}
+	unlink(tmp); /* one a daemon killed at this very step left */
 	what = "setegid to the socket's group";
 	if (birth_identity_enter(mode, &saved) != 0)
 		goto fail;
 	what = "mknod";
-	rc = mknod(uroced.devnode, S_IFCHR | mode,
+	rc = mknod(tmp, S_IFCHR | mode,
 		   makedev(UROCE_CTRL_DEVNODE_MAJOR, UROCE_CTRL_DEVNODE_MINOR));
 	birth_identity_leave(&saved);
 	if (rc != 0)
 		goto fail;
 	what = "check";
-	if (birth_check(uroced.devnode, S_IFCHR, mode) != 0 || lstat(uroced.devnode, &st) != 0) {
-		unlink(uroced.devnode);
+	if (birth_check(tmp, S_IFCHR, mode) != 0) {
 		errno = EPERM;
-		goto fail;
+		goto fail_unlink;
 	}
+	what = "lock";
+	uroced.devnode_fd = open(tmp, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (uroced.devnode_fd < 0 || flock(uroced.devnode_fd, LOCK_EX | LOCK_NB) != 0 ||
+	    fstat(uroced.devnode_fd, &st) != 0)
+		goto fail_unlink;
+	what = "rename";
+	if (rename(tmp, uroced.devnode) != 0)
+		goto fail_unlink;
 	uroced.devnode_ino = st.st_ino;
 	UROCED_INFO("device node %s", uroced.devnode);
+	devnode_sweep();
 	return;
+fail_unlink:
+	rc = errno;
+	unlink(tmp);
+	errno = rc;
 fail:
 	UROCED_WARN("device node %s: %s: %s (middleware that looks for it, such as UCX, "
 		    "will not see the device)",
 		    uroced.devnode, what, strerror(errno));
+	if (uroced.devnode_fd >= 0)
+		close(uroced.devnode_fd);
+	uroced.devnode_fd = -1;
 	uroced.devnode[0] = '\0';
 }
 
 /* Removes the node if it is still the one devnode_create made (a daemon of the same
- * GUID started since may have replaced it). */
+ * GUID started since may have replaced it), then drops its lock. */
 static void devnode_remove(void)
 {
 	struct stat st;
@@ -590,6 +656,9 @@ static void devnode_remove(void)
 	if (uroced.devnode[0] && lstat(uroced.devnode, &st) == 0 &&
 	    st.st_ino == uroced.devnode_ino)
 		unlink(uroced.devnode);
+	if (uroced.devnode_fd >= 0)
+		close(uroced.devnode_fd);
+	uroced.devnode_fd = -1;
 	uroced.devnode[0] = '\0';
 }
 

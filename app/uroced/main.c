@@ -22,7 +22,7 @@
 
 #include "uroced.h"
 
-struct uroced uroced = {.listen_fd = -1, .epfd = -1};
+struct uroced uroced = {.listen_fd = -1, .epfd = -1, .devnode_fd = -1};
 RTE_LOG_REGISTER(uroced_logtype_daemon, uroced, INFO);
 RTE_LOG_REGISTER(uroced_logtype_rnic, uroced.rnic, INFO);
 

@@ -132,9 +132,11 @@ struct uroced {
 	/* control.socket with its folder's symlinks resolved: the name made and removed. */
 	char socket_path[108];
 	/* The device node made for middleware (uroce_ctrl.h), and its inode: removed at
-	 * exit only if it is still the one this daemon made. Empty: none. */
+	 * exit only if it is still the one this daemon made. Empty: none. devnode_fd holds
+	 * its flock while the daemon lives (control.c, devnode_sweep); -1: none. */
 	char devnode[sizeof(UROCE_CTRL_DEVNODE_DIR) + UROCE_CTRL_DEVNODE_NAME_MAX];
 	ino_t devnode_ino;
+	int devnode_fd;
 	uint8_t mac[6];
 
 	uint64_t now_ns; /* the clock of this poll turn */

@@ -189,6 +189,31 @@ it_stop_daemon N
 it_check "the node is gone when the daemon stops" test ! -e "$node"
 it_check "the first daemon's stays" test -c "$node_a"
 
+# A daemon killed before it could remove its node (SIGKILL, a crash) leaves it behind,
+# and middleware would list a device nobody serves: the next daemon to start removes
+# every node no live daemon holds (each holds a lock on its own), and no other.
+it_daemon K "" "--vdev=net_null0,no-rx=1" 10.77.9.5 1500 || exit 1
+node_k=$(sed -n 's|^uroced: info: device node ||p' "$IT_DIR/K.log" | head -n 1)
+kill -KILL "$IT_PID_K"
+it_reap "$IT_PID_K"
+IT_PID_K=
+it_check "a killed daemon leaves its node ($node_k)" test -c "$node_k"
+held=/dev/infiniband/uverbs-00005e00ffff0001
+rm -f "$held"
+mknod -m 0600 "$held" c 1 3
+exec {held_fd}<"$held" # this shell holds the lock, as a live daemon holds its own
+flock -n "$held_fd" || exit 1
+it_daemon N "" "--vdev=net_null0,no-rx=1" 10.77.9.2 1500 || exit 1
+it_check "the next daemon removed it ($(grep -c 'device node(s) of daemons that were killed' \
+	"$IT_DIR/N.log") sweep logged)" test ! -e "$node_k"
+it_check "a node whose lock is held stays" test -c "$held"
+it_check "so does the first daemon's" test -c "$node_a"
+it_check "and the new daemon's own" test -c "$(sed -n 's|^uroced: info: device node ||p' \
+	"$IT_DIR/N.log" | head -n 1)"
+exec {held_fd}<&-
+rm -f "$held"
+it_stop_daemon N
+
 # ---- the socket's folder ----------------------------------------------------------------
 # Between a bind() and a chown() by name, a user who may write in the folder could put a
 # symlink in the socket's place and be given /etc/shadow: the socket is born with its group
