@@ -292,25 +292,32 @@ static int uv_gid_tbl_len(struct ibv_context *ctx, uint8_t port)
 	return uroce_client_query_port(uv_cl(ctx), port, &a) ? -1 : a.gid_tbl_len;
 }
 
-UV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
-				 unsigned int index, enum uv_gid_type_sysfs *type)
-{
-	int len = uv_gid_tbl_len(context, port_num);
-
-	/* Every GID of uroce is a RoCE v2 GID (IPv4-mapped or IPv6 address of the port). */
-	if (len < 0 || index >= (unsigned int)len) {
-		errno = EINVAL;
-		return -1;
-	}
-	*type = UV_GID_TYPE_SYSFS_ROCE_V2;
-	return 0;
-}
-
 static bool uv_gid_zero(const union ibv_gid *g)
 {
 	static const union ibv_gid zero;
 
 	return memcmp(g, &zero, sizeof(zero)) == 0;
+}
+
+UV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+				 unsigned int index, enum uv_gid_type_sysfs *type)
+{
+	int len = uv_gid_tbl_len(context, port_num);
+	union ibv_gid gid;
+
+	if (len < 0 || index >= (unsigned int)len) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (uroce_client_query_gid(uv_cl(context), port_num, (int)index, &gid) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* Every GID of uroce is a RoCE v2 GID (IPv4-mapped or IPv6 address of the port); an
+	 * empty entry has no type, and rdma-core answers IB/RoCE v1 for it (ibv_query_gid_ex
+	 * says ENODATA there), as programs written before GID types expect. */
+	*type = uv_gid_zero(&gid) ? UV_GID_TYPE_SYSFS_IB_ROCE_V1 : UV_GID_TYPE_SYSFS_ROCE_V2;
+	return 0;
 }
 
 /* One entry, written as @p entry_size bytes (the caller's struct ibv_gid_entry; a

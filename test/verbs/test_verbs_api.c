@@ -37,6 +37,10 @@
 #include "uroce_wire.h"
 #include "verbs_fixture.h"
 
+/* driver.h's (libibverbs exports it; verbs.h does not declare it): 0 IB/RoCE v1, 1 RoCE v2. */
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       int *type);
+
 #define IPV4 "10.9.1.1"
 #define WAIT_MS 5000
 #define QKEY 0x11111111u
@@ -628,6 +632,21 @@ Test(verbs, device_list_and_queries)
 		}
 	}
 	cr_assert(found, "GID %d not in ibv_query_gid_table", gidx);
+	/* ibv_query_gid_type (driver.h, what ibv_devinfo -v prints): RoCE v2 for a used
+	 * entry; an empty one has no type and rdma-core answers IB/RoCE v1 for it. */
+	{
+		int type = -1, empty = -1;
+
+		cr_assert_eq(ibv_query_gid_type(ctx, 1, (unsigned int)gidx, &type), 0);
+		cr_assert_eq(type, 1, "GID %d: type %d, not RoCE v2 (1)", gidx, type);
+		for (i = 0; i < pattr.gid_tbl_len && empty < 0; i++)
+			if (ibv_query_gid_ex(ctx, 1, (uint32_t)i, &ge, 0) == ENODATA)
+				empty = (int)i;
+		cr_assert_geq(empty, 0, "no empty entry among %d", pattr.gid_tbl_len);
+		type = -1;
+		cr_assert_eq(ibv_query_gid_type(ctx, 1, (unsigned int)empty, &type), 0);
+		cr_assert_eq(type, 0, "empty GID %d: type %d, not IB/RoCE v1 (0)", empty, type);
+	}
 	/* A table too small for every valid entry: EINVAL (rdma-core). */
 	if (nt > 1) {
 		nt = ibv_query_gid_table(ctx, table, 1, 0);
