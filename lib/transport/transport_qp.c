@@ -67,6 +67,12 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	struct uroce_tp_qp *qp;
 	uint32_t sq_n, rq_n;
 
+	if (init->qp_type == IBV_QPT_RAW_PACKET || init->qp_type == IBV_QPT_XRC_SEND ||
+	    init->qp_type == IBV_QPT_XRC_RECV || init->qp_type == IBV_QPT_DRIVER) {
+		/* Programs and test suites read EOPNOTSUPP as "skip": a known type we lack. */
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC &&
 	     init->qp_type != IBV_QPT_UD) ||
 	    init->send_cq == NULL || init->recv_cq == NULL ||

@@ -373,8 +373,9 @@ struct uroce_tp_qp_init {
 	bool sq_sig_all;
 };
 
-/** @return the QP, or NULL with errno (EINVAL: bad type, capacity over the device
- *  limits, missing CQ; ENOMEM). */
+/** @return the QP, or NULL with errno (EOPNOTSUPP: a type verbs defines that this
+ *  transport has not (raw packet, XRC, driver); EINVAL: any other type but RC, UC and
+ *  UD, capacity over the device limits, missing CQ; ENOMEM). */
 struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_qp_init *init);
 uint32_t uroce_tp_qp_num(const struct uroce_tp_qp *qp);
 enum ibv_qp_state uroce_tp_qp_state(const struct uroce_tp_qp *qp);

@@ -447,9 +447,12 @@ Test(device, create_errors)
 	cr_assert_eq(errno, EINVAL);
 
 	memset(&init, 0, sizeof(init));
-	init.qp_type = IBV_QPT_XRC_SEND;
+	init.qp_type = IBV_QPT_XRC_SEND; /* a type verbs has and we lack */
 	init.send_cq = e.sc[0].cq;
 	init.recv_cq = e.rc[0].cq;
+	cr_assert_null(uroce_tp_create_qp(e.pd[0], &init));
+	cr_assert_eq(errno, EOPNOTSUPP);
+	init.qp_type = (enum ibv_qp_type)77; /* one verbs has not */
 	cr_assert_null(uroce_tp_create_qp(e.pd[0], &init));
 	cr_assert_eq(errno, EINVAL);
 	init.qp_type = IBV_QPT_RC;
