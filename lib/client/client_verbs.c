@@ -117,6 +117,8 @@ out:
 	mr->ibv.handle = rep.mr;
 	mr->ibv.lkey = rep.lkey;
 	mr->ibv.rkey = rep.rkey;
+	mr->iova = iova;
+	mr->access = access;
 	return mr;
 }
 
@@ -127,6 +129,43 @@ int uroce_client_dereg_mr(struct uroce_client_mr *mr)
 	if (rc)
 		return -rc;
 	free(mr);
+	return 0;
+}
+
+int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_client_pd *pd,
+			  void *addr, size_t length, unsigned int access)
+{
+	struct uroce_client_pd *new_pd = (flags & IBV_REREG_MR_CHANGE_PD)
+						 ? pd
+						 : (struct uroce_client_pd *)(void *)mr->ibv.pd;
+	struct uroce_client_mr *fresh;
+	uint64_t iova = mr->iova;
+	int rc;
+
+	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		addr = mr->ibv.addr;
+		length = mr->ibv.length;
+	} else {
+		iova = (uintptr_t)addr;
+	}
+	if (!(flags & IBV_REREG_MR_CHANGE_ACCESS))
+		access = mr->access;
+	fresh = uroce_client_reg_mr_iova(new_pd, addr, length, iova, access);
+	if (!fresh)
+		return -errno;
+	rc = cl_release(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle);
+	if (rc) {
+		/* The old one stays: undo the new one (the daemon frees it at close if this
+		 * fails too). */
+		cl_release(fresh->ctx, UROCE_CTRL_DEREG_MR, fresh->handle);
+		free(fresh);
+		return -rc;
+	}
+	mr->handle = fresh->handle;
+	mr->iova = fresh->iova;
+	mr->access = fresh->access;
+	mr->ibv = fresh->ibv;
+	free(fresh);
 	return 0;
 }
 

@@ -58,6 +58,8 @@ struct uroce_client_mr {
 	struct ibv_mr ibv;
 	struct uroce_client_ctx *ctx;
 	uint32_t handle;
+	uint64_t iova;       /**< what peers and WQEs address: ibv.addr unless reg_mr_iova */
+	unsigned int access; /**< as registered: what a re-registration keeps */
 };
 
 struct uroce_client_channel {
@@ -155,6 +157,16 @@ struct uroce_client_mr *uroce_client_reg_mr_iova(struct uroce_client_pd *pd, voi
 						 size_t length, uint64_t iova,
 						 unsigned int access);
 int uroce_client_dereg_mr(struct uroce_client_mr *mr);
+/**
+ * ibv_rereg_mr: changes what @p flags names (IBV_REREG_MR_CHANGE_TRANSLATION: @p addr and
+ * @p length, addressed from @p addr; _PD: @p pd; _ACCESS: @p access) and keeps the rest.
+ * As the specification's Reregister (a deregistration followed by a registration), the
+ * MR gets new keys; @p mr stays the application's handle. The new registration is made
+ * before the old one goes, so on failure the MR is as it was.
+ * @return 0, or a negative errno (those of reg_mr and dereg_mr); nothing changed.
+ */
+int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_client_pd *pd,
+			  void *addr, size_t length, unsigned int access);
 
 struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx *ctx);
 int uroce_client_destroy_channel(struct uroce_client_channel *ch);

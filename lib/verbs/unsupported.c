@@ -11,15 +11,6 @@
 
 /* ---- public verbs uroce does not offer ------------------------------------------------ */
 
-/* Re-registration: the old MR stays valid ("invalid input" in rdma-core's codes). */
-UV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
-			   size_t length, int access)
-{
-	(void)mr, (void)flags, (void)pd, (void)addr, (void)length, (void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
-}
-
 /* dma-buf memory: there is no device DMA, only shared memory. */
 UV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
 					   uint64_t iova, int fd, int access)

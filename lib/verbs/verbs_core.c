@@ -62,6 +62,37 @@ UV_EXPORT_1_1(ibv_dereg_mr) int ibv_dereg_mr(struct ibv_mr *mr)
 	return uv_err(uroce_client_dereg_mr((struct uroce_client_mr *)(void *)mr));
 }
 
+/* rdma-core's checks and codes: what libibverbs refuses before the device sees it is
+ * IBV_REREG_MR_ERR_INPUT, a refusal by the device IBV_REREG_MR_ERR_CMD, errno set either
+ * way. Here the MR is as it was after either (lib/client registers anew before it lets
+ * the old registration go). */
+UV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+			   size_t length, int access)
+{
+	int rc;
+
+	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (!flags) { /* the kernel's refusal in rdma-core */
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	/* As ibv_reg_mr: optional access flags may be ignored. */
+	rc = uroce_client_rereg_mr((struct uroce_client_mr *)(void *)mr, flags,
+				   (struct uroce_client_pd *)(void *)pd, addr, length,
+				   (unsigned int)access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE);
+	if (rc) {
+		errno = -rc;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	return 0;
+}
+
 /* ---- completion channels ---------------------------------------------------------------- */
 
 UV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
