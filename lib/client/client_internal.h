@@ -148,6 +148,11 @@ _Static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "ibv_qp_ex begins with 
 int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t req_len,
 	    const int *fds, unsigned int nfds, void *rep, size_t rep_len, int *rep_fds,
 	    unsigned int max_rep_fds);
+/* cl_call with ctx->lock already held: for a caller that must change what other threads
+ * read under that lock in the same step as the call (resize_cq). */
+int cl_call_held(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t req_len,
+		 const int *fds, unsigned int nfds, void *rep, size_t rep_len, int *rep_fds,
+		 unsigned int max_rep_fds);
 /* A request that names one object and has no reply payload (destroy, dealloc...).
  * @return 0 or -errno. */
 int cl_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle);

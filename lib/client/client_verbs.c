@@ -322,6 +322,55 @@ int uroce_client_destroy_cq(struct uroce_client_cq *cq)
 	return 0;
 }
 
+/*
+ * The daemon moves the completions we have not polled into a new region (RESIZE_CQ,
+ * uroce_ctrl.h). Locks, in this order: ctx->lock (get_cq_event reads cq->ctl under it;
+ * held from the call to the swap, so it never reads a count of the region the daemon has
+ * left), then cq->lock (no poll or arm of the old ring meanwhile).
+ */
+int uroce_client_resize_cq(struct uroce_client_cq *cq, int cqe)
+{
+	struct uroce_client_ctx *ctx = cq->ctx;
+	struct uroce_ctrl_resize_cq_req req = {.cq = cq->handle, .cqe = cqe};
+	struct uroce_ctrl_create_cq_rep rep;
+	struct uroce_shm_region region, old;
+	struct uroce_ring ring;
+	int fd, rc;
+
+	if (ctx->forked)
+		return -EIO; /* the parent's CQ (fork.c) */
+	pthread_mutex_lock(&ctx->lock);
+	pthread_spin_lock(&cq->lock);
+	rc = cl_call_held(ctx, UROCE_CTRL_RESIZE_CQ, &req, sizeof(req), NULL, 0, &rep,
+			  sizeof(rep), &fd, 1);
+	if (rc)
+		goto out;
+	rc = cl_attach_region(&region, fd, UROCE_CTRL_REGION_CQ);
+	if (rc) {
+		close(fd);
+		goto out;
+	}
+	if (rep.ctl_offset + sizeof(*cq->ctl) > region.size || rep.ring_offset >= region.size ||
+	    uroce_ring_open(&ring, (uint8_t *)region.addr + rep.ring_offset,
+			    region.size - rep.ring_offset, false) != 0 ||
+	    ring.elem_size != sizeof(struct ibv_wc)) {
+		/* The daemon has left the old region already: this CQ cannot go on. */
+		uroce_shm_close(&region);
+		rc = -EPROTO;
+		goto out;
+	}
+	old = cq->region;
+	cq->region = region;
+	cq->ring = ring;
+	cq->ctl = (void *)((uint8_t *)region.addr + rep.ctl_offset);
+	cq->ibv.cqe = rep.cqe;
+	uroce_shm_close(&old);
+out:
+	pthread_spin_unlock(&cq->lock);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
 struct ibv_cq *uroce_client_cq_ibv(struct uroce_client_cq *cq)
 {
 	return &cq->ibv;
@@ -380,7 +429,10 @@ int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only)
 		return EINVAL;
 	if (cq->ctx->forked)
 		return EIO;
+	/* Under the lock: a resize may be moving the CQ to a new ring. */
+	pthread_spin_lock(&cq->lock);
 	uroce_ring_arm(&cq->ring, solicited_only != 0);
+	pthread_spin_unlock(&cq->lock);
 	return 0;
 }
 

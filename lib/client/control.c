@@ -17,6 +17,18 @@ int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t 
 	    const int *fds, unsigned int nfds, void *rep, size_t rep_len, int *rep_fds,
 	    unsigned int max_rep_fds)
 {
+	int rc;
+
+	pthread_mutex_lock(&ctx->lock);
+	rc = cl_call_held(ctx, cmd, req, req_len, fds, nfds, rep, rep_len, rep_fds, max_rep_fds);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+int cl_call_held(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t req_len,
+		 const int *fds, unsigned int nfds, void *rep, size_t rep_len, int *rep_fds,
+		 unsigned int max_rep_fds)
+{
 	struct uroce_ctrl_hdr h = {
 		.magic = UROCE_CTRL_MAGIC,
 		.version = UROCE_CTRL_VERSION,
@@ -37,7 +49,6 @@ int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t 
 	buf = malloc(UROCE_CTRL_MSG_MAX);
 	if (!buf)
 		return -ENOMEM;
-	pthread_mutex_lock(&ctx->lock);
 	h.seq = ++ctx->seq;
 	memcpy(buf, &h, sizeof(h));
 	if (req_len)
@@ -93,7 +104,6 @@ bad:
 	while (got)
 		close(rep_fds[--got]);
 out:
-	pthread_mutex_unlock(&ctx->lock);
 	free(buf);
 	return rc;
 }

@@ -179,6 +179,14 @@ struct uroce_client_cq *uroce_client_create_cq(struct uroce_client_ctx *ctx, int
 					       struct uroce_client_channel *ch,
 					       int comp_vector);
 int uroce_client_destroy_cq(struct uroce_client_cq *cq);
+/**
+ * ibv_resize_cq: the CQ holds at least @p cqe completions from now on (ibv.cqe says how
+ * many), and keeps those not polled yet, in order; polls and arms from other threads wait
+ * for it. @return 0, or a negative errno: -EINVAL (@p cqe < 1, above the device's
+ * max_cqe, or fewer than the completions the CQ holds; nothing changed), -ENOMEM,
+ * -EPROTO (the daemon's reply was malformed: the CQ cannot be used any more).
+ */
+int uroce_client_resize_cq(struct uroce_client_cq *cq, int cqe);
 struct ibv_cq *uroce_client_cq_ibv(struct uroce_client_cq *cq);
 struct uroce_client_cq *uroce_client_cq_from_ibv(struct ibv_cq *cq);
 /** The CQ as a struct ibv_cq_ex: every CQ has room for one (same address as the ibv_cq);

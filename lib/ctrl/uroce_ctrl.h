@@ -39,9 +39,9 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 5u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+#define UROCE_CTRL_VERSION 6u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
-				* doorbell summary (HELLO, queue_ctl) */
+				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -167,7 +167,8 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(DETACH_MCAST, detach_mcast, mcast_req, 0, none, 0, 0)                               \
 	/* Administration with a file: the caller's open descriptor (the pcap file to */     \
 	/* write, open for writing), never a path the root daemon would open for it. */      \
-	X(CAPTURE_START, capture_start, none, 1, none, 0, UROCE_CTRL_CMD_ADMIN)
+	X(CAPTURE_START, capture_start, none, 1, none, 0, UROCE_CTRL_CMD_ADMIN)             \
+	X(RESIZE_CQ, resize_cq, resize_cq_req, 0, create_cq_rep, 1, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -308,6 +309,15 @@ struct uroce_ctrl_create_cq_rep {
 	uint32_t ctl_offset;
 	uint32_t ring_offset;
 	uint64_t region_size;
+};
+
+/* RESIZE_CQ: the reply (CREATE_CQ's) carries the CQ's new region, which replaces the old
+ * one: its ring holds the completions the old ring held and the application had not
+ * polled, oldest first, and its notification state; its ctl the old one's counts. The
+ * application must not poll or arm the CQ meanwhile (lib/client holds the CQ's lock). */
+struct uroce_ctrl_resize_cq_req {
+	uint32_t cq;
+	int32_t cqe;
 };
 
 /** Shared per-CQ state besides the ring. */
@@ -690,6 +700,7 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_rep, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_req, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_rep, 24);
 UROCE_CTRL_SIZE(struct uroce_ctrl_cq_ctl, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_resize_cq_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_queue_ctl, 128);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_srq_req, 20);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_srq_rep, 32);

@@ -818,6 +818,82 @@ void rnic_cmd_create_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
 }
 
+/*
+ * ibv_resize_cq: a new region whose ring holds what the old one held and the application
+ * had not polled, then the transport's CQ resized; checked first, so a refusal changes
+ * nothing. The client holds the CQ's lock across the call (uroce_ctrl.h), and this
+ * thread is the only producer, so neither ring moves meanwhile.
+ */
+void rnic_cmd_resize_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
+{
+	struct uroce_rnic *nic = c->rnic;
+	const struct uroce_ctrl_resize_cq_req *req = payload;
+	struct uroce_ctrl_create_cq_rep rep = {.ctl_offset = 64, .ring_offset = 128};
+	struct rnic_cq *q = rnic_obj_get(c, req->cq, RNIC_OBJ_CQ);
+	struct uroce_shm_region region;
+	struct uroce_ring ring;
+	struct uroce_ctrl_cq_ctl *ctl;
+	uint32_t ring_size, cons, unpolled;
+	int rc;
+
+	if (!q || req->cqe < 1 || req->cqe > UROCE_TP_MAX_CQE) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	/* The application's index, read once (it may rewrite it at any time). */
+	cons = atomic_load_explicit(&q->ring.sh->cons, memory_order_acquire);
+	unpolled = q->ring.mine - cons;
+	ring_size = uroce_tp_pow2_at_least((uint32_t)req->cqe + 1);
+	/* Fewer entries than the completions the CQ holds: EINVAL, as rxe answers (the verbs
+	 * man page: cqe must be at least the number of completions in the CQ). */
+	if (unpolled > q->ring.mask + 1 || unpolled > ring_size - 1 ||
+	    uroce_tp_cq_count(q->tp) > ring_size - 1) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = region_create(nic, &region, "uroce-cq",
+			   rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct ibv_wc)),
+			   UROCE_CTRL_REGION_CQ);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	uroce_ring_format((uint8_t *)region.addr + rep.ring_offset, ring_size,
+			  sizeof(struct ibv_wc));
+	uroce_ring_open(&ring, (uint8_t *)region.addr + rep.ring_offset,
+			region.size - rep.ring_offset, true);
+	rc = uroce_tp_resize_cq(q->tp, req->cqe);
+	if (rc) {
+		region_close(nic, &region);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	for (uint32_t i = 0; i < unpolled; i++)
+		memcpy(uroce_ring_prod_slot(&ring, i),
+		       q->ring.elems + (size_t)((cons + i) & q->ring.mask) * q->ring.elem_size,
+		       sizeof(struct ibv_wc));
+	uroce_ring_prod_commit(&ring, unpolled);
+	atomic_store_explicit(&ring.sh->armed,
+			      atomic_load_explicit(&q->ring.sh->armed, memory_order_relaxed),
+			      memory_order_relaxed);
+	ctl = (void *)((uint8_t *)region.addr + rep.ctl_offset);
+	atomic_store_explicit(&ctl->events,
+			      atomic_load_explicit(&q->ctl->events, memory_order_relaxed),
+			      memory_order_relaxed);
+	atomic_store_explicit(&ctl->overrun,
+			      atomic_load_explicit(&q->ctl->overrun, memory_order_relaxed),
+			      memory_order_relaxed);
+	region_close(nic, &q->region);
+	q->region = region;
+	q->ring = ring;
+	q->ctl = ctl;
+	rep.cq = q->handle;
+	rep.cqe = (int32_t)(ring_size - 1);
+	rep.region_size = region.size;
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
+}
+
 void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			 const void *payload, const int *fds RNIC_UNUSED)
 {

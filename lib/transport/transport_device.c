@@ -421,6 +421,35 @@ bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc)
 	return true;
 }
 
+uint32_t uroce_tp_cq_count(const struct uroce_tp_cq *cq)
+{
+	return cq->prod - cq->cons;
+}
+
+int uroce_tp_resize_cq(struct uroce_tp_cq *cq, int cqe)
+{
+	uint32_t n, held = cq->prod - cq->cons;
+	struct ibv_wc *ring;
+
+	if (cqe < 1 || cqe > UROCE_TP_MAX_CQE)
+		return -EINVAL;
+	n = uroce_tp_pow2_at_least((uint32_t)cqe + 1);
+	if (held > n - 1)
+		return -EINVAL;
+	ring = calloc(n, sizeof(*ring));
+	if (ring == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < held; i++)
+		ring[i] = cq->ring[(cq->cons + i) & cq->mask];
+	free(cq->ring);
+	cq->ring = ring;
+	cq->size = n - 1;
+	cq->mask = n - 1;
+	cq->cons = 0;
+	cq->prod = held;
+	return 0;
+}
+
 int uroce_tp_poll_cq(struct uroce_tp_cq *cq, int n, struct ibv_wc *wc)
 {
 	int i;

@@ -299,6 +299,13 @@ int uroce_tp_destroy_ah(struct uroce_tp_ah *ah);
 struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe);
 /** @return 0, or -EBUSY while a QP uses it. */
 int uroce_tp_destroy_cq(struct uroce_tp_cq *cq);
+/** ibv_resize_cq: the CQ holds at least @p cqe completions from now on (rounded as at
+ *  creation), those it holds kept in order. @return 0, or -EINVAL (cqe < 1, above the
+ *  device maximum, or fewer than the completions it holds now; nothing changed),
+ *  -ENOMEM (nothing changed). */
+int uroce_tp_resize_cq(struct uroce_tp_cq *cq, int cqe);
+/** Completions the CQ holds (not yet polled). */
+uint32_t uroce_tp_cq_count(const struct uroce_tp_cq *cq);
 /** Up to @p n completions, oldest first. @return how many were written. */
 int uroce_tp_poll_cq(struct uroce_tp_cq *cq, int n, struct ibv_wc *wc);
 /** True from the first completion that did not fit on (IBV_EVENT_CQ_ERR was raised then,

@@ -192,8 +192,7 @@ UV_EXPORT_1_1(ibv_destroy_cq) int ibv_destroy_cq(struct ibv_cq *cq)
 
 UV_EXPORT_1_1(ibv_resize_cq) int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	(void)cq, (void)cqe;
-	return uv_err(EOPNOTSUPP); /* the CQ ring is sized at creation */
+	return uv_err(-uroce_client_resize_cq(uroce_client_cq_from_ibv(cq), cqe));
 }
 
 /* ---- SRQ ------------------------------------------------------------------------------- */

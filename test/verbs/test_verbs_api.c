@@ -2019,6 +2019,105 @@ Test(verbs, destroy_in_use_is_ebusy)
 	cr_assert_eq(ibv_dealloc_pd(pd2), 0);
 }
 
+/* ibv_resize_cq: grown and shrunk while completions wait in it, they come out in order
+ * and complete; an armed CQ stays armed across it; too small or out of range is EINVAL
+ * and changes nothing. */
+Test(verbs, resize_cq)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *scq, *rcq, *ev_cq = NULL;
+	struct ibv_qp *qa, *qb;
+	struct mbuf s, r;
+	struct ibv_sge rs;
+	struct pollfd pfd;
+	void *ev_ctx = NULL;
+	int i, cqe;
+
+	cr_assert_not_null(ch);
+	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 64, NULL, ch, 0);
+	cr_assert(scq && rcq);
+	qa = qp_make(IBV_QPT_RC, scq, scq, NULL, NULL);
+	qb = qp_make(IBV_QPT_RC, scq, rcq, NULL, NULL);
+	connect2(qa, qb, 7, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+
+	/* Out of range: EINVAL (rdma-core returns the errno; errno set too). */
+	cqe = scq->cqe;
+	errno = 0;
+	cr_assert_eq(ibv_resize_cq(scq, 0), EINVAL);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(ibv_resize_cq(scq, dattr.max_cqe + 1), EINVAL);
+	cr_assert_eq(scq->cqe, cqe);
+
+	/* 20 WRITEs, the CQ grown then shrunk under them before a single poll: every
+	 * completion comes out, in order. */
+	for (i = 0; i < 20; i++)
+		post_write(qa, &s, (uintptr_t)r.p + 128 * (unsigned)i, r.mr->rkey,
+			   100 + (unsigned)i);
+	cr_assert_eq(ibv_resize_cq(scq, 1000), 0, "grow: %s", strerror(errno));
+	cr_assert_geq(scq->cqe, 1000);
+	cr_assert_eq(ibv_resize_cq(scq, 24), 0, "shrink: %s", strerror(errno));
+	cr_assert_geq(scq->cqe, 24);
+	cr_assert_lt(scq->cqe, 1000, "cqe %d after shrinking to 24", scq->cqe);
+	for (i = 0; i < 20; i++)
+		expect_ok(scq, 100 + (unsigned)i, IBV_WC_RDMA_WRITE, NULL);
+	expect_none(scq, 10);
+	cr_assert_eq(memcmp(r.p, s.p, 256), 0);
+
+	/* Armed, resized, then a receive: the event still comes. */
+	cr_assert_eq(ibv_req_notify_cq(rcq, 0), 0);
+	cr_assert_eq(ibv_resize_cq(rcq, 200), 0, "%s", strerror(errno));
+	rs = sge_of(&r, 0, 64);
+	post_recv_ok(qb, &rs, 1, 7);
+	{
+		struct ibv_sge ss = sge_of(&s, 0, 32);
+		struct ibv_send_wr wr = {.wr_id = 8, .sg_list = &ss, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+
+		post_send_ok(qa, &wr);
+		expect_ok(scq, 8, IBV_WC_SEND, NULL);
+	}
+	pfd = (struct pollfd){.fd = ch->fd, .events = POLLIN};
+	cr_assert_eq(poll(&pfd, 1, WAIT_MS), 1, "no event after the resize");
+	cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	cr_assert_eq(ev_cq, rcq);
+	ibv_ack_cq_events(ev_cq, 1);
+	expect_ok(rcq, 7, IBV_WC_RECV, NULL);
+
+	/* Smaller than what it holds: EINVAL, nothing lost. 20 SENDs, each acknowledged
+	 * (the sender's completions, on the other CQ): a responder completes a receive
+	 * before it acknowledges, so all 20 receive completions are in rcq then. */
+	for (i = 0; i < 20; i++)
+		post_recv_ok(qb, &rs, 1, 200 + (uint64_t)i);
+	for (i = 0; i < 20; i++) {
+		struct ibv_sge ss = sge_of(&s, 0, 16);
+		struct ibv_send_wr wr = {.wr_id = 300 + (uint64_t)i, .sg_list = &ss, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+
+		post_send_ok(qa, &wr);
+	}
+	for (i = 0; i < 20; i++)
+		expect_ok(scq, 300 + (uint64_t)i, IBV_WC_SEND, NULL);
+	if (!vfx_reference()) {
+		cqe = rcq->cqe;
+		cr_assert_eq(ibv_resize_cq(rcq, 4), EINVAL, "shrunk below its 20 completions");
+		cr_assert_eq(rcq->cqe, cqe);
+	}
+	for (i = 0; i < 20; i++)
+		expect_ok(rcq, 200 + (uint64_t)i, IBV_WC_RECV, NULL);
+	expect_none(rcq, 10);
+
+	mb_free(&s);
+	mb_free(&r);
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb), 0);
+	cr_assert_eq(ibv_destroy_cq(scq), 0);
+	cr_assert_eq(ibv_destroy_cq(rcq), 0);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+}
+
 /* ---------------------------------------------------------------- events */
 
 Test(verbs, completion_channel)
