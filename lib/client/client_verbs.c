@@ -524,13 +524,57 @@ fail:
 	return fail_null(rc);
 }
 
+/*
+ * IBV_SRQ_MAX_WR: the daemon moves the WQEs it has not taken into a new region at the same
+ * indices (RESIZE_SRQ, uroce_ctrl.h), so our producer index goes on. The SRQ's lock is
+ * held from the call to the swap: no post writes the old ring meanwhile. @return 0 or a
+ * positive errno, as verbs.
+ */
+static int srq_resize(struct uroce_client_srq *srq, const struct uroce_ctrl_modify_srq_req *req)
+{
+	struct uroce_ctrl_create_srq_rep rep;
+	struct uroce_shm_region region, old;
+	struct uroce_ring ring;
+	int fd, rc;
+
+	pthread_spin_lock(&srq->lock);
+	rc = cl_call(srq->ctx, UROCE_CTRL_RESIZE_SRQ, req, sizeof(*req), NULL, 0, &rep,
+		     sizeof(rep), &fd, 1);
+	if (rc)
+		goto out;
+	rc = cl_attach_region(&region, fd, UROCE_CTRL_REGION_SRQ);
+	if (rc) {
+		close(fd);
+		goto out;
+	}
+	if (rep.ring_offset >= region.size ||
+	    UROCE_CTRL_QUEUE_CTL_OFFSET + sizeof(*srq->ctl) > rep.ring_offset ||
+	    uroce_ring_open(&ring, (uint8_t *)region.addr + rep.ring_offset,
+			    region.size - rep.ring_offset, true) != 0 ||
+	    ring.elem_size != sizeof(struct uroce_ctrl_recv_wqe) ||
+	    rep.attr.max_wr > ring.mask + 1 || ring.mine != srq->ring.mine) {
+		/* The daemon has left the old region already: this SRQ cannot go on. */
+		uroce_shm_close(&region);
+		rc = -EPROTO;
+		goto out;
+	}
+	old = srq->region;
+	srq->region = region;
+	srq->ring = ring;
+	srq->ctl = (void *)((uint8_t *)region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	srq->max_wr = rep.attr.max_wr;
+	uroce_shm_close(&old);
+out:
+	pthread_spin_unlock(&srq->lock);
+	return -rc;
+}
+
 int uroce_client_modify_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
 	struct uroce_ctrl_modify_srq_req req = {.srq = srq->handle, .mask = mask, .attr = *attr};
 
-	/* Resizing would need a new ring; verbs allows refusing it (EINVAL/EOPNOTSUPP). */
 	if (mask & IBV_SRQ_MAX_WR)
-		return EOPNOTSUPP;
+		return srq_resize(srq, &req);
 	return -cl_call(srq->ctx, UROCE_CTRL_MODIFY_SRQ, &req, sizeof(req), NULL, 0, NULL, 0,
 			NULL, 0);
 }

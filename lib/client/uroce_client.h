@@ -201,6 +201,11 @@ int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only);
 
 struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
 						 struct ibv_srq_init_attr *attr);
+/** ibv_modify_srq: IBV_SRQ_LIMIT arms the limit; IBV_SRQ_MAX_WR resizes the SRQ (the
+ *  WQEs posted and not yet taken kept; posts of other threads wait for it). @return 0 or
+ *  a positive errno: EINVAL (a size out of range or below the WQEs it holds, a limit
+ *  above the size; nothing changed), ENOMEM, EPROTO (a malformed reply: the SRQ cannot
+ *  be used any more). */
 int uroce_client_modify_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr, int mask);
 int uroce_client_query_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr);
 int uroce_client_destroy_srq(struct uroce_client_srq *srq);

@@ -41,7 +41,8 @@ extern "C" {
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
 #define UROCE_CTRL_VERSION 6u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
-				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ */
+				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
+				* RESIZE_SRQ */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -168,7 +169,8 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	/* Administration with a file: the caller's open descriptor (the pcap file to */     \
 	/* write, open for writing), never a path the root daemon would open for it. */      \
 	X(CAPTURE_START, capture_start, none, 1, none, 0, UROCE_CTRL_CMD_ADMIN)             \
-	X(RESIZE_CQ, resize_cq, resize_cq_req, 0, create_cq_rep, 1, 0)
+	X(RESIZE_CQ, resize_cq, resize_cq_req, 0, create_cq_rep, 1, 0)                       \
+	X(RESIZE_SRQ, resize_srq, modify_srq_req, 0, create_srq_rep, 1, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -364,6 +366,11 @@ struct uroce_ctrl_modify_srq_req {
 struct uroce_ctrl_query_srq_rep {
 	struct ibv_srq_attr attr;
 };
+/* RESIZE_SRQ: a MODIFY_SRQ whose mask has IBV_SRQ_MAX_WR (MODIFY_SRQ refuses that bit).
+ * The reply (CREATE_SRQ's) carries the SRQ's new region, which replaces the old one: its
+ * ring holds the WQEs the daemon had not taken yet at the same indices, so the
+ * application's producer index and the retired count (queue_ctl, copied) go on as they
+ * were. The application must not post meanwhile (lib/client holds the SRQ's lock). */
 
 /* CREATE_QP: the reply carries the QP's region (send WQE ring at sq_offset, recv WQE ring
  * at rq_offset, 0 when the QP uses an SRQ). */

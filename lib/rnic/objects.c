@@ -1315,7 +1315,86 @@ void rnic_cmd_modify_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 	struct rnic_srq *s = rnic_obj_get(c, r->srq, RNIC_OBJ_SRQ);
 	struct ibv_srq_attr a = r->attr;
 
-	REPLY(c, h, s ? uroce_tp_modify_srq(s->tp, &a, r->mask) : -EINVAL, NULL, 0);
+	/* A new size needs a new region: RESIZE_SRQ. */
+	if (!s || (r->mask & IBV_SRQ_MAX_WR)) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	REPLY(c, h, uroce_tp_modify_srq(s->tp, &a, r->mask), NULL, 0);
+}
+
+/*
+ * ibv_modify_srq with IBV_SRQ_MAX_WR: a new region whose ring holds the WQEs the
+ * application posted and we had not taken, at the same indices, then the transport's
+ * SRQ resized (with the limit, if the mask has it too); checked first, so a refusal
+ * changes nothing. The client holds the SRQ's lock across the call (uroce_ctrl.h) and
+ * this thread is the only consumer, so neither side moves meanwhile.
+ */
+void rnic_cmd_resize_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
+{
+	struct uroce_rnic *nic = c->rnic;
+	const struct uroce_ctrl_modify_srq_req *r = payload;
+	struct rnic_srq *s = rnic_obj_get(c, r->srq, RNIC_OBJ_SRQ);
+	struct uroce_ctrl_create_srq_rep rep = {.srq = r->srq, .ring_offset = QUEUE_RING_OFFSET};
+	struct ibv_srq_attr a = r->attr;
+	struct uroce_shm_region region;
+	struct uroce_ring ring;
+	struct uroce_ctrl_queue_ctl *ctl;
+	uint32_t ring_size, prod, waiting;
+	int rc;
+
+	if (!s || !(r->mask & IBV_SRQ_MAX_WR) || a.max_wr < 1 || a.max_wr > UROCE_TP_MAX_QP_WR) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	/* The application's index, read once (it may rewrite it at any time). */
+	prod = atomic_load_explicit(&s->ring.sh->prod, memory_order_acquire);
+	waiting = prod - s->ring.mine;
+	ring_size = uroce_tp_pow2_at_least(a.max_wr);
+	/* What waits in the ring and what the transport holds must fit the new size. */
+	if (waiting > s->ring.mask + 1 ||
+	    waiting + uroce_tp_srq_outstanding(s->tp) > ring_size) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = region_create(nic, &region, "uroce-srq",
+			   rep.ring_offset +
+				   uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
+			   UROCE_CTRL_REGION_SRQ);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	rc = uroce_tp_modify_srq(s->tp, &a, r->mask);
+	if (rc) {
+		region_close(nic, &region);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	uroce_ring_format((uint8_t *)region.addr + rep.ring_offset, ring_size,
+			  sizeof(struct uroce_ctrl_recv_wqe));
+	/* The same indices as the old ring: start both at our consumer index. */
+	ring.sh = (void *)((uint8_t *)region.addr + rep.ring_offset);
+	atomic_store_explicit(&ring.sh->cons, s->ring.mine, memory_order_relaxed);
+	atomic_store_explicit(&ring.sh->prod, s->ring.mine, memory_order_relaxed);
+	uroce_ring_open(&ring, ring.sh, region.size - rep.ring_offset, false);
+	for (uint32_t i = 0; i < waiting; i++)
+		memcpy(ring.elems + (size_t)((s->ring.mine + i) & ring.mask) * ring.elem_size,
+		       uroce_ring_cons_slot(&s->ring, i), sizeof(struct uroce_ctrl_recv_wqe));
+	atomic_store_explicit(&ring.sh->prod, prod, memory_order_relaxed);
+	ctl = (void *)((uint8_t *)region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
+	atomic_store_explicit(&ctl->sq_retired,
+			      atomic_load_explicit(&s->ctl->sq_retired, memory_order_relaxed),
+			      memory_order_relaxed);
+	ctl->doorbell_slot = s->doorbell_slot;
+	region_close(nic, &s->region);
+	s->region = region;
+	s->ring = ring;
+	s->ctl = ctl;
+	uroce_tp_query_srq(s->tp, &rep.attr);
+	rep.region_size = region.size;
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &s->region.fd, 1);
 }
 
 void rnic_cmd_query_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,

@@ -496,17 +496,39 @@ struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
 
 int uroce_tp_modify_srq(struct uroce_tp_srq *srq, const struct ibv_srq_attr *attr, int mask)
 {
+	uint32_t n = srq->max_wr, held = srq->prod - srq->cons;
+	struct uroce_tp_recv_wqe *ring = NULL;
+
 	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return -EINVAL;
-	/* Resizing is not offered (IBV_DEVICE_SRQ_RESIZE aside, growing a live ring would
-	 * reorder posted WQEs): rdma-core providers answer EINVAL too when they cannot. */
-	if ((mask & IBV_SRQ_MAX_WR) && attr->max_wr != srq->max_wr)
-		return -EINVAL;
-	if (mask & IBV_SRQ_LIMIT) {
-		if (attr->srq_limit > srq->max_wr)
+	/* Check everything, then apply: a refusal changes nothing. */
+	if (mask & IBV_SRQ_MAX_WR) {
+		/* IBV_DEVICE_SRQ_RESIZE: the new size must hold the WQEs posted and not
+		 * taken yet, as rxe's queue resize requires. */
+		if (attr->max_wr < 1 || attr->max_wr > UROCE_TP_MAX_QP_WR)
 			return -EINVAL;
-		srq->limit = attr->srq_limit;
+		n = uroce_tp_pow2_at_least(attr->max_wr);
+		if (held > n)
+			return -EINVAL;
 	}
+	if ((mask & IBV_SRQ_LIMIT) ? attr->srq_limit > n : srq->limit > n)
+		return -EINVAL;
+	if (n != srq->max_wr) {
+		ring = calloc(n, sizeof(*ring));
+		if (ring == NULL)
+			return -ENOMEM;
+		/* WQEs are copied out when a QP takes one: no pointer into the ring lives. */
+		for (uint32_t i = 0; i < held; i++)
+			ring[i] = srq->ring[(srq->cons + i) & srq->mask];
+		free(srq->ring);
+		srq->ring = ring;
+		srq->max_wr = n;
+		srq->mask = n - 1;
+		srq->cons = 0;
+		srq->prod = held;
+	}
+	if (mask & IBV_SRQ_LIMIT)
+		srq->limit = attr->srq_limit;
 	return 0;
 }
 

@@ -314,7 +314,10 @@ bool uroce_tp_cq_overflowed(const struct uroce_tp_cq *cq);
 
 struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
 					 const struct ibv_srq_init_attr *init);
-/** IBV_SRQ_LIMIT arms the limit event (IBV_EVENT_SRQ_LIMIT_REACHED, fires once). */
+/** IBV_SRQ_LIMIT arms the limit event (IBV_EVENT_SRQ_LIMIT_REACHED, fires once);
+ *  IBV_SRQ_MAX_WR resizes it (to a power of two at least that), the WQEs posted and not
+ *  taken kept in order. @return 0, or -EINVAL (another mask bit, max_wr out of range or
+ *  below the WQEs it holds, a limit above the size; nothing changed), -ENOMEM. */
 int uroce_tp_modify_srq(struct uroce_tp_srq *srq, const struct ibv_srq_attr *attr, int mask);
 int uroce_tp_query_srq(const struct uroce_tp_srq *srq, struct ibv_srq_attr *attr);
 int uroce_tp_destroy_srq(struct uroce_tp_srq *srq);

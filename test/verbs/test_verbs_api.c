@@ -1174,6 +1174,117 @@ Test(verbs, srq_receives)
 	mb_free(&r);
 }
 
+/* Posts receives of 64 bytes each at @p r's offset id * 64 until one fails; its errno. */
+static int srq_fill(struct ibv_srq *srq, struct mbuf *r, uint64_t first, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sg = sge_of(r, (size_t)((first + (uint64_t)i) % 64) * 64, 64);
+		struct ibv_recv_wr rw = {.wr_id = first + (uint64_t)i, .sg_list = &sg,
+					 .num_sge = 1};
+		struct ibv_recv_wr *bad = NULL;
+		int rc = ibv_post_srq_recv(srq, &rw, &bad);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* @p n SENDs of 8 bytes from @p qa, each received from the SRQ by qb in posting order. */
+static void srq_deliver(struct ibv_qp *qa, struct ibv_cq *cq, struct mbuf *s, uint64_t first,
+			int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge ss = sge_of(s, 0, 8);
+		struct ibv_send_wr wr = {.wr_id = 5000 + (uint64_t)i, .sg_list = &ss,
+					 .num_sge = 1, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED};
+		struct ibv_wc w[2];
+		int recv = -1;
+
+		post_send_ok(qa, &wr);
+		for (int k = 0; k < 2; k++) {
+			cr_assert_eq(poll_one(cq, &w[k], WAIT_MS), 1, "SEND %d", i);
+			cr_assert_eq(w[k].status, IBV_WC_SUCCESS, "%s",
+				     ibv_wc_status_str(w[k].status));
+			if (w[k].opcode == IBV_WC_RECV)
+				recv = k;
+		}
+		cr_assert_geq(recv, 0, "no receive completion for SEND %d", i);
+		cr_assert_eq(w[recv].wr_id, first + (uint64_t)i, "SRQ WQEs out of order");
+	}
+}
+
+/* ibv_modify_srq with IBV_SRQ_MAX_WR (the device says IBV_DEVICE_SRQ_RESIZE): grown, the
+ * SRQ takes more posts; WQEs posted before a resize are received after it, in order; a
+ * size below what it holds, 0 or above max_srq_wr is EINVAL and changes nothing. */
+Test(verbs, srq_resize)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct qp_opt o = {.max_send_wr = 16, .max_send_sge = 1, .max_inline = 0};
+	struct ibv_srq_attr q, a;
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+	struct ibv_qp *qa, *qb;
+	struct mbuf s, r;
+	uint32_t size;
+
+	cr_assert(dattr.device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq, "ibv_create_srq: %s", strerror(errno));
+	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	cr_assert_not_null(cq);
+	o.srq = srq;
+	qa = qp_make(IBV_QPT_RC, cq, cq, &o, NULL);
+	qb = qp_make(IBV_QPT_RC, cq, cq, &o, NULL);
+	connect2(qa, qb, 7, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+	cr_assert_eq(ibv_query_srq(srq, &q), 0);
+	size = q.max_wr;
+
+	/* Full at its size; out-of-range sizes and a limit above the size refused. */
+	cr_assert_eq(srq_fill(srq, &r, 0, (int)size), 0);
+	cr_assert_eq(srq_fill(srq, &r, size, 1), ENOMEM, "a post beyond max_wr %u", size);
+	a = (struct ibv_srq_attr){.max_wr = 0};
+	cr_assert_eq(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR), EINVAL);
+	a.max_wr = (uint32_t)dattr.max_srq_wr + 1;
+	cr_assert_eq(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR), EINVAL);
+	a = (struct ibv_srq_attr){.max_wr = size, .srq_limit = 4 * size};
+	cr_assert_eq(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT), EINVAL);
+	/* Below the WQEs it holds. */
+	a = (struct ibv_srq_attr){.max_wr = size / 4};
+	cr_assert_eq(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR), EINVAL);
+	cr_assert_eq(ibv_query_srq(srq, &q), 0);
+	cr_assert_eq(q.max_wr, size, "a refused resize changed the size");
+
+	/* Grown to 4x: room for 3x more, and every WQE, old and new, received in order. */
+	a = (struct ibv_srq_attr){.max_wr = 4 * size};
+	cr_assert_eq(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR), 0, "grow: %s", strerror(errno));
+	cr_assert_eq(ibv_query_srq(srq, &q), 0);
+	cr_assert_geq(q.max_wr, 4 * size);
+	cr_assert_eq(srq_fill(srq, &r, size, (int)(q.max_wr - size)), 0);
+	cr_assert_eq(srq_fill(srq, &r, q.max_wr, 1), ENOMEM, "a post beyond max_wr %u", q.max_wr);
+	srq_deliver(qa, cq, &s, 0, (int)q.max_wr);
+
+	/* Shrunk back with some posted: they are received after it, in order. */
+	cr_assert_eq(srq_fill(srq, &r, 0, 5), 0);
+	a = (struct ibv_srq_attr){.max_wr = size};
+	cr_assert_eq(ibv_modify_srq(srq, &a, IBV_SRQ_MAX_WR), 0, "shrink: %s", strerror(errno));
+	cr_assert_eq(ibv_query_srq(srq, &q), 0);
+	cr_assert_eq(q.max_wr, size);
+	cr_assert_eq(srq_fill(srq, &r, 5, (int)size - 5), 0);
+	cr_assert_eq(srq_fill(srq, &r, size, 1), ENOMEM);
+	srq_deliver(qa, cq, &s, 0, (int)size);
+
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb), 0);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	mb_free(&s);
+	mb_free(&r);
+}
+
 /* A receive completion frees its SRQ slot for the application that polled it: with the
  * SRQ full, every completion is followed at once by one more post, which must find room
  * (UCX's rc_verbs reposts so, and stopped with ENOMEM when the daemon published the SRQ's
