@@ -9,7 +9,8 @@ PD, MRs, two CQs each with a completion channel, two RC QPs of the same device
 connected to each other, and SEND/RECV (with and without immediate), RDMA WRITE (with
 and without immediate), RDMA READ, FETCH_AND_ADD and CMP_AND_SWP (a hit and a miss)
 between them; every byte and every returned value is checked. Completions are waited
-for through the channels (req_notify, get_cq_event, ack). Exit 0 on success.
+for through the channels (req_notify, get_cq_event, ack). Then CQ.resize, MR.rereg
+(access) and SRQ.modify (max_wr), with a WRITE through the first two. Exit 0 on success.
 """
 import os
 import random
@@ -28,6 +29,7 @@ from pyverbs.device import Context, get_device_list  # noqa: E402
 from pyverbs.mr import MR  # noqa: E402
 from pyverbs.pd import PD  # noqa: E402
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr  # noqa: E402
+from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr  # noqa: E402
 from pyverbs.wr import SGE, RecvWR, SendWR  # noqa: E402
 
 FAILS = []
@@ -253,6 +255,25 @@ check(old == 0xfedcba9876543210 and now == 0xfedcba9876543210,
 
 check(EVENTS["a"] > 0 and EVENTS["b"] > 0,
       "completion channels: %d events on A's CQ, %d on B's" % (EVENTS["a"], EVENTS["b"]))
+
+# ibv_resize_cq, ibv_rereg_mr and an SRQ's resize, through pyverbs' own calls.
+cqa.resize(300)
+check(cqa.cqe >= 300, "CQ.resize(300): cqe %d" % cqa.cqe)
+old_keys = (mrb.lkey, mrb.rkey)
+mrb.rereg(e.IBV_REREG_MR_CHANGE_ACCESS, pd, 0, 0, ACC)
+print("MR.rereg(access): keys 0x%x/0x%x, were 0x%x/0x%x" % ((mrb.lkey, mrb.rkey) + old_keys))
+p4 = pattern(700, 4)
+mra.write(p4, len(p4), 0)
+wr = send_wr(9, e.IBV_WR_RDMA_WRITE, 0, 700)
+wr.set_wr_rdma(mrb.rkey, mrb.buf + 512)
+qpa.post_send(wr)
+sa = wait(cqa, cca, "a", 1)
+check(sa[0].wr_id == 9 and mrb.read(700, 512) == p4,
+      "WRITE after CQ.resize and MR.rereg: completed on the resized CQ, data there")
+srq = SRQ(pd, SrqInitAttr(SrqAttr(max_wr=16, max_sge=1)))
+srq.modify(SrqAttr(max_wr=64), e.IBV_SRQ_MAX_WR)
+check(srq.query().max_wr >= 64, "SRQ.modify(max_wr 64): max_wr %d" % srq.query().max_wr)
+srq.close()
 
 for o in (qpa, qpb, cqa, cqb, cca, ccb, mra, mrb, pd, ctx):
     o.close()
