@@ -1970,21 +1970,27 @@ Test(verbs, rereg_mr)
 	before = *mr;
 	errno = 0;
 	cr_assert_eq(ibv_rereg_mr(mr, 1 << 7, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT);
-	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(errno, EINVAL, "errno %d (%s)", errno, strerror(errno));
 	errno = 0;
 	cr_assert_eq(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL, 8192, 0),
 		     IBV_REREG_MR_ERR_INPUT, "translation without an address");
-	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(errno, EINVAL, "errno %d (%s)", errno, strerror(errno));
 	errno = 0;
 	cr_assert_eq(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, NULL, NULL, 0,
 				  IBV_ACCESS_LOCAL_WRITE),
 		     IBV_REREG_MR_ERR_INPUT, "access given without CHANGE_ACCESS");
-	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(errno, EINVAL, "errno %d (%s)", errno, strerror(errno));
 	errno = 0;
 	cr_assert_eq(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 				  IBV_ACCESS_REMOTE_WRITE),
 		     IBV_REREG_MR_ERR_CMD, "REMOTE_WRITE without LOCAL_WRITE");
-	cr_assert_eq(errno, EINVAL);
+	if (vfx_reference() && errno == EOPNOTSUPP) {
+		/* rdma-core 44's rxe provider has no rereg_mr op (the kernel's rxe has it):
+		 * every rereg reaches the device as EOPNOTSUPP there. */
+		cr_log_info("the reference device has no ibv_rereg_mr: the rest is skipped");
+		goto out;
+	}
+	cr_assert_eq(errno, EINVAL, "errno %d (%s)", errno, strerror(errno));
 	cr_assert(mr->addr == before.addr && mr->length == before.length && mr->pd == before.pd &&
 			  mr->lkey == before.lkey && mr->rkey == before.rkey &&
 			  mr->handle == before.handle,
@@ -2031,7 +2037,11 @@ Test(verbs, rereg_mr)
 	expect(p.cq[0], 6, IBV_WC_REM_ACCESS_ERR, NULL);
 
 	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	mr = NULL;
 	cr_assert_eq(ibv_dealloc_pd(pd2), 0);
+out:
+	if (mr)
+		cr_assert_eq(ibv_dereg_mr(mr), 0);
 	mb_free(&s);
 	pair_free(&p);
 	free(a);

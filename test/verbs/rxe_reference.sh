@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# test_verbs_api's expectations checked against Linux soft-RoCE itself: the same binary,
+# in reference mode (UROCE_VERBS_REFERENCE=1, verbs_fixture.h), runs inside an rxe VM
+# (QEMU, Debian kernel 6.1 rdma_rxe, rdma-core 44's libibverbs and rxe provider; its
+# scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm) on rxe0, with the VM's own
+# libibverbs.so.1. What passes there is what rdma-core + rxe do; uroce's run of the same
+# cases (test verbs_api) must then agree with them.
+#
+# The cases run are those whose expectations rxe meets (CASES below). The others differ
+# from rxe on purpose or by rxe's limits, each said in doc/verbs.md ("Against rxe's
+# verbs"): fork semantics, rxe's lazy LAST_WQE_REACHED, its send queue in INIT/RTR, its
+# SRQ one WQE larger, its extended-CQ and qp_ex paths.
+#
+#   test/verbs/rxe_reference.sh   (root; qemu-system-x86_64; the VM image built once with
+#                                  $RXE_VM_DIR/build-image.sh)
+# Env: TEST_VERBS_API (the built test binary), CASES (space-separated case names).
+# Exit: 0 passed, 1 failed, 77 skipped.
+set -uo pipefail
+unset LD_LIBRARY_PATH # qemu links libibverbs: never the build's
+. "$(dirname "$0")/../integration/lib.sh"
+: "${TEST_VERBS_API:=$IT_ROOT/build/test/verbs/test_verbs_api}"
+: "${CASES:=device_list_and_queries create_and_reg_mr_errors reg_mr_iova rereg_mr resize_cq
+srq_receives srq_resize srq_limit_async_event completion_channel destroy_in_use_is_ebusy
+bad_lkey_local_protection_error bad_rkey_read_remote_access_error
+bad_rkey_write_remote_access_error too_many_sges_and_bad_atomic_are_einval
+modify_qp_wrong_mask_is_einval full_send_queue_is_enomem query_qp_after_connect
+rc_inline_send rc_multi_sge_and_chained_wrs rc_send_recv_with_imm_sizes rc_write_read_atomics
+rnr_retry_exceeded uc_send_and_write ud_send_with_grh}"
+
+RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
+RXE_WORK=${RXE_WORK:-/tmp/rxe-vm}
+if [ ! -x "$RXE_VM_DIR/run-vm.sh" ]; then
+	echo "rxe_reference: no rxe-vm tools at $RXE_VM_DIR; skipped"
+	exit 77
+fi
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "rxe_reference: qemu-system-x86_64 missing (apt-get install qemu-system-x86); skipped"
+	exit 77
+fi
+it_init rxe_reference
+if [ ! -x "$TEST_VERBS_API" ]; then
+	echo "rxe_reference: $TEST_VERBS_API not built; skipped"
+	exit 77
+fi
+if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
+	echo "rxe_reference: no VM image in $RXE_WORK/image (run $RXE_VM_DIR/build-image.sh); skipped"
+	exit 77
+fi
+it_rxe_vm_names uxf${IT_ID} uxg${IT_ID}
+trap 'rc=$?; it_rxe_vm_down; (exit $rc); it_cleanup' EXIT
+
+# The folder the VM mounts at /host: the binary and the libraries it needs beyond the
+# guest's own (Criterion and its dependencies; never libibverbs or libc, the guest's).
+share=$IT_DIR/share
+mkdir -p "$share/lib"
+cp "$TEST_VERBS_API" "$share/test_verbs_api"
+ldd "$TEST_VERBS_API" | awk '/=> \// { print $3 }' | grep -v -e libibverbs -e '/libc\.so' |
+	while read -r lib; do cp -L "$lib" "$share/lib/"; done
+cat >"$share/run.sh" <<'EOF'
+#!/bin/sh
+cd /host || exit 1
+export LD_LIBRARY_PATH=/host/lib UROCE_VERBS_REFERENCE=1 UROCE_VERBS_GID_INDEX="$(rxe-gid)"
+ibv_devices
+fails=0
+for c in "$@"; do
+	if ./test_verbs_api --jobs 1 --filter "verbs/$c" >"out.$c" 2>&1 &&
+		grep -q 'Tested: 1 | Passing: 1 ' "out.$c"; then
+		echo "ok: $c"
+	else
+		echo "FAIL: $c"
+		grep -v '^\[----\]   $' "out.$c" | tail -n 12
+		fails=$((fails + 1))
+	fi
+done
+echo "rxe cases failed: $fails"
+[ "$fails" = 0 ]
+EOF
+chmod +x "$share/run.sh"
+
+it_log "network: netns $NS, tap rxetap0; VM $VM in batch mode (TCG)"
+RXE_NS=$NS "$RXE_VM_DIR/net.sh" up 1 >/dev/null || exit 1
+# shellcheck disable=SC2086 # CASES is a list of words
+RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT timeout $((VM_BOOT_TIMEOUT + 600)) \
+	"$RXE_VM_DIR/run-vm.sh" "$VM" --tap rxetap0 --ip "$VM_IP/24" --share "$share" \
+	--cmd "/host/run.sh $(echo $CASES)" --timeout 600 >"$IT_DIR/vm.out" 2>&1
+rc=$?
+sed 's/^/    /' "$IT_DIR/vm.out" | grep -v 'accel-probe'
+it_check "every case passed on rxe0 (run-vm exit $rc)" test "$rc" -eq 0
+it_check "all $(echo $CASES | wc -w) cases ran" \
+	test "$(grep -c -e '^ok: ' -e '^FAIL: ' "$IT_DIR/vm.out")" -eq "$(echo $CASES | wc -w)"
+if [ "$IT_FAILS" -ne 0 ]; then
+	it_log "rxe_reference: $IT_FAILS check(s) failed"
+	exit 1
+fi
+it_log "rxe_reference: all checks passed"
+exit 0
