@@ -92,8 +92,11 @@ void uroce_tp_query_device(const struct uroce_tp_dev *dev, struct ibv_device_att
 	attr->vendor_id = 0xffffff; /* not Mellanox's nor Amazon's: no vendor paths */
 	attr->max_qp = 1 << 20;
 	attr->max_qp_wr = UROCE_TP_MAX_QP_WR;
+	/* Not IBV_DEVICE_MEM_MGT_EXTENSIONS: without memory windows and invalidation, a
+	 * program that reads it (SPDK's NVMe-oF target then answers with SEND with
+	 * Invalidate) would be refused. */
 	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
-				 IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_MGT_EXTENSIONS;
+				 IBV_DEVICE_N_NOTIFY_CQ;
 	attr->max_sge = UROCE_TP_MAX_SGE;
 	attr->max_sge_rd = UROCE_TP_MAX_SGE;
 	attr->max_cq = 1 << 20;
@@ -154,12 +157,22 @@ struct uroce_tp_mr *uroce_tp_reg_mr(struct uroce_tp_pd *pd, uint64_t iova, void 
 				    uint64_t length, unsigned int access)
 {
 	struct uroce_tp_dev *dev = pd->dev;
+	/* MW_BIND: allowed, as the kernel allows it whatever the device (no window can be
+	 * allocated here, so none binds); HUGETLB: a hint. */
 	const unsigned int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-				   IBV_ACCESS_RELAXED_ORDERING;
+				   IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_MW_BIND |
+				   IBV_ACCESS_HUGETLB;
+	/* On-demand paging, which the device has not: the kernel's EOPNOTSUPP, so that
+	 * programs skip rather than fail. */
+	const unsigned int lacking = IBV_ACCESS_ON_DEMAND;
 	struct uroce_tp_mr *mr;
 	uint32_t idx;
 
+	if (access & lacking) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	/* IBA 10.6.3.1 / ibv_reg_mr(3): remote write and atomic need local write. */
 	if ((access & ~known) ||
 	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&

@@ -261,7 +261,8 @@ int uroce_tp_dealloc_pd(struct uroce_tp_pd *pd);
 /**
  * Registers [iova, iova + length), reachable at @p host, with IBV_ACCESS_* flags.
  * @return the MR (lkey and rkey in uroce_tp_mr_keys), or NULL with errno: EINVAL for
- * flags rdma-core refuses (REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE), ENOMEM.
+ * flags rdma-core refuses (REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE, unknown
+ * bits), EOPNOTSUPP for on-demand paging (ON_DEMAND), which the device has not, ENOMEM.
  */
 struct uroce_tp_mr *uroce_tp_reg_mr(struct uroce_tp_pd *pd, uint64_t iova, void *host,
 				    uint64_t length, unsigned int access);

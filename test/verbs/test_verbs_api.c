@@ -1879,6 +1879,27 @@ Test(verbs, create_and_reg_mr_errors)
 	mr = ibv_reg_mr(pd, page, sizeof(page), acc);
 	cr_assert_null(mr);
 	cr_expect_eq(errno, EINVAL, "errno %d", errno);
+	/* MW_BIND is accepted (memory-window programs register with it before they ask for a
+	 * window); on-demand paging, which the device has not, is EOPNOTSUPP: a program that
+	 * tries it skips, as on any device without ODP. */
+	mr = ibv_reg_mr(pd, page, sizeof(page), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	cr_assert_not_null(mr, "ibv_reg_mr with MW_BIND: %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	if (!vfx_reference()) {
+		errno = 0;
+		acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND;
+		mr = ibv_reg_mr(pd, page, sizeof(page), acc);
+		cr_assert_null(mr, "an ON_DEMAND MR registered");
+		cr_expect_eq(errno, EOPNOTSUPP, "ON_DEMAND: errno %d", errno);
+		/* And the device says neither memory windows nor memory management extensions,
+		 * which it has not: what it advertises must work. */
+		unsigned int windows = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_MGT_EXTENSIONS |
+				       IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+				       IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+
+		cr_assert_eq(dattr.device_cap_flags & windows, 0, "device_cap_flags 0x%x",
+			     dattr.device_cap_flags);
+	}
 	/* Valid through the non-constant path. */
 	acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
 	mr = ibv_reg_mr(pd, page, sizeof(page), acc);
