@@ -71,6 +71,8 @@ static const struct expected_cmd {
 	{47, "ATTACH_MCAST", SZ(mcast_req), 0, 0, 0, 0},
 	{48, "DETACH_MCAST", SZ(mcast_req), 0, 0, 0, 0},
 	{49, "CAPTURE_START", 0, 1, 0, 0, UROCE_CTRL_CMD_ADMIN},
+	{50, "RESIZE_CQ", SZ(resize_cq_req), 0, SZ(create_cq_rep), 1, 0},
+	{51, "RESIZE_SRQ", SZ(modify_srq_req), 0, SZ(create_srq_rep), 1, 0},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -87,7 +89,9 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_ATTACH_MCAST, 47);
 	cr_assert_eq(UROCE_CTRL_DETACH_MCAST, 48);
 	cr_assert_eq(UROCE_CTRL_CAPTURE_START, 49);
-	cr_assert_eq(UROCE_CTRL_VERSION, 5);
+	cr_assert_eq(UROCE_CTRL_RESIZE_CQ, 50);
+	cr_assert_eq(UROCE_CTRL_RESIZE_SRQ, 51);
+	cr_assert_eq(UROCE_CTRL_VERSION, 6);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);
 }
