@@ -239,11 +239,29 @@ Test(srq, limit_event)
 		expect_wc(&e.rc[1].wc[i], 100 + (uint64_t)i, IBV_WC_SUCCESS);
 		cr_assert_eq(e.rc[1].wc[i].qp_num, uroce_tp_qp_num(e.qp[1]));
 	}
-	/* A limit above max_wr is refused; resizing is not offered. */
+	/* A limit above max_wr is refused. */
 	m.srq_limit = 17;
 	cr_assert_eq(uroce_tp_modify_srq(srq, &m, IBV_SRQ_LIMIT), -EINVAL);
-	m.max_wr = 32;
+	/* IBV_DEVICE_SRQ_RESIZE: below the WQEs it holds (4 now) or 0 is refused and changes
+	 * nothing; grown, it keeps them, taken in posting order. */
+	for (int i = 10; i < 13; i++) {
+		r = rwr(100 + (uint64_t)i, va(&e, 1, (uint64_t)i * 64), 64, e.key[1]);
+		cr_assert_eq(uroce_tp_post_srq_recv(srq, &r), 0);
+	}
+	m.max_wr = 2;
 	cr_assert_eq(uroce_tp_modify_srq(srq, &m, IBV_SRQ_MAX_WR), -EINVAL);
+	m.max_wr = 0;
+	cr_assert_eq(uroce_tp_modify_srq(srq, &m, IBV_SRQ_MAX_WR), -EINVAL);
+	cr_assert_eq(uroce_tp_query_srq(srq, &q), 0);
+	cr_assert_eq(q.max_wr, 16, "a refused resize changed the size");
+	m.max_wr = 32;
+	cr_assert_eq(uroce_tp_modify_srq(srq, &m, IBV_SRQ_MAX_WR), 0);
+	cr_assert_eq(uroce_tp_query_srq(srq, &q), 0);
+	cr_assert_eq(q.max_wr, 32);
+	for (int i = 0; i < 4; i++, sent++) {
+		send_one(&e, (uint64_t)sent, sent + 1, sent + 1);
+		expect_wc(&e.rc[1].wc[sent], 100 + (uint64_t)sent, IBV_WC_SUCCESS);
+	}
 	cr_assert_eq(uroce_tp_destroy_srq(srq), -EBUSY);
 	env_fini(&e);
 }
