@@ -2069,6 +2069,59 @@ out:
 	free(b);
 }
 
+/* What the device has not answers EOPNOTSUPP, which programs and test suites read as
+ * "skip" (doc/verbs.md, "Every entry point"): each such row of the table, once. */
+Test(verbs, what_the_device_lacks_is_eopnotsupp)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_srq_init_attr_ex sx = {.attr = {.max_wr = 4, .max_sge = 1},
+					  .comp_mask = IBV_SRQ_INIT_ATTR_PD |
+						       IBV_SRQ_INIT_ATTR_TYPE,
+					  .srq_type = IBV_SRQT_BASIC,
+					  .pd = pd};
+	struct ibv_srq *srq;
+	struct ibv_values_ex rt = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+	struct ibv_modify_cq_attr mc = {.attr_mask = IBV_CQ_ATTR_MODERATE,
+					.moderate = {.cq_count = 1, .cq_period = 1}};
+	struct ibv_sge sg = {0};
+
+	if (vfx_reference())
+		return; /* rxe has some of these */
+	cr_assert_not_null(cq);
+#define LACKS_NULL(call)                                                                  \
+	do {                                                                              \
+		errno = 0;                                                                \
+		cr_assert_null(call, #call " succeeded");                                 \
+		cr_assert_eq(errno, EOPNOTSUPP, #call ": errno %d", errno);               \
+	} while (0)
+	LACKS_NULL(ibv_alloc_mw(pd, IBV_MW_TYPE_1));
+	LACKS_NULL(ibv_alloc_mw(pd, IBV_MW_TYPE_2));
+	LACKS_NULL(ibv_open_xrcd(ctx, &(struct ibv_xrcd_init_attr){0}));
+	LACKS_NULL(ibv_alloc_td(ctx, &(struct ibv_td_init_attr){0}));
+	LACKS_NULL(ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){.length = 64}));
+	LACKS_NULL(ibv_create_wq(ctx, &(struct ibv_wq_init_attr){.wq_type = IBV_WQT_RQ,
+								.max_wr = 1, .max_sge = 1,
+								.pd = pd, .cq = cq}));
+	LACKS_NULL(ibv_create_counters(ctx, &(struct ibv_counters_init_attr){0}));
+	LACKS_NULL(ibv_import_device(-1));
+	LACKS_NULL(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE));
+#undef LACKS_NULL
+	cr_assert_eq(ibv_modify_cq(cq, &mc), EOPNOTSUPP);
+	cr_assert_eq(ibv_query_rt_values_ex(ctx, &rt), EOPNOTSUPP);
+	cr_assert_eq(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sg, 1), EOPNOTSUPP);
+	/* A basic SRQ through the extended entry point is an SRQ; an XRC one is not. */
+	srq = ibv_create_srq_ex(ctx, &sx);
+	cr_assert_not_null(srq, "ibv_create_srq_ex (basic): %s", strerror(errno));
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	sx.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	sx.srq_type = IBV_SRQT_XRC;
+	sx.cq = cq;
+	errno = 0;
+	cr_assert_null(ibv_create_srq_ex(ctx, &sx), "an XRC SRQ was created");
+	cr_assert_eq(errno, EOPNOTSUPP, "XRC SRQ: errno %d", errno);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
 /* ibv_reg_mr_iova: the MR's addresses as the peer names them start at the iova. */
 Test(verbs, reg_mr_iova)
 {
