@@ -750,13 +750,17 @@ void rnic_cmd_create_channel(struct uroce_rnic_client *c, const struct uroce_ctr
 }
 
 #define QUEUE_RING_OFFSET 256u /* after the region header and struct uroce_ctrl_queue_ctl */
+/* A CQ region: the header, then struct uroce_ctrl_cq_ctl, then the ring (create and resize). */
+#define CQ_CTL_OFFSET 64u
+#define CQ_RING_OFFSET 128u
 
 void rnic_cmd_create_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			const void *payload, const int *fds RNIC_UNUSED)
 {
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_create_cq_req *req = payload;
-	struct uroce_ctrl_create_cq_rep rep = {.ctl_offset = 64, .ring_offset = 128};
+	struct uroce_ctrl_create_cq_rep rep = {.ctl_offset = CQ_CTL_OFFSET,
+						.ring_offset = CQ_RING_OFFSET};
 	struct rnic_channel *ch = NULL;
 	struct rnic_cq *q;
 	uint32_t ring_size;
@@ -829,7 +833,8 @@ void rnic_cmd_resize_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 {
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_resize_cq_req *req = payload;
-	struct uroce_ctrl_create_cq_rep rep = {.ctl_offset = 64, .ring_offset = 128};
+	struct uroce_ctrl_create_cq_rep rep = {.ctl_offset = CQ_CTL_OFFSET,
+						.ring_offset = CQ_RING_OFFSET};
 	struct rnic_cq *q = rnic_obj_get(c, req->cq, RNIC_OBJ_CQ);
 	struct uroce_shm_region region;
 	struct uroce_ring ring;
