@@ -46,6 +46,8 @@ static enum comp_state get_wqe(struct comp_ctx *c)
 	for (uint32_t i = qp->sq_cons; i != qp->sq_prod; i++) {
 		struct tp_send_slot *s = tp_sq_slot(qp, i);
 
+		/* Completed, or a local WQE carried out while earlier ones wait for their
+		 * responses (it is retired after them, in order). */
 		if (s->state == TP_WQE_DONE)
 			continue;
 		if (!s->started)
@@ -254,6 +256,10 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	default:
 		return IBV_WC_SEND;
 	}

@@ -3,7 +3,8 @@
  * Requester (IBA 9.7.1-9.7.4; Linux rxe_req.c): turns send WQEs into packets. Segments
  * SEND and RDMA WRITE messages to the path MTU, assigns PSNs, sets AckReq, sends one
  * READ request per message and one packet per atomic, and keeps within the send window,
- * max_rd_atomic and fences. Go-back-N retransmission restarts it from a PSN.
+ * max_rd_atomic and fences. Go-back-N retransmission restarts it from a PSN. Local work
+ * requests (BIND_MW, LOCAL_INV) it carries out itself, in their turn, without a packet.
  */
 #include <string.h>
 
@@ -228,6 +229,28 @@ static void fail_wqe(struct uroce_tp_qp *qp, struct tp_send_slot *s, enum ibv_wc
 	tp_qp_to_error(qp);
 }
 
+/* A BIND_MW or LOCAL_INV the requester has reached: carried out at once, in order with the
+ * packets of the WQEs around it (IBA 10.6.7: a bind takes effect when the WQE is executed,
+ * not when posted). It takes no PSN: done now, completed when the completer retires it,
+ * after every earlier WQE. Returns false when it failed (the QP is in ERR then). */
+static bool do_local(struct uroce_tp_qp *qp, struct tp_send_slot *s)
+{
+	bool bind = s->wqe.opcode == IBV_WR_BIND_MW;
+	int rc = bind ? tp_mw_bind(qp, &s->wqe.bind) :
+			tp_mw_invalidate(qp, s->wqe.invalidate_rkey, false);
+
+	if (rc) {
+		/* As rxe: a broken rule fails the WQE and stops the QP. */
+		fail_wqe(qp, s, bind ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
+		return false;
+	}
+	s->state = TP_WQE_DONE;
+	s->status = IBV_WC_SUCCESS;
+	qp->req.idx++;
+	tp_comp_retire(qp);
+	return true;
+}
+
 bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 {
 	struct uroce_tp_dev *dev = qp->dev;
@@ -239,9 +262,17 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 	while (qp->req.idx != qp->sq_prod && qp->state != IBV_QPS_ERR) {
 		struct tp_send_slot *s = tp_sq_slot(qp, qp->req.idx);
 		bool starting = qp->req.offset == 0 && s->state == TP_WQE_POSTED && !s->started;
+		bool local = tp_wr_is_local(s->wqe.opcode);
 		int rc;
 
-		if (qp->type == IBV_QPT_RC &&
+		if (s->state == TP_WQE_DONE) {
+			/* A local WQE carried out before a go-back sent the requester back over
+			 * it (tp_req_rewind leaves DONE slots be): once is all it gets. */
+			qp->req.idx++;
+			continue;
+		}
+		/* The send window counts PSNs: a local WQE takes none, so it need not wait. */
+		if (qp->type == IBV_QPT_RC && !local &&
 		    uroce_psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)dev->cfg.max_unacked_psns)
 			break;
 		if (starting) {
@@ -255,6 +286,11 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 				break;
 			if ((s->wqe.send_flags & IBV_SEND_FENCE) && fence_blocks(qp))
 				break;
+			if (local) {
+				if (!do_local(qp, s))
+					break;
+				continue;
+			}
 			st = check_local(qp, s);
 			if (st != IBV_WC_SUCCESS) {
 				fail_wqe(qp, s, st);
@@ -294,6 +330,14 @@ bool tp_req_skip_acked(struct uroce_tp_qp *qp, uint32_t psn)
 	while (qp->req.idx != qp->sq_prod && uroce_psn_diff(psn, qp->req.psn) >= 0) {
 		struct tp_send_slot *s = tp_sq_slot(qp, qp->req.idx);
 
+		if (tp_wr_is_local(s->wqe.opcode)) {
+			/* No PSN of its own. Carried out before the go-back: step over it, as
+			 * tp_req_run would. Not yet: tp_req_run carries it out, in its turn. */
+			if (s->state != TP_WQE_DONE)
+				break;
+			qp->req.idx++;
+			continue;
+		}
 		if (s->state != TP_WQE_POSTED || (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)))
 			break;
 		if (!s->started) {

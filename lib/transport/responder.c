@@ -213,8 +213,8 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		return RESPST_EXECUTE;
 	}
 	if ((c->f & UROCE_OPF_WRITE) && (c->f & UROCE_OPF_FIRST)) {
-		c->mr = tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
-				    IBV_ACCESS_REMOTE_WRITE);
+		c->mr = tp_rkey_check(qp, h->reth.rkey, h->reth.va, h->reth.dma_len,
+				      IBV_ACCESS_REMOTE_WRITE);
 		if (c->mr == NULL)
 			return fail;
 		if ((c->f & UROCE_OPF_LAST) && c->pkt->payload_len != h->reth.dma_len)
@@ -222,15 +222,15 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		if (!(c->f & UROCE_OPF_LAST) && h->reth.dma_len <= qp->mtu)
 			return bad_request(c);
 	} else if (c->f & UROCE_OPF_READ) {
-		c->mr = tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
-				    IBV_ACCESS_REMOTE_READ);
+		c->mr = tp_rkey_check(qp, h->reth.rkey, h->reth.va, h->reth.dma_len,
+				      IBV_ACCESS_REMOTE_READ);
 		if (c->mr == NULL)
 			return fail;
 	} else if (c->f & UROCE_OPF_ATOMIC) {
 		if (h->atomiceth.va & 7)
 			return RESPST_ERR_INVALID_REQ; /* IBA 9.4.5: misaligned atomic */
-		c->mr = tp_mr_check(qp->pd, h->atomiceth.rkey, h->atomiceth.va, 8,
-				    IBV_ACCESS_REMOTE_ATOMIC);
+		c->mr = tp_rkey_check(qp, h->atomiceth.rkey, h->atomiceth.va, 8,
+				      IBV_ACCESS_REMOTE_ATOMIC);
 		if (c->mr == NULL)
 			return fail;
 	}
@@ -278,9 +278,9 @@ static enum resp_state execute(struct resp_ctx *c)
 							     p->payload_len != qp->resp.wr_resid))
 			return bad_request(c);
 		if (p->payload_len) {
-			struct uroce_tp_mr *mr = tp_mr_check(qp->pd, qp->resp.wr_rkey,
-							     qp->resp.wr_va, p->payload_len,
-							     IBV_ACCESS_REMOTE_WRITE);
+			struct uroce_tp_mr *mr =
+				tp_rkey_check(qp, qp->resp.wr_rkey, qp->resp.wr_va, p->payload_len,
+					      IBV_ACCESS_REMOTE_WRITE);
 			if (mr == NULL)
 				return qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_ACCESS;
 			memcpy(mr->host + (qp->resp.wr_va - mr->iova), p->payload, p->payload_len);
@@ -385,10 +385,12 @@ static enum resp_state complete(struct resp_ctx *c)
 	qp->resp.msn = (qp->resp.msn + 1) & UROCE_PSN_MASK;
 	/* IBA 10.6.7.2.2: SEND with Invalidate may revoke only a type 2 memory window or a
 	 * fast-registered MR; an MR registered by the application stays its own (mlx5
-	 * refuses the rest, rxe too: IB_MR_TYPE_MEM_REG only). uroce has neither kind yet,
-	 * so every R_Key is refused, as one that does not exist: otherwise a peer could
-	 * revoke any MR of the QP's PD. */
-	if (c->f & UROCE_OPF_INV)
+	 * refuses the rest, rxe too: IB_MR_TYPE_MEM_REG only). uroce has no fast-registered
+	 * MRs, so only a type 2 window bound to this very QP is freed (type 2B: its peer is
+	 * the one the window was granted to); an MR's R_Key or any other window is refused,
+	 * as one that does not exist: otherwise a peer could revoke memory it was never
+	 * given. Once per message: a duplicate never gets here (duplicate()). */
+	if ((c->f & UROCE_OPF_INV) && tp_mw_invalidate(qp, h->ieth_rkey, true))
 		return RESPST_ERR_REM_OP;
 	if (c->f & UROCE_OPF_SEND)
 		rwqe_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, qp->resp.rcv_len, h);
@@ -446,8 +448,8 @@ static enum resp_state duplicate(struct resp_ctx *c)
 			if (h->reth.dma_len > TP_MAX_MSG) /* as chk_rkey */
 				return RESPST_DONE;
 			if (h->reth.dma_len > 0 && /* C9-88, as chk_rkey */
-			    tp_mr_check(qp->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
-					IBV_ACCESS_REMOTE_READ) == NULL)
+			    tp_rkey_check(qp, h->reth.rkey, h->reth.va, h->reth.dma_len,
+					  IBV_ACCESS_REMOTE_READ) == NULL)
 				return RESPST_DONE;
 			r->va = h->reth.va;
 			r->length = h->reth.dma_len;
@@ -681,7 +683,7 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 		f.mr = NULL; /* a zero-length READ names no memory (C9-88); tp_send_pkt
 			     * calls no fill without a payload */
 		if (len > 0) {
-			f.mr = tp_mr_check(qp->pd, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ);
+			f.mr = tp_rkey_check(qp, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ);
 			if (f.mr == NULL)
 				return -EFAULT;
 		}

@@ -60,7 +60,7 @@ static inline void tp_list_del(struct tp_node *n)
 struct uroce_tp_pd {
 	struct tp_node node;
 	struct uroce_tp_dev *dev;
-	uint32_t refs; /* MRs, QPs, SRQs and AHs on it */
+	uint32_t refs; /* MRs, windows, QPs, SRQs and AHs on it */
 };
 
 struct uroce_tp_mr {
@@ -71,6 +71,38 @@ struct uroce_tp_mr {
 	unsigned int access;
 	uint32_t key;      /* lkey == rkey: table index << 8 | key byte */
 	void *ctx;         /* uroce_tp_mr_set_ctx: frames may point here (zero-copy TX) */
+	uint32_t nmw;      /* memory windows bound to it: it may not go while any is */
+};
+
+/* Keys are one name space (index << 8 | key byte): MRs take the indices below
+ * TP_MW_INDEX_BIT, memory windows those with it set, so a window key (bit 31 set) is never
+ * in the MR table, and an L_Key check (tp_mr_check) never accepts one. */
+#define TP_MW_INDEX_BIT (1u << 23)
+#define TP_MW_KEY_BIT (TP_MW_INDEX_BIT << 8)
+
+static inline bool tp_key_is_mw(uint32_t key)
+{
+	return (key & TP_MW_KEY_BIT) != 0;
+}
+
+/* IBA 10.6.7: a type 1 window is valid from its allocation on, bound or not (its length is
+ * 0 while unbound); a type 2 window is free until a bind makes it valid, and free again
+ * once invalidated. */
+enum tp_mw_state {
+	TP_MW_FREE,
+	TP_MW_VALID,
+};
+
+struct uroce_tp_mw {
+	struct uroce_tp_pd *pd;
+	enum ibv_mw_type type;
+	enum tp_mw_state state;
+	uint32_t rkey;           /* (TP_MW_INDEX_BIT | table index) << 8 | key byte */
+	struct uroce_tp_mr *mr;  /* bound to, or NULL */
+	struct uroce_tp_qp *qp;  /* type 2 while bound: the only QP it may be reached through */
+	uint64_t addr;           /* [addr, addr + length) of the MR's iova space */
+	uint64_t length;
+	unsigned int access;     /* IBV_ACCESS_REMOTE_* */
 };
 
 struct uroce_tp_ah {
@@ -174,7 +206,8 @@ struct tp_resp {
 	struct uroce_tp_recv_wqe rwqe;
 	uint32_t rcv_len;    /* bytes received into rwqe */
 	/* RDMA WRITE target, by its key: looked up again for each packet, since the MR may
-	 * be deregistered between two packets of one message (a pointer would dangle). */
+	 * be deregistered between two packets of one message (a pointer would dangle), or
+	 * the window the key names invalidated or bound elsewhere. */
 	uint32_t wr_rkey;
 	uint64_t wr_va;
 	uint32_t wr_resid;
@@ -203,6 +236,7 @@ struct uroce_tp_qp {
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
 	uint32_t nmcast;            /* multicast groups it is attached to */
+	uint32_t nmw;               /* type 2 memory windows bound to it */
 	uint32_t mtu;               /* path MTU in bytes */
 	struct uroce_wire_hdr tmpl; /* RC/UC: Ethernet, IP, UDP and BTH of the path */
 
@@ -246,6 +280,8 @@ struct uroce_tp_dev {
 	uint64_t rng;
 	struct uroce_tp_mr **mrs; /* by key >> 8 */
 	uint32_t mr_cap;
+	struct uroce_tp_mw **mws; /* by (key >> 8) & ~TP_MW_INDEX_BIT */
+	uint32_t mw_cap;
 	bool tx_blocked; /* the tx callback pushed back since the last uroce_tp_process */
 	struct tp_node work;           /* QPs with packets to send, in turn (schedule.c) */
 	/* Packets the QP on its visit in uroce_tp_process may still send (cfg.tx_burst);
@@ -271,9 +307,25 @@ void tp_mcast_detach_all(struct uroce_tp_qp *qp);
 
 /* ---- transport_device.c ---- */
 uint64_t tp_rand(struct uroce_tp_dev *dev);
-/* The MR behind @key in @pd if [va, va + len) lies inside it and @access is allowed. */
+/* The MR behind @key in @pd if [va, va + len) lies inside it and @access is allowed: an
+ * L_Key, or an MR's R_Key (never a window's). */
 struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
 				uint64_t len, unsigned int access);
+/* An R_Key arriving at @qp: an MR's (tp_mr_check in the QP's PD), or a window's, checked
+ * against the window's state, QP, rights and range. Returns the MR the bytes are in (for a
+ * window, the MR it is bound to: windows are never zero-based, so va - mr->iova is still
+ * the offset into it), or NULL. */
+struct uroce_tp_mr *tp_rkey_check(struct uroce_tp_qp *qp, uint32_t key, uint64_t va, uint64_t len,
+				  unsigned int access);
+/* Carries out a BIND_MW work request posted on @qp (IBA 10.6.7): 0, or -EINVAL when it
+ * breaks a rule, and then nothing changed. */
+int tp_mw_bind(struct uroce_tp_qp *qp, const struct uroce_tp_bind *bind);
+/* Frees the type 2 window @rkey names (IBA 10.6.7): from a LOCAL_INV on @qp, or
+ * (@remote) from a SEND with Invalidate arriving at @qp, which may free only a window bound
+ * to @qp itself. 0, or -EINVAL (not such a window; nothing changed). */
+int tp_mw_invalidate(struct uroce_tp_qp *qp, uint32_t rkey, bool remote);
+/* The QP goes: the type 2 windows bound to it become free. */
+void tp_mw_qp_gone(struct uroce_tp_qp *qp);
 /* Appends a completion. A full CQ loses it, raises IBV_EVENT_CQ_ERR (once) and returns
  * false: the caller moves its QP to ERR (IBA 11.4.2.1; rxe does the same). */
 bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc);
@@ -355,6 +407,12 @@ void tp_comp_arm(struct uroce_tp_qp *qp, uint64_t now_ns);
 void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt);
 /* Sends READ responses, atomic ACKs and the coalesced ACK, in PSN order. */
 bool tp_resp_run(struct uroce_tp_qp *qp);
+
+/* BIND_MW and LOCAL_INV: carried out by the requester itself, no packet, no PSN. */
+static inline bool tp_wr_is_local(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
+}
 
 static inline struct tp_send_slot *tp_sq_slot(struct uroce_tp_qp *qp, uint32_t i)
 {

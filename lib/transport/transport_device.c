@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The device and its simple objects: PD, MR, AH, CQ, SRQ; SGE access through MRs. */
+/* The device and its simple objects: PD, MR, memory window, AH, CQ, SRQ; SGE access through
+ * MRs, remote access through MRs and windows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,12 +74,17 @@ void uroce_tp_dev_destroy(struct uroce_tp_dev *dev)
 		uroce_tp_destroy_srq((struct uroce_tp_srq *)dev->srqs.next);
 	while (dev->cqs.next != &dev->cqs)
 		uroce_tp_destroy_cq((struct uroce_tp_cq *)dev->cqs.next);
+	/* Windows before MRs: an MR with a window bound cannot be deregistered. */
+	for (uint32_t i = 0; i < dev->mw_cap; i++)
+		if (dev->mws[i])
+			uroce_tp_dealloc_mw(dev->mws[i]);
 	for (uint32_t i = 0; i < dev->mr_cap; i++)
 		if (dev->mrs[i])
 			uroce_tp_dereg_mr(dev->mrs[i]);
 	while (dev->pds.next != &dev->pds)
 		uroce_tp_dealloc_pd((struct uroce_tp_pd *)dev->pds.next);
 	free(dev->mrs);
+	free(dev->mws);
 	free(dev->heap);
 	free(dev);
 }
@@ -157,8 +163,7 @@ struct uroce_tp_mr *uroce_tp_reg_mr(struct uroce_tp_pd *pd, uint64_t iova, void 
 				    uint64_t length, unsigned int access)
 {
 	struct uroce_tp_dev *dev = pd->dev;
-	/* MW_BIND: allowed, as the kernel allows it whatever the device (no window can be
-	 * allocated here, so none binds); HUGETLB: a hint. */
+	/* MW_BIND: windows may be bound to it (C10-73); HUGETLB: a hint. */
 	const unsigned int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
 				   IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_MW_BIND |
@@ -187,7 +192,7 @@ struct uroce_tp_mr *uroce_tp_reg_mr(struct uroce_tp_pd *pd, uint64_t iova, void 
 		uint32_t cap = dev->mr_cap ? dev->mr_cap * 2 : 64;
 		struct uroce_tp_mr **n;
 
-		if (cap > (1u << 24)) {
+		if (cap > TP_MW_INDEX_BIT) { /* the indices above are windows' */
 			errno = ENOMEM;
 			return NULL;
 		}
@@ -232,6 +237,10 @@ int uroce_tp_dereg_mr(struct uroce_tp_mr *mr)
 {
 	struct uroce_tp_dev *dev = mr->pd->dev;
 
+	/* A bound window would lead into memory no longer registered: the windows are
+	 * unbound or deallocated first (rxe's EINVAL). */
+	if (mr->nmw)
+		return -EINVAL;
 	dev->mrs[mr->key >> 8] = NULL;
 	mr->pd->refs--;
 	free(mr);
@@ -244,6 +253,7 @@ struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t v
 	struct uroce_tp_dev *dev = pd->dev;
 	struct uroce_tp_mr *mr;
 
+	/* A window's key indexes past every MR (TP_MW_INDEX_BIT): never an L_Key. */
 	if ((key >> 8) >= dev->mr_cap)
 		return NULL;
 	mr = dev->mrs[key >> 8];
@@ -348,6 +358,209 @@ int tp_sge_segs(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t
 	int rc = sge_walk(pd, sge, num_sge, offset, len, 0, seg_piece, &s);
 
 	return rc ? rc : (int)s.nseg;
+}
+
+/* ---- MW ------------------------------------------------------------------------------- */
+
+struct uroce_tp_mw *uroce_tp_alloc_mw(struct uroce_tp_pd *pd, enum ibv_mw_type type)
+{
+	struct uroce_tp_dev *dev = pd->dev;
+	struct uroce_tp_mw *mw;
+	uint32_t idx;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (idx = 0; idx < dev->mw_cap && dev->mws[idx]; idx++)
+		;
+	if (idx >= dev->mw_cap) {
+		uint32_t cap = dev->mw_cap ? dev->mw_cap * 2 : 64;
+		struct uroce_tp_mw **n;
+
+		if (cap > TP_MW_INDEX_BIT) { /* the index must stay below the bit marking it */
+			errno = ENOMEM;
+			return NULL;
+		}
+		n = realloc(dev->mws, cap * sizeof(*n));
+		if (n == NULL)
+			return NULL;
+		memset(n + dev->mw_cap, 0, (cap - dev->mw_cap) * sizeof(*n));
+		dev->mws = n;
+		dev->mw_cap = cap;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (mw == NULL)
+		return NULL;
+	mw->pd = pd;
+	mw->type = type;
+	/* Type 1 is valid at once, with nothing bound (length 0); type 2 waits for a bind. */
+	mw->state = type == IBV_MW_TYPE_1 ? TP_MW_VALID : TP_MW_FREE;
+	/* A random key byte, as an MR's: a key kept after dealloc is refused even when the
+	 * slot is reused. */
+	mw->rkey = (TP_MW_INDEX_BIT | idx) << 8 | (uint8_t)tp_rand(dev);
+	dev->mws[idx] = mw;
+	pd->refs++;
+	return mw;
+}
+
+uint32_t uroce_tp_mw_rkey(const struct uroce_tp_mw *mw)
+{
+	return mw->rkey;
+}
+
+/* Nothing reachable through it any more; the MR and the QP it held are let go. */
+static void mw_unbind(struct uroce_tp_mw *mw)
+{
+	if (mw->mr)
+		mw->mr->nmw--;
+	if (mw->qp)
+		mw->qp->nmw--;
+	mw->mr = NULL;
+	mw->qp = NULL;
+	mw->addr = 0;
+	mw->length = 0;
+	mw->access = 0;
+}
+
+int uroce_tp_dealloc_mw(struct uroce_tp_mw *mw)
+{
+	struct uroce_tp_dev *dev = mw->pd->dev;
+
+	mw_unbind(mw);
+	dev->mws[(mw->rkey >> 8) & ~TP_MW_INDEX_BIT] = NULL;
+	mw->pd->refs--;
+	free(mw);
+	return 0;
+}
+
+/* The window named by exactly @key: a stale key byte names none. */
+static struct uroce_tp_mw *mw_find(struct uroce_tp_dev *dev, uint32_t key)
+{
+	uint32_t idx = (key >> 8) & ~TP_MW_INDEX_BIT;
+	struct uroce_tp_mw *mw;
+
+	if (!tp_key_is_mw(key) || idx >= dev->mw_cap)
+		return NULL;
+	mw = dev->mws[idx];
+	return mw && mw->rkey == key ? mw : NULL;
+}
+
+/* [va, va + len) inside [start, start + length), without overflow. */
+static bool range_inside(uint64_t va, uint64_t len, uint64_t start, uint64_t length)
+{
+	return va >= start && va - start <= length && len <= length - (va - start);
+}
+
+struct uroce_tp_mr *tp_rkey_check(struct uroce_tp_qp *qp, uint32_t key, uint64_t va, uint64_t len,
+				  unsigned int access)
+{
+	struct uroce_tp_mw *mw;
+
+	if (!tp_key_is_mw(key))
+		return tp_mr_check(qp->pd, key, va, len, access);
+	mw = mw_find(qp->dev, key);
+	if (mw == NULL || mw->pd != qp->pd)
+		return NULL;
+	/* Free, or a type 1 window with nothing bound: no memory behind the key. */
+	if (mw->state != TP_MW_VALID || mw->length == 0)
+		return NULL;
+	/* A type 2 window is reached only through the QP it is bound to (type 2B). */
+	if (mw->type == IBV_MW_TYPE_2 && mw->qp != qp)
+		return NULL;
+	/* The window's rights, not the MR's: it may grant less than the MR has. */
+	if ((mw->access & access) != access)
+		return NULL;
+	/* As tp_mr_check: a zero-length access needs a valid key, not a byte. */
+	if (len > 0 && !range_inside(va, len, mw->addr, mw->length))
+		return NULL;
+	return mw->mr;
+}
+
+int tp_mw_bind(struct uroce_tp_qp *qp, const struct uroce_tp_bind *b)
+{
+	const unsigned int remote =
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+	struct uroce_tp_mw *mw = mw_find(qp->dev, b->mw_rkey);
+	struct uroce_tp_mr *mr = NULL;
+
+	if (mw == NULL)
+		return -EINVAL;
+	if (mw->pd != qp->pd) /* C10-72 */
+		return -EINVAL;
+	if (mw->type == IBV_MW_TYPE_1 && mw->state != TP_MW_VALID)
+		return -EINVAL;
+	if (mw->type == IBV_MW_TYPE_2 && mw->state != TP_MW_FREE) /* o10-37.2.30 */
+		return -EINVAL;
+	if (mw->type == IBV_MW_TYPE_2 && b->length == 0) /* o10-37.2.40 */
+		return -EINVAL;
+	/* Remote rights only. Zero-based windows are not offered (o10-36.2.2 forbids them
+	 * for type 1): every window keeps its MR's addresses, which the responder relies on. */
+	if (b->access & ~remote)
+		return -EINVAL;
+	if (b->length > 0) {
+		/* Any MR of the window's PD (== the QP's, above). */
+		mr = tp_mr_check(mw->pd, b->mr_lkey, 0, 0, 0);
+		if (mr == NULL)
+			return -EINVAL;
+		if (!(mr->access & IBV_ACCESS_MW_BIND)) /* C10-73 */
+			return -EINVAL;
+		if ((b->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+		    !(mr->access & IBV_ACCESS_LOCAL_WRITE)) /* C10-74 */
+			return -EINVAL;
+		if (!range_inside(b->addr, b->length, mr->iova, mr->length)) /* C10-75 */
+			return -EINVAL;
+	}
+	mw_unbind(mw);
+	/* The consumer chooses the key byte; the index stays (IBA 10.6.7). */
+	mw->rkey = (mw->rkey & ~0xffu) | (b->rkey & 0xffu);
+	if (mr == NULL)
+		return 0; /* type 1 of length 0: valid, and nothing bound */
+	mw->mr = mr;
+	mr->nmw++;
+	mw->addr = b->addr;
+	mw->length = b->length;
+	mw->access = b->access;
+	if (mw->type == IBV_MW_TYPE_2) {
+		mw->qp = qp;
+		qp->nmw++;
+		mw->state = TP_MW_VALID;
+	}
+	return 0;
+}
+
+int tp_mw_invalidate(struct uroce_tp_qp *qp, uint32_t rkey, bool remote)
+{
+	struct uroce_tp_mw *mw = mw_find(qp->dev, rkey);
+
+	/* An MR's key (never a window's) names nothing to invalidate: there are no
+	 * fast-registered MRs, and an MR the application registered is its own. */
+	if (mw == NULL || mw->pd != qp->pd)
+		return -EINVAL;
+	if (mw->type != IBV_MW_TYPE_2) /* o10-37.2.26: type 1 is never invalidated */
+		return -EINVAL;
+	if (mw->state != TP_MW_VALID)
+		return -EINVAL;
+	/* From the wire, only the peer of the QP the window is bound to (type 2B). */
+	if (remote && mw->qp != qp)
+		return -EINVAL;
+	mw_unbind(mw);
+	mw->state = TP_MW_FREE;
+	return 0;
+}
+
+void tp_mw_qp_gone(struct uroce_tp_qp *qp)
+{
+	struct uroce_tp_dev *dev = qp->dev;
+
+	for (uint32_t i = 0; i < dev->mw_cap && qp->nmw; i++) {
+		struct uroce_tp_mw *mw = dev->mws[i];
+
+		if (mw && mw->qp == qp) {
+			mw_unbind(mw);
+			mw->state = TP_MW_FREE;
+		}
+	}
 }
 
 /* ---- AH ------------------------------------------------------------------------------- */

@@ -161,6 +161,9 @@ int uroce_tp_destroy_qp(struct uroce_tp_qp *qp)
 
 	tp_qp_unschedule(qp);
 	tp_mcast_detach_all(qp);
+	/* No window may keep pointing at the QP: those bound to it are free again. */
+	if (qp->nmw)
+		tp_mw_qp_gone(qp);
 	dev->nqps--;
 	qpn_remove(dev, qp);
 	if (qp->prev)
@@ -393,6 +396,12 @@ static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
 		return type == IBV_QPT_RC;
+	/* Local operations (IBA 10.6.7), where rxe allows them: a bind on the connected
+	 * services, an invalidate on RC, the service that has SEND with Invalidate too. */
+	case IBV_WR_BIND_MW:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
+	case IBV_WR_LOCAL_INV:
+		return type == IBV_QPT_RC;
 	default:
 		return false;
 	}
@@ -409,6 +418,9 @@ static uint16_t op_flags(enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return UROCE_OPF_ATOMIC;
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		return 0; /* no packet: the requester carries it out (tp_wr_is_local) */
 	default:
 		return UROCE_OPF_SEND;
 	}
@@ -425,7 +437,12 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 		return -EINVAL;
 	if (!opcode_ok(qp->type, wqe->opcode))
 		return -EINVAL;
-	if (wqe->send_flags & IBV_SEND_INLINE) {
+	if (tp_wr_is_local(wqe->opcode)) {
+		/* No data of its own: the bind's fields share the SGEs' room. */
+		if (wqe->num_sge != 0 || (wqe->send_flags & IBV_SEND_INLINE))
+			return -EINVAL;
+		len = 0;
+	} else if (wqe->send_flags & IBV_SEND_INLINE) {
 		if (wqe->inline_len > qp->cap.max_inline_data ||
 		    wqe->opcode == IBV_WR_RDMA_READ || (op_flags(wqe->opcode) & UROCE_OPF_ATOMIC))
 			return -EINVAL;
@@ -452,7 +469,9 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 	 * stay as they were; nothing reads past num_sge or inline_len. */
 	s = tp_sq_slot(qp, qp->sq_prod);
 	memcpy(&s->wqe, wqe, offsetof(struct uroce_tp_send_wqe, sg_list));
-	if (wqe->send_flags & IBV_SEND_INLINE)
+	if (wqe->opcode == IBV_WR_BIND_MW)
+		s->wqe.bind = wqe->bind;
+	else if (wqe->send_flags & IBV_SEND_INLINE)
 		memcpy(s->wqe.inline_data, wqe->inline_data, wqe->inline_len);
 	else
 		memcpy(s->wqe.sg_list, wqe->sg_list, wqe->num_sge * sizeof(wqe->sg_list[0]));

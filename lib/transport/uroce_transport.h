@@ -255,7 +255,7 @@ uint64_t uroce_tp_next_deadline(const struct uroce_tp_dev *dev);
 /* Protection domains, memory regions, address handles                                   */
 
 struct uroce_tp_pd *uroce_tp_alloc_pd(struct uroce_tp_dev *dev);
-/** @return 0, or -EBUSY while MRs, QPs, SRQs or AHs still use it. */
+/** @return 0, or -EBUSY while MRs, memory windows, QPs, SRQs or AHs still use it. */
 int uroce_tp_dealloc_pd(struct uroce_tp_pd *pd);
 
 /**
@@ -270,8 +270,29 @@ void uroce_tp_mr_keys(const struct uroce_tp_mr *mr, uint32_t *lkey, uint32_t *rk
 /** Lets frames point into the MR (cfg.tx_zc): @p ctx is what the host pins them by;
  *  NULL (the default) copies its bytes into every frame. */
 void uroce_tp_mr_set_ctx(struct uroce_tp_mr *mr, void *ctx);
-/** @return 0, or -EBUSY while a QP is executing on it (never, single-threaded). */
+/** @return 0, or -EINVAL while memory windows are bound to it (IBA 10.6.7.2.3: windows
+ *  are unbound or deallocated first; rxe says EINVAL too). */
 int uroce_tp_dereg_mr(struct uroce_tp_mr *mr);
+
+/*
+ * Memory windows (IBA 10.6.7; rxe's rxe_mw.c): an R_Key for part of an MR with
+ * MW_BIND access, granted and revoked without the device's control path.
+ * - Type 1: bound by a BIND_MW work request on any QP of its PD (ibv_bind_mw posts one);
+ *   any QP of the PD may then be reached through it; length 0 unbinds; never
+ *   invalidated. A bind changes only the R_Key's key byte.
+ * - Type 2 (2B): free until a BIND_MW work request on a QP binds it to that QP alone;
+ *   only that QP's peer may use it; LOCAL_INV on its QP or a SEND with Invalidate from
+ *   that QP's peer frees it again.
+ * Window keys and MR keys are one name space: a window's R_Key is never an MR's L_Key
+ * or R_Key, and the responder takes either (bounds and access then those of the window).
+ */
+struct uroce_tp_mw;
+/** @return the window (unbound; R_Key in uroce_tp_mw_rkey), or NULL with errno: EINVAL
+ *  for a type verbs does not define, ENOMEM. */
+struct uroce_tp_mw *uroce_tp_alloc_mw(struct uroce_tp_pd *pd, enum ibv_mw_type type);
+uint32_t uroce_tp_mw_rkey(const struct uroce_tp_mw *mw);
+/** Unbinds it if bound, and frees it. @return 0. */
+int uroce_tp_dealloc_mw(struct uroce_tp_mw *mw);
 
 /** An address handle for UD sends; @p dmac is the resolved next hop (the caller does
  *  ARP/ND). @return the AH, or NULL with errno (EINVAL: bad GID index or port). */
@@ -332,6 +353,16 @@ struct uroce_tp_sge {
 	uint32_t lkey;
 };
 
+/** What IBV_WR_BIND_MW carries (ibv_send_wr.bind_mw flattened, as rxe's WQE has it). */
+struct uroce_tp_bind {
+	uint32_t mw_rkey; /**< the window's R_Key now: names the window */
+	uint32_t rkey;    /**< its R_Key once bound (only the key byte is taken) */
+	uint32_t mr_lkey; /**< the MR it opens onto; unused when length is 0 */
+	uint32_t access;  /**< IBV_ACCESS_REMOTE_READ, _WRITE, _ATOMIC */
+	uint64_t addr;
+	uint64_t length;  /**< type 1: 0 unbinds */
+};
+
 /** A send work request (ibv_send_wr without pointers). */
 struct uroce_tp_send_wqe {
 	uint64_t wr_id;
@@ -352,6 +383,7 @@ struct uroce_tp_send_wqe {
 	union {
 		struct uroce_tp_sge sg_list[UROCE_TP_MAX_SGE];
 		uint8_t inline_data[UROCE_TP_MAX_INLINE];
+		struct uroce_tp_bind bind; /**< IBV_WR_BIND_MW (num_sge 0) */
 	};
 };
 
@@ -365,7 +397,12 @@ struct uroce_tp_recv_wqe {
  *  a READ/atomic, atomic not 8 bytes at an 8-byte aligned address, UD without an AH of
  *  the QP's PD), -ENOMEM (send queue full), or -EINVAL in RESET, INIT or
  *  RTR (rdma-core providers refuse posting sends before RTS). Posting in ERR is allowed:
- *  the WR completes with IBV_WC_WR_FLUSH_ERR. */
+ *  the WR completes with IBV_WC_WR_FLUSH_ERR.
+ *  IBV_WR_BIND_MW (RC, UC) and IBV_WR_LOCAL_INV (RC; invalidate_rkey names a type 2
+ *  window) are local: carried out when the requester reaches them, in order, and
+ *  completed as IBV_WC_BIND_MW / IBV_WC_LOCAL_INV; one that breaks a rule of IBA 10.6.7
+ *  completes with IBV_WC_MW_BIND_ERR (bind) or IBV_WC_LOC_QP_OP_ERR (invalidate), and the
+ *  QP goes to ERR, as on rxe. With SGEs or IBV_SEND_INLINE: -EINVAL. */
 int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *wqe,
 		       uint64_t now_ns);
 /** @return 0, -EINVAL (too many SGEs, QP in RESET, QP on an SRQ), -ENOMEM (full). */
