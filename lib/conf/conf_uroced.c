@@ -77,7 +77,7 @@ static const struct uroce_conf_key keys[] = {
 	     "with EAGAIN; 0: only control.max_clients. Each [limits] key is per user, over all "
 	     "of the user's connections; root and control.admin_group are exempt"),
 	UINT(limits, pds, 0, UINT32_MAX, "0", "protection domains per user; 0: no limit"),
-	UINT(limits, mrs, 0, UINT32_MAX, "0", "memory regions per user; 0: no limit"),
+	UINT(limits, mrs, 0, UINT32_MAX, "0", "memory regions and windows per user; 0: no limit"),
 	UINT(limits, mr_bytes, 0, UINT64_MAX, "0",
 	     "bytes registered per user, in whole pages: beyond it REG_MR fails with ENOMEM; "
 	     "0: no limit (each process is held to its RLIMIT_MEMLOCK anyway, as the kernel "
@@ -96,7 +96,8 @@ static const struct uroce_conf_key keys[] = {
 	     "limit"),
 	UINT(limits, client_pds, 0, UINT32_MAX, "0",
 	     "protection domains per connection, within its user's; 0: only the user's limit"),
-	UINT(limits, client_mrs, 0, UINT32_MAX, "0", "memory regions per connection; 0: none"),
+	UINT(limits, client_mrs, 0, UINT32_MAX, "0",
+	     "memory regions and windows per connection; 0: none"),
 	UINT(limits, client_mr_bytes, 0, UINT64_MAX, "0",
 	     "bytes registered per connection (ENOMEM beyond); 0: none"),
 	UINT(limits, client_regions, 0, UINT32_MAX, "0", "memory files per connection; 0: none"),

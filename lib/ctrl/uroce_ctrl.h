@@ -39,10 +39,11 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 6u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+#define UROCE_CTRL_VERSION 7u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
-				* RESIZE_SRQ */
+				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
+				* WQEs */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -170,7 +171,9 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	/* write, open for writing), never a path the root daemon would open for it. */      \
 	X(CAPTURE_START, capture_start, none, 1, none, 0, UROCE_CTRL_CMD_ADMIN)             \
 	X(RESIZE_CQ, resize_cq, resize_cq_req, 0, create_cq_rep, 1, 0)                       \
-	X(RESIZE_SRQ, resize_srq, modify_srq_req, 0, create_srq_rep, 1, 0)
+	X(RESIZE_SRQ, resize_srq, modify_srq_req, 0, create_srq_rep, 1, 0)                   \
+	X(ALLOC_MW, alloc_mw, alloc_mw_req, 0, alloc_mw_rep, 0, 0)                            \
+	X(DEALLOC_MW, dealloc_mw, handle, 0, none, 0, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -293,6 +296,19 @@ struct uroce_ctrl_reg_mr_rep {
 	uint32_t lkey;
 	uint32_t rkey;
 	uint32_t reserved;
+};
+
+/* ALLOC_MW: a memory window of the PD (enum ibv_mw_type); its R_Key changes with each
+ * bind, which a BIND_MW work request in the QP's ring carries (the window is named by its
+ * R_Key there, as rxe's WQE names it: no handle needed in the data path). */
+struct uroce_ctrl_alloc_mw_req {
+	uint32_t pd;
+	uint32_t type;
+};
+
+struct uroce_ctrl_alloc_mw_rep {
+	uint32_t mw;
+	uint32_t rkey;
 };
 
 /* CREATE_CHANNEL: the reply carries the channel's eventfd (written once per CQ event). */
@@ -656,6 +672,15 @@ struct uroce_ctrl_send_wqe {
 			uint32_t lkey;
 		} sg_list[UROCE_CTRL_MAX_SGE];
 		uint8_t inline_data[UROCE_CTRL_MAX_INLINE];
+		/** IBV_WR_BIND_MW (num_sge 0): struct uroce_tp_bind's fields */
+		struct {
+			uint32_t mw_rkey; /**< the window's R_Key now: names it */
+			uint32_t rkey;    /**< its R_Key once bound */
+			uint32_t mr_lkey;
+			uint32_t access;
+			uint64_t addr;
+			uint64_t length;
+		} bind;
 	};
 };
 
@@ -704,6 +729,8 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_map_region_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_mr_seg, 24);
 UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_req, 40);
 UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_rep, 16);
+UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_rep, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_req, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_rep, 24);
 UROCE_CTRL_SIZE(struct uroce_ctrl_cq_ctl, 8);

@@ -125,6 +125,17 @@ static int to_tp_send(struct rnic_qp *q, struct uroce_tp_send_wqe *t,
 		if (!t->ah)
 			return -EINVAL;
 	}
+	if (t->opcode == IBV_WR_BIND_MW) {
+		/* The window is named by its R_Key; the transport checks it is one of the
+		 * QP's PD, and everything else a bind must satisfy. */
+		t->bind.mw_rkey = RD(w->bind.mw_rkey);
+		t->bind.rkey = RD(w->bind.rkey);
+		t->bind.mr_lkey = RD(w->bind.mr_lkey);
+		t->bind.access = RD(w->bind.access);
+		t->bind.addr = RD(w->bind.addr);
+		t->bind.length = RD(w->bind.length);
+		return 0;
+	}
 	if (t->send_flags & IBV_SEND_INLINE) {
 		if (t->inline_len > sizeof(t->inline_data))
 			return -EINVAL;

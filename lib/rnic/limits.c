@@ -29,6 +29,7 @@ static uint64_t limit_of(const struct uroce_conf *conf, enum rnic_obj_type type,
 	case RNIC_OBJ_REGION:
 		return LIMIT(regions);
 	case RNIC_OBJ_MR:
+	case RNIC_OBJ_MW:
 		return LIMIT(mrs);
 	case RNIC_OBJ_CHANNEL:
 	case RNIC_OBJ_CM_CHANNEL:
@@ -52,11 +53,14 @@ static uint64_t limit_of(const struct uroce_conf *conf, enum rnic_obj_type type,
 }
 
 /* What client @p o holds of @p type's limit: completion and rdma_cm event channels are
- * one limit (each is an eventfd the daemon holds). */
+ * one limit (each is an eventfd the daemon holds), memory regions and windows another
+ * (each is a key of the device's one key table). */
 static uint64_t held_of(const struct uroce_rnic_client *o, enum rnic_obj_type type)
 {
 	if (type == RNIC_OBJ_CHANNEL || type == RNIC_OBJ_CM_CHANNEL)
 		return o->counts[RNIC_OBJ_CHANNEL] + o->counts[RNIC_OBJ_CM_CHANNEL];
+	if (type == RNIC_OBJ_MR || type == RNIC_OBJ_MW)
+		return o->counts[RNIC_OBJ_MR] + o->counts[RNIC_OBJ_MW];
 	return o->counts[type];
 }
 

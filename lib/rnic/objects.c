@@ -335,9 +335,9 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	/* Dependents before what they depend on, as the transport requires. QPs go to the
 	 * error state first: their WQEs flush, and a connected peer sees what it sees when
 	 * an RNIC's QP fails (no more responses: its retries run out). */
-	static const enum rnic_obj_type order[] = {RNIC_OBJ_AH,	     RNIC_OBJ_QP, RNIC_OBJ_SRQ,
-						   RNIC_OBJ_CQ,	     RNIC_OBJ_MR, RNIC_OBJ_REGION,
-						   RNIC_OBJ_CHANNEL, RNIC_OBJ_PD};
+	static const enum rnic_obj_type order[] = {
+		RNIC_OBJ_AH, RNIC_OBJ_MW,     RNIC_OBJ_QP,	RNIC_OBJ_SRQ, RNIC_OBJ_CQ,
+		RNIC_OBJ_MR, RNIC_OBJ_REGION, RNIC_OBJ_CHANNEL, RNIC_OBJ_PD};
 	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
 	size_t k;
 	uint32_t h;
@@ -352,6 +352,10 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 			switch (o->type) {
 			case RNIC_OBJ_AH:
 				uroce_tp_destroy_ah(o->p);
+				rnic_obj_del(c, h);
+				break;
+			case RNIC_OBJ_MW:
+				uroce_tp_dealloc_mw(o->p);
 				rnic_obj_del(c, h);
 				break;
 			case RNIC_OBJ_QP: {
@@ -1211,6 +1215,42 @@ void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	reply_handle(c, h, handle);
 }
 
+/* ALLOC_MW: the window's handle and its first R_Key. Binds come through the QP's ring
+ * (datapath.c): the transport checks the window's PD against the QP's, so a client can
+ * only name windows of its own PDs there. */
+void rnic_cmd_alloc_mw(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		       const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_alloc_mw_req *req = payload;
+	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
+	struct uroce_ctrl_alloc_mw_rep rep;
+	struct uroce_tp_mw *mw;
+	int rc;
+
+	if (!pd) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = rnic_limit_object(c, RNIC_OBJ_MW);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	mw = uroce_tp_alloc_mw(pd, (enum ibv_mw_type)req->type);
+	if (!mw) {
+		REPLY(c, h, -errno, NULL, 0);
+		return;
+	}
+	rep.mw = rnic_obj_add(c, RNIC_OBJ_MW, mw);
+	if (!rep.mw) {
+		uroce_tp_dealloc_mw(mw);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	rep.rkey = uroce_tp_mw_rkey(mw);
+	REPLY(c, h, 0, &rep, sizeof(rep));
+}
+
 void rnic_cmd_stats(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		    const void *payload, const int *fds RNIC_UNUSED)
 {
@@ -1290,6 +1330,11 @@ static void cmd_destroy(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		if (!rc)
 			rnic_obj_del(c, req->handle);
 		break;
+	case RNIC_OBJ_MW:
+		rc = uroce_tp_dealloc_mw(p);
+		if (!rc)
+			rnic_obj_del(c, req->handle);
+		break;
 	default:
 		rc = -EINVAL;
 	}
@@ -1311,6 +1356,7 @@ RNIC_CMD_DESTROY(destroy_cq, RNIC_OBJ_CQ)
 RNIC_CMD_DESTROY(destroy_srq, RNIC_OBJ_SRQ)
 RNIC_CMD_DESTROY(destroy_qp, RNIC_OBJ_QP)
 RNIC_CMD_DESTROY(destroy_ah, RNIC_OBJ_AH)
+RNIC_CMD_DESTROY(dealloc_mw, RNIC_OBJ_MW)
 #undef RNIC_CMD_DESTROY
 
 void rnic_cmd_modify_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,

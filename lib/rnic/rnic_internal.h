@@ -50,6 +50,7 @@ enum rnic_obj_type {
 	RNIC_OBJ_AH,
 	RNIC_OBJ_CM_CHANNEL,
 	RNIC_OBJ_CM_ID,
+	RNIC_OBJ_MW,
 	RNIC_OBJ_TYPES
 };
 

@@ -73,6 +73,8 @@ static const struct expected_cmd {
 	{49, "CAPTURE_START", 0, 1, 0, 0, UROCE_CTRL_CMD_ADMIN},
 	{50, "RESIZE_CQ", SZ(resize_cq_req), 0, SZ(create_cq_rep), 1, 0},
 	{51, "RESIZE_SRQ", SZ(modify_srq_req), 0, SZ(create_srq_rep), 1, 0},
+	{52, "ALLOC_MW", SZ(alloc_mw_req), 0, SZ(alloc_mw_rep), 0, 0},
+	{53, "DEALLOC_MW", HANDLE, 0, 0, 0, 0},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -91,7 +93,9 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_CAPTURE_START, 49);
 	cr_assert_eq(UROCE_CTRL_RESIZE_CQ, 50);
 	cr_assert_eq(UROCE_CTRL_RESIZE_SRQ, 51);
-	cr_assert_eq(UROCE_CTRL_VERSION, 6);
+	cr_assert_eq(UROCE_CTRL_ALLOC_MW, 52);
+	cr_assert_eq(UROCE_CTRL_DEALLOC_MW, 53);
+	cr_assert_eq(UROCE_CTRL_VERSION, 7);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);
 }
