@@ -855,6 +855,22 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 		    (wr->send_flags & IBV_SEND_INLINE))
 			return EINVAL;
 		break;
+	case IBV_WR_SEND_WITH_INV:
+		if (qp->ibv.qp_type != IBV_QPT_RC)
+			return EINVAL; /* IBA 9.2: only RC has the SEND with Invalidate opcodes */
+		break;
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+		/* Local operations: no data (their SGE list is not read), not inline. The
+		 * QP types are rxe's: a bind on RC or UC, a local invalidate on RC. */
+		if ((wr->opcode == IBV_WR_LOCAL_INV ? qp->ibv.qp_type != IBV_QPT_RC
+						     : qp->ibv.qp_type == IBV_QPT_UD) ||
+		    (wr->send_flags & IBV_SEND_INLINE))
+			return EINVAL;
+		if (wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw)
+			return EINVAL;
+		len = 0;
+		break;
 	default:
 		return EINVAL;
 	}
@@ -882,9 +898,26 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
 		break;
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_LOCAL_INV:
+		w->invalidate_rkey = wr->invalidate_rkey;
+		break;
+	case IBV_WR_BIND_MW: {
+		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+		w->bind.mw_rkey = wr->bind_mw.mw->rkey;
+		w->bind.rkey = wr->bind_mw.rkey;
+		w->bind.mr_lkey = b->mr ? b->mr->lkey : 0;
+		w->bind.access = (uint32_t)b->mw_access_flags;
+		w->bind.addr = b->addr;
+		w->bind.length = b->length;
+		return 0; /* num_sge 0 (cleared above): the bind is the union's content */
+	}
 	default:
 		break;
 	}
+	if (wr->opcode == IBV_WR_LOCAL_INV)
+		return 0;
 	if (qp->ibv.qp_type == IBV_QPT_UD) {
 		w->ah = cl_container_of(wr->wr.ud.ah, struct uroce_client_ah, ibv)->handle;
 		w->remote_qpn = wr->wr.ud.remote_qpn;
@@ -1021,6 +1054,66 @@ int uroce_client_destroy_ah(struct uroce_client_ah *ah)
 	if (rc)
 		return -rc;
 	free(ah);
+	return 0;
+}
+
+/* ---- memory windows ---------------------------------------------------------------- */
+
+struct uroce_client_mw *uroce_client_alloc_mw(struct uroce_client_pd *pd, enum ibv_mw_type type)
+{
+	struct uroce_ctrl_alloc_mw_req req = {.pd = pd->handle, .type = (uint32_t)type};
+	struct uroce_ctrl_alloc_mw_rep rep;
+	struct uroce_client_mw *mw;
+	int rc = cl_call(pd->ctx, UROCE_CTRL_ALLOC_MW, &req, sizeof(req), NULL, 0, &rep,
+			 sizeof(rep), NULL, 0);
+
+	if (rc)
+		return fail_null(rc);
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		cl_release(pd->ctx, UROCE_CTRL_DEALLOC_MW, rep.mw);
+		return fail_null(ENOMEM);
+	}
+	mw->ctx = pd->ctx;
+	mw->handle = rep.mw;
+	mw->ibv.context = pd->ctx->ibv;
+	mw->ibv.pd = &pd->ibv;
+	mw->ibv.rkey = rep.rkey;
+	mw->ibv.handle = rep.mw;
+	mw->ibv.type = type;
+	return mw;
+}
+
+int uroce_client_dealloc_mw(struct uroce_client_mw *mw)
+{
+	int rc = cl_release(mw->ctx, UROCE_CTRL_DEALLOC_MW, mw->handle);
+
+	if (rc)
+		return -rc;
+	free(mw);
+	return 0;
+}
+
+int uroce_client_bind_mw(struct uroce_client_qp *qp, struct uroce_client_mw *mw,
+			 const struct ibv_mw_bind *bind)
+{
+	struct ibv_send_wr wr, *bad;
+	int rc;
+
+	/* rdma-core's rxe provider: windows are never zero-based (o10-36.2.2). */
+	if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return EINVAL;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = bind->send_flags;
+	wr.bind_mw.mw = &mw->ibv;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->ibv.rkey);
+	wr.bind_mw.bind_info = bind->bind_info;
+	rc = uroce_client_post_send(qp, &wr, &bad);
+	if (rc)
+		return rc;
+	mw->ibv.rkey = wr.bind_mw.rkey;
 	return 0;
 }
 

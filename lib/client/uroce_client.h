@@ -80,6 +80,12 @@ struct uroce_client_ah {
 	uint32_t handle;
 };
 
+struct uroce_client_mw {
+	struct ibv_mw ibv; /**< ibv.rkey: the R_Key of its latest bind (or allocation) */
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
+};
+
 /**
  * Connects to uroced at @p socket_path (NULL: $UROCE_SOCKET, else
  * UROCE_CTRL_DEFAULT_SOCKET). @return the context or NULL with errno (ENOENT or
@@ -241,6 +247,21 @@ int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
 struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
 					       struct ibv_ah_attr *attr);
 int uroce_client_destroy_ah(struct uroce_client_ah *ah);
+
+/** ibv_alloc_mw: NULL with errno (EINVAL: not type 1 or 2; EAGAIN: a [limits] bound). */
+struct uroce_client_mw *uroce_client_alloc_mw(struct uroce_client_pd *pd,
+					      enum ibv_mw_type type);
+/** ibv_dealloc_mw (a bound window is unbound first). @return 0 or a positive errno. */
+int uroce_client_dealloc_mw(struct uroce_client_mw *mw);
+/**
+ * ibv_bind_mw (type 1): posts an IBV_WR_BIND_MW work request on @p qp with the window's
+ * next R_Key (ibv_inc_rkey), and gives the window that R_Key at once, as rdma-core's rxe
+ * provider does: the application undoes it if the bind completes in error. Type 2
+ * windows are bound by posting IBV_WR_BIND_MW (uroce_client_post_send) instead.
+ * @return 0 or a positive errno (EINVAL: a zero-based window, or those of post_send).
+ */
+int uroce_client_bind_mw(struct uroce_client_qp *qp, struct uroce_client_mw *mw,
+			 const struct ibv_mw_bind *bind);
 
 /** ibv_wc_status_str's text (this library does not link libibverbs). */
 const char *uroce_client_wc_status_str(enum ibv_wc_status status);

@@ -98,16 +98,18 @@ void uroce_tp_query_device(const struct uroce_tp_dev *dev, struct ibv_device_att
 	attr->vendor_id = 0xffffff; /* not Mellanox's nor Amazon's: no vendor paths */
 	attr->max_qp = 1 << 20;
 	attr->max_qp_wr = UROCE_TP_MAX_QP_WR;
-	/* Not IBV_DEVICE_MEM_MGT_EXTENSIONS: without memory windows and invalidation, a
-	 * program that reads it (SPDK's NVMe-oF target then answers with SEND with
-	 * Invalidate) would be refused. */
+	/* Memory windows of type 1 and 2B, as rxe. Not IBV_DEVICE_MEM_MGT_EXTENSIONS: there
+	 * are no fast-registered MRs, and a program that reads it (SPDK's NVMe-oF target then
+	 * answers with SEND with Invalidate of its MRs) would be refused. */
 	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
-				 IBV_DEVICE_N_NOTIFY_CQ;
+				 IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW |
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_sge = UROCE_TP_MAX_SGE;
 	attr->max_sge_rd = UROCE_TP_MAX_SGE;
 	attr->max_cq = 1 << 20;
 	attr->max_cqe = UROCE_TP_MAX_CQE;
 	attr->max_mr = 1 << 20;
+	attr->max_mw = 1 << 20;
 	attr->max_pd = 1 << 20;
 	attr->max_qp_rd_atom = UROCE_TP_MAX_RD_ATOMIC;
 	attr->max_qp_init_rd_atom = UROCE_TP_MAX_RD_ATOMIC;

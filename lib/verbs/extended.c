@@ -166,7 +166,8 @@ struct ibv_cq_ex *uv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_at
 #define UV_SEND_OPS                                                                          \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |  \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                              \
-	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |              \
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 struct ibv_qp *uv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
@@ -468,8 +469,8 @@ static void uv_wr_atomic_fetch_add(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t
 	uv_wr_atomic(qp, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
 }
 
-/* Operations uroce does not offer (memory windows, invalidation, TSO, XRC, atomic
- * write): the batch fails at wr_complete with EOPNOTSUPP. */
+/* Operations uroce does not offer (TSO, XRC, atomic write): the batch fails at
+ * wr_complete with EOPNOTSUPP. */
 static void uv_wr_unsupported(struct ibv_qp_ex *qp)
 {
 	struct uv_qp *u = uv_qpx(qp);
@@ -478,23 +479,34 @@ static void uv_wr_unsupported(struct ibv_qp_ex *qp)
 		u->err = EOPNOTSUPP;
 }
 
+/* A type 2 window's bind: the application chose @p rkey (ibv_inc_rkey of the window's)
+ * and gives the window that R_Key itself once the bind completes. */
 static void uv_wr_bind_mw(struct ibv_qp_ex *qp, struct ibv_mw *mw, uint32_t rkey,
 			  const struct ibv_mw_bind_info *info)
 {
-	(void)mw, (void)rkey, (void)info;
-	uv_wr_unsupported(qp);
+	struct uv_wr *w = uv_wr_new(qp, IBV_WR_BIND_MW);
+
+	if (!w)
+		return;
+	w->wr.bind_mw.mw = mw;
+	w->wr.bind_mw.rkey = rkey;
+	w->wr.bind_mw.bind_info = *info;
 }
 
 static void uv_wr_local_inv(struct ibv_qp_ex *qp, uint32_t rkey)
 {
-	(void)rkey;
-	uv_wr_unsupported(qp);
+	struct uv_wr *w = uv_wr_new(qp, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->wr.invalidate_rkey = rkey;
 }
 
 static void uv_wr_send_inv(struct ibv_qp_ex *qp, uint32_t rkey)
 {
-	(void)rkey;
-	uv_wr_unsupported(qp);
+	struct uv_wr *w = uv_wr_new(qp, IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->wr.invalidate_rkey = rkey;
 }
 
 static void uv_wr_send_tso(struct ibv_qp_ex *qp, void *hdr, uint16_t hdr_sz, uint16_t mss)

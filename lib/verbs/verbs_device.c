@@ -156,18 +156,33 @@ static int uv_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 	return rc;
 }
 
-/* Memory windows: no alloc_mw (the inline ibv_alloc_mw then says EOPNOTSUPP), and the
- * other two, unreachable without a window, fail cleanly rather than jump to NULL. */
+/* Memory windows: the inline ibv_alloc_mw, ibv_bind_mw and ibv_dealloc_mw of verbs.h
+ * call these (ibv_bind_mw has checked the type and the PDs). */
+static struct ibv_mw *uv_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct uroce_client_pd *cpd = (struct uroce_client_pd *)(void *)pd;
+	struct uroce_client_mw *mw = uroce_client_alloc_mw(cpd, type);
+
+	return mw ? &mw->ibv : NULL; /* errno from lib/client */
+}
+
 static int uv_op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
-	(void)qp, (void)mw, (void)bind;
-	return uv_err(EOPNOTSUPP);
+	int rc = uroce_client_bind_mw(uroce_client_qp_from_ibv(qp),
+				      (struct uroce_client_mw *)(void *)mw, bind);
+
+	if (rc)
+		errno = rc;
+	return rc;
 }
 
 static int uv_op_dealloc_mw(struct ibv_mw *mw)
 {
-	(void)mw;
-	return uv_err(EOPNOTSUPP);
+	int rc = uroce_client_dealloc_mw((struct uroce_client_mw *)(void *)mw);
+
+	if (rc)
+		errno = rc;
+	return rc;
 }
 
 static int uv_op_compat_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
@@ -211,6 +226,7 @@ UV_EXPORT_1_1(ibv_open_device) struct ibv_context *ibv_open_device(struct ibv_de
 	ctx->ops.post_send = uv_op_post_send;
 	ctx->ops.post_recv = uv_op_post_recv;
 	ctx->ops.post_srq_recv = uv_op_post_srq_recv;
+	ctx->ops.alloc_mw = uv_op_alloc_mw;
 	ctx->ops.bind_mw = uv_op_bind_mw;
 	ctx->ops.dealloc_mw = uv_op_dealloc_mw;
 	/* The extended ops the inline wrappers of verbs.h reach; unset ones read as

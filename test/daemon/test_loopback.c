@@ -480,7 +480,7 @@ Test(loopback, ud_send_recv)
 Test(loopback, application_death_leaks_nothing)
 {
 	struct uroce_client_ctx *ctx = uroce_client_open(d.sock);
-	uint64_t qps0, mrs0, maps0, cqs0, pds0;
+	uint64_t qps0, mrs0, maps0, cqs0, pds0, mws0;
 	int pipefd[2], status, i;
 	pid_t pid;
 	char c;
@@ -490,6 +490,7 @@ Test(loopback, application_death_leaks_nothing)
 	mrs0 = fx_stat(ctx, "objects.mr");
 	cqs0 = fx_stat(ctx, "objects.cq");
 	pds0 = fx_stat(ctx, "objects.pd");
+	mws0 = fx_stat(ctx, "objects.mw");
 	maps0 = fx_stat(ctx, "mappings");
 	cr_assert_neq(maps0, UINT64_MAX);
 	cr_assert_eq(pipe(pipefd), 0);
@@ -497,11 +498,28 @@ Test(loopback, application_death_leaks_nothing)
 	if (pid == 0) {
 		struct fx_pair pr;
 		static uint8_t mem[1 << 20];
+		struct uroce_client_mr *mr;
+		struct uroce_client_mw *mw1, *mw2;
+		struct ibv_mw_bind b = {.wr_id = 1, .send_flags = IBV_SEND_SIGNALED};
+		struct ibv_wc wc;
 
 		if (fx_pair_create(&pr, d.sock, IBV_QPT_RC, IBV_MTU_1024) != 0)
 			_exit(1);
-		if (!uroce_client_reg_mr(pr.pd, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE))
+		mr = uroce_client_reg_mr(pr.pd, mem, sizeof(mem),
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		if (!mr)
 			_exit(2);
+		/* Windows too, one of them bound to the MR: it dies bound. */
+		mw1 = uroce_client_alloc_mw(pr.pd, IBV_MW_TYPE_1);
+		mw2 = uroce_client_alloc_mw(pr.pd, IBV_MW_TYPE_2);
+		if (!mw1 || !mw2)
+			_exit(4);
+		b.bind_info = (struct ibv_mw_bind_info){.mr = &mr->ibv, .addr = (uintptr_t)mem,
+							.length = 4096,
+							.mw_access_flags = IBV_ACCESS_REMOTE_READ};
+		if (uroce_client_bind_mw(pr.qp[0], mw1, &b) != 0 || fx_wait(pr.cq[0], &wc) != 0 ||
+		    wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_BIND_MW)
+			_exit(5);
 		if (write(pipefd[1], "x", 1) != 1)
 			_exit(3);
 		pause();
@@ -510,6 +528,7 @@ Test(loopback, application_death_leaks_nothing)
 	cr_assert_eq(read(pipefd[0], &c, 1), 1, "child did not get its objects");
 	cr_assert_eq(fx_stat(ctx, "objects.qp"), qps0 + 2);
 	cr_assert_eq(fx_stat(ctx, "objects.mr"), mrs0 + 1);
+	cr_assert_eq(fx_stat(ctx, "objects.mw"), mws0 + 2);
 	cr_assert_gt(fx_stat(ctx, "mappings"), maps0);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
@@ -519,6 +538,7 @@ Test(loopback, application_death_leaks_nothing)
 	cr_assert_eq(fx_stat(ctx, "objects.mr"), mrs0);
 	cr_assert_eq(fx_stat(ctx, "objects.cq"), cqs0);
 	cr_assert_eq(fx_stat(ctx, "objects.pd"), pds0);
+	cr_assert_eq(fx_stat(ctx, "objects.mw"), mws0);
 	cr_assert_eq(fx_stat(ctx, "mappings"), maps0);
 	close(pipefd[0]);
 	close(pipefd[1]);
