@@ -496,9 +496,11 @@ int tp_mw_bind(struct uroce_tp_qp *qp, const struct uroce_tp_bind *b)
 		return -EINVAL;
 	if (mw->type == IBV_MW_TYPE_2 && b->length == 0) /* o10-37.2.40 */
 		return -EINVAL;
-	/* Remote rights only. Zero-based windows are not offered (o10-36.2.2 forbids them
-	 * for type 1): every window keeps its MR's addresses, which the responder relies on. */
-	if (b->access & ~remote)
+	/* Remote rights, and LOCAL_WRITE, which means nothing for a window and which rxe
+	 * and mlx5 take: rdma-core's own tests (test_mr.py, MWRC) bind with it. Zero-based
+	 * windows are not offered (o10-36.2.2 forbids them for type 1): every window keeps
+	 * its MR's addresses, which the responder relies on. */
+	if (b->access & ~(remote | IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
 	if (b->length > 0) {
 		/* Any MR of the window's PD (== the QP's, above). */
@@ -522,7 +524,7 @@ int tp_mw_bind(struct uroce_tp_qp *qp, const struct uroce_tp_bind *b)
 	mr->nmw++;
 	mw->addr = b->addr;
 	mw->length = b->length;
-	mw->access = b->access;
+	mw->access = b->access & remote;
 	if (mw->type == IBV_MW_TYPE_2) {
 		mw->qp = qp;
 		qp->nmw++;

@@ -305,7 +305,7 @@ Test(mw, bind_rules)
 		PAST_MR,      /* C10-75 */
 		BEFORE_MR,    /* C10-75 */
 		WRAPS,	      /* C10-75, addr + length past 2^64 */
-		LOCAL_BIT,    /* only remote rights */
+		OTHER_BIT,    /* remote rights only (LOCAL_WRITE, meaningless, is taken) */
 		OTHER_PD_MW,  /* C10-72 */
 		OTHER_PD_MR,  /* the MR is looked for in the window's PD */
 		NO_MR,
@@ -362,8 +362,8 @@ Test(mw, bind_rules)
 			w.bind.addr = va(&e, 1, T_OFF + 16);
 			w.bind.length = UINT64_MAX - 8;
 			break;
-		case LOCAL_BIT:
-			w.bind.access |= IBV_ACCESS_LOCAL_WRITE;
+		case OTHER_BIT:
+			w.bind.access |= IBV_ACCESS_MW_BIND;
 			break;
 		case OTHER_PD_MW: /* with an MR of its own PD: only C10-72 refuses it */
 		case OTHER_PD_MR:
