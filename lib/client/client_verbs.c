@@ -138,8 +138,10 @@ int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_cl
 	struct uroce_client_pd *new_pd = (flags & IBV_REREG_MR_CHANGE_PD)
 						 ? pd
 						 : (struct uroce_client_pd *)(void *)mr->ibv.pd;
+	struct uroce_ctrl_rereg_mr_req req;
 	struct uroce_client_mr *fresh;
 	uint64_t iova = mr->iova;
+	uint32_t lkey, rkey;
 	int rc;
 
 	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
@@ -153,18 +155,35 @@ int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_cl
 	fresh = uroce_client_reg_mr_iova(new_pd, addr, length, iova, access);
 	if (!fresh)
 		return -errno;
-	rc = cl_release(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle);
+	/* The keys stay (REREG_MR): peers hold the R_Key, posted WQEs the L_Key. */
+	req = (struct uroce_ctrl_rereg_mr_req){.mr = mr->handle, .to = fresh->handle};
+	rc = cl_call(mr->ctx, UROCE_CTRL_REREG_MR, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
+	if (!rc) {
+		rc = cl_release(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle);
+		if (rc) {
+			/* Cannot happen (REREG_MR checked what DEREG_MR does); should it,
+			 * the keys go back to the MR as it was. */
+			req = (struct uroce_ctrl_rereg_mr_req){.mr = fresh->handle,
+							       .to = mr->handle};
+			cl_call(mr->ctx, UROCE_CTRL_REREG_MR, &req, sizeof(req), NULL, 0, NULL,
+				0, NULL, 0);
+		}
+	}
 	if (rc) {
 		/* The old one stays: undo the new one (the daemon frees it at close if this
 		 * fails too). */
 		cl_release(fresh->ctx, UROCE_CTRL_DEREG_MR, fresh->handle);
 		free(fresh);
-		return -rc;
+		return rc;
 	}
+	lkey = mr->ibv.lkey;
+	rkey = mr->ibv.rkey;
 	mr->handle = fresh->handle;
 	mr->iova = fresh->iova;
 	mr->access = fresh->access;
 	mr->ibv = fresh->ibv;
+	mr->ibv.lkey = lkey;
+	mr->ibv.rkey = rkey;
 	free(fresh);
 	return 0;
 }

@@ -166,10 +166,11 @@ int uroce_client_dereg_mr(struct uroce_client_mr *mr);
 /**
  * ibv_rereg_mr: changes what @p flags names (IBV_REREG_MR_CHANGE_TRANSLATION: @p addr and
  * @p length, addressed from @p addr; _PD: @p pd; _ACCESS: @p access) and keeps the rest.
- * As the specification's Reregister (a deregistration followed by a registration), the
- * MR gets new keys; @p mr stays the application's handle. The new registration is made
- * before the old one goes, so on failure the MR is as it was.
- * @return 0, or a negative errno (those of reg_mr and dereg_mr); nothing changed.
+ * The new registration is made before the old one goes (so on failure the MR is as it
+ * was), then takes the old one's keys (REREG_MR): the L_Key and R_Key stay, as rxe and
+ * mlx5 keep them and rdma-core's tests expect; @p mr stays the application's handle.
+ * @return 0, or a negative errno (those of reg_mr and dereg_mr; EINVAL while a memory
+ * window is bound to the MR); nothing changed.
  */
 int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_client_pd *pd,
 			  void *addr, size_t length, unsigned int access);

@@ -43,7 +43,7 @@ extern "C" {
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
 				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
-				* WQEs */
+				* WQEs, REREG_MR */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -173,7 +173,8 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(RESIZE_CQ, resize_cq, resize_cq_req, 0, create_cq_rep, 1, 0)                       \
 	X(RESIZE_SRQ, resize_srq, modify_srq_req, 0, create_srq_rep, 1, 0)                   \
 	X(ALLOC_MW, alloc_mw, alloc_mw_req, 0, alloc_mw_rep, 0, 0)                            \
-	X(DEALLOC_MW, dealloc_mw, handle, 0, none, 0, 0)
+	X(DEALLOC_MW, dealloc_mw, handle, 0, none, 0, 0)                                      \
+	X(REREG_MR, rereg_mr, rereg_mr_req, 0, none, 0, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -296,6 +297,15 @@ struct uroce_ctrl_reg_mr_rep {
 	uint32_t lkey;
 	uint32_t rkey;
 	uint32_t reserved;
+};
+
+/* REREG_MR: ibv_rereg_mr keeps the MR's keys. lib/client registers the new translation,
+ * PD or rights as a new MR (REG_MR), then this gives @p to the keys of @p mr (and @p mr
+ * those @p to had), then deregisters @p mr: the application's keys go on naming the MR.
+ * -EINVAL while a memory window is bound to @p mr. */
+struct uroce_ctrl_rereg_mr_req {
+	uint32_t mr;
+	uint32_t to;
 };
 
 /* ALLOC_MW: a memory window of the PD (enum ibv_mw_type); its R_Key changes with each
@@ -730,6 +740,7 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_mr_seg, 24);
 UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_req, 40);
 UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_rep, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_rereg_mr_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_rep, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_req, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_rep, 24);

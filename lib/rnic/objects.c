@@ -1215,6 +1215,20 @@ void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	reply_handle(c, h, handle);
 }
 
+void rnic_cmd_rereg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		       const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_rereg_mr_req *req = payload;
+	struct rnic_mr *mr = rnic_obj_get(c, req->mr, RNIC_OBJ_MR);
+	struct rnic_mr *to = rnic_obj_get(c, req->to, RNIC_OBJ_MR);
+
+	if (!mr || !to || mr == to) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	REPLY(c, h, uroce_tp_mr_swap_keys(mr->tp, to->tp), NULL, 0);
+}
+
 /* ALLOC_MW: the window's handle and its first R_Key. Binds come through the QP's ring
  * (datapath.c): the transport checks the window's PD against the QP's, so a client can
  * only name windows of its own PDs there. */

@@ -249,6 +249,22 @@ int uroce_tp_dereg_mr(struct uroce_tp_mr *mr)
 	return 0;
 }
 
+int uroce_tp_mr_swap_keys(struct uroce_tp_mr *from, struct uroce_tp_mr *to)
+{
+	struct uroce_tp_dev *dev = from->pd->dev;
+	uint32_t key = from->key;
+
+	/* A window bound to @from opens its old range: a reregistration under it would
+	 * move the window's bytes (the windows go first, as for dereg). */
+	if (from->nmw || to->nmw || to->pd->dev != dev)
+		return -EINVAL;
+	from->key = to->key;
+	to->key = key;
+	dev->mrs[from->key >> 8] = from;
+	dev->mrs[to->key >> 8] = to;
+	return 0;
+}
+
 struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
 				uint64_t len, unsigned int access)
 {

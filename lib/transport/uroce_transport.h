@@ -273,6 +273,15 @@ void uroce_tp_mr_set_ctx(struct uroce_tp_mr *mr, void *ctx);
 /** @return 0, or -EINVAL while memory windows are bound to it (IBA 10.6.7.2.3: windows
  *  are unbound or deallocated first; rxe says EINVAL too). */
 int uroce_tp_dereg_mr(struct uroce_tp_mr *mr);
+/**
+ * ibv_rereg_mr under the same keys: @p to (the new registration) takes the L_Key and
+ * R_Key of @p from, which takes those @p to had; deregistering @p from afterwards leaves
+ * the new translation, PD and rights under the keys peers and WQEs already hold, as rxe
+ * and mlx5 keep them (rdma-core's tests count on it). From the swap on, a packet with the
+ * key reaches the new registration. @return 0, or -EINVAL (windows bound to either, or
+ * another device's MR; nothing changed).
+ */
+int uroce_tp_mr_swap_keys(struct uroce_tp_mr *from, struct uroce_tp_mr *to);
 
 /*
  * Memory windows (IBA 10.6.7; rxe's rxe_mw.c): an R_Key for part of an MR with

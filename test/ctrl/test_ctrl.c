@@ -75,6 +75,7 @@ static const struct expected_cmd {
 	{51, "RESIZE_SRQ", SZ(modify_srq_req), 0, SZ(create_srq_rep), 1, 0},
 	{52, "ALLOC_MW", SZ(alloc_mw_req), 0, SZ(alloc_mw_rep), 0, 0},
 	{53, "DEALLOC_MW", HANDLE, 0, 0, 0, 0},
+	{54, "REREG_MR", SZ(rereg_mr_req), 0, 0, 0, 0},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -95,6 +96,7 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_RESIZE_SRQ, 51);
 	cr_assert_eq(UROCE_CTRL_ALLOC_MW, 52);
 	cr_assert_eq(UROCE_CTRL_DEALLOC_MW, 53);
+	cr_assert_eq(UROCE_CTRL_REREG_MR, 54);
 	cr_assert_eq(UROCE_CTRL_VERSION, 7);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);

@@ -638,6 +638,47 @@ Test(mw, local_invalidate_refused)
 
 /* ==== lifetimes ============================================================================= */
 
+/* Reregistration under the same keys (uroce_tp_mr_swap_keys): the new MR answers to the old
+ * keys, a peer's WRITE with the old R_Key lands in the new one; refused, nothing swapped,
+ * while a window is bound to the old MR. */
+Test(mw, rereg_swaps_keys_unless_a_window_is_bound)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_mr *old, *fresh;
+	struct uroce_tp_mw *mw;
+	uint32_t lkey, rkey, fl, fr, l, r;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	old = target(&e, ACC_MR, &lkey);
+	uroce_tp_mr_keys(old, NULL, &rkey);
+	memset(hp(&e, 1, 0), 0, 512);
+	fresh = uroce_tp_reg_mr(e.pd[1], va(&e, 1, 0), hp(&e, 1, 0), 512, ACC_MR);
+	cr_assert_not_null(fresh);
+	uroce_tp_mr_keys(fresh, &fl, &fr);
+
+	mw = uroce_tp_alloc_mw(e.pd[1], IBV_MW_TYPE_1);
+	cr_assert_not_null(mw);
+	bind_ok(&e, e.qp[1], mw, 10, lkey, va(&e, 1, W_OFF), 512, ACC_RW);
+	cr_assert_eq(uroce_tp_mr_swap_keys(old, fresh), -EINVAL);
+	uroce_tp_mr_keys(old, &l, &r);
+	cr_assert(l == lkey && r == rkey, "a refused swap changed the keys");
+	cr_assert_eq(uroce_tp_dealloc_mw(mw), 0);
+
+	cr_assert_eq(uroce_tp_mr_swap_keys(old, fresh), 0);
+	uroce_tp_mr_keys(fresh, &l, &r);
+	cr_assert(l == lkey && r == rkey, "the new MR has %x/%x, not the old keys", l, r);
+	uroce_tp_mr_keys(old, &l, &r);
+	cr_assert(l == fl && r == fr, "the old MR has %x/%x, not the new one's keys", l, r);
+	cr_assert_eq(uroce_tp_dereg_mr(old), 0);
+	fill(hp(&e, 0, 0), 64, 13);
+	remote(&e, 1, IBV_WR_RDMA_WRITE, 0, 64, va(&e, 1, 100), rkey, IBV_WC_SUCCESS);
+	cr_assert_eq(memcmp(hp(&e, 1, 100), hp(&e, 0, 0), 64), 0, "not in the new MR");
+	cr_assert_eq(uroce_tp_dereg_mr(fresh), 0);
+	env_fini(&e);
+}
+
 /* An MR with a window bound cannot be deregistered (-EINVAL, and it still works); once
  * the window is deallocated it can. A PD with a window cannot go (-EBUSY). */
 Test(mw, dereg_mr_and_dealloc_pd)

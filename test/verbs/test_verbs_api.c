@@ -2027,7 +2027,10 @@ Test(verbs, rereg_mr)
 		cr_assert_eq(mr->addr, b);
 		cr_assert_eq(mr->length, 4096);
 		cr_assert_eq(mr->pd, pd);
-		post_write(p.qp[0], &s, (uintptr_t)b + 8, mr->rkey, 3);
+		/* The keys stay, as on rxe and mlx5: peers keep using the R_Key they have. */
+		cr_assert(mr->lkey == before.lkey && mr->rkey == before.rkey,
+			  "keys %x/%x, were %x/%x", mr->lkey, mr->rkey, before.lkey, before.rkey);
+		post_write(p.qp[0], &s, (uintptr_t)b + 8, before.rkey, 3);
 		expect(p.cq[0], 3, IBV_WC_SUCCESS, NULL);
 		cr_assert_eq(memcmp(b + 8, s.p, 256), 0, "the WRITE did not land in the new range");
 		/* Beyond the new length, inside the old one: refused. */
@@ -2041,6 +2044,7 @@ Test(verbs, rereg_mr)
 	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	cr_assert_eq(rc, 0, "rereg access: %d (%s)", rc, strerror(errno));
+	cr_assert(mr->lkey == before.lkey && mr->rkey == before.rkey, "rereg access: new keys");
 	post_write(p.qp[0], &s, (uintptr_t)mr->addr, mr->rkey, 5);
 	expect(p.cq[0], 5, IBV_WC_REM_ACCESS_ERR, NULL);
 	pair_free(&p);
@@ -2053,6 +2057,7 @@ Test(verbs, rereg_mr)
 			  ACC_ALL);
 	cr_assert_eq(rc, 0, "rereg pd: %d (%s)", rc, strerror(errno));
 	cr_assert_eq(mr->pd, pd2);
+	cr_assert(mr->lkey == before.lkey && mr->rkey == before.rkey, "rereg pd: new keys");
 	cr_assert_eq(ibv_dealloc_pd(pd2), EBUSY, "a PD with an MR was freed");
 	post_write(p.qp[0], &s, (uintptr_t)mr->addr, mr->rkey, 6);
 	expect(p.cq[0], 6, IBV_WC_REM_ACCESS_ERR, NULL);
