@@ -753,6 +753,35 @@ fail:
 	return fail_null(rc);
 }
 
+/* RESET: the QP's completions not yet polled leave @p cq's ring, the others kept in order,
+ * as the daemon removed those it had not published yet (uroce_tp_modify_qp; the same rule:
+ * an SRQ's receive completions stay). The daemon writes only past the producer index, so
+ * the slots between the indices are ours to move under the CQ's lock. */
+static void cq_discard_qp(struct ibv_cq *ibv_cq, uint32_t qpn, bool keep_recv)
+{
+	struct uroce_client_cq *cq = uroce_client_cq_from_ibv(ibv_cq);
+	uint32_t held, dropped = 0;
+
+	pthread_spin_lock(&cq->lock);
+	uroce_ring_cons_moved(&cq->ring); /* every completion published so far */
+	held = uroce_ring_cons_avail(&cq->ring);
+	for (uint32_t i = held; i-- > 0;) {
+		struct ibv_wc wc;
+
+		memcpy(&wc, uroce_ring_cons_slot(&cq->ring, i), sizeof(wc));
+		if (wc.qp_num == qpn && !(keep_recv && (wc.opcode & IBV_WC_RECV))) {
+			dropped++;
+			continue;
+		}
+		if (dropped)
+			memcpy((void *)(uintptr_t)uroce_ring_cons_slot(&cq->ring, i + dropped), &wc,
+			       sizeof(wc));
+	}
+	if (dropped)
+		uroce_ring_cons_release(&cq->ring, dropped);
+	pthread_spin_unlock(&cq->lock);
+}
+
 int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	struct uroce_ctrl_modify_qp_req req = {.qp = qp->handle, .mask = mask, .attr = *attr};
@@ -768,6 +797,10 @@ int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr,
 			/* The daemon discarded what was queued and counted it retired. */
 			qp->sq.theirs = qp->sq.mine;
 			qp->rq.theirs = qp->rq.mine;
+			/* One CQ for both: the SRQ's receive completions stay there too. */
+			cq_discard_qp(qp->ibv.recv_cq, qp->ibv.qp_num, qp->srq != NULL);
+			if (qp->ibv.send_cq != qp->ibv.recv_cq)
+				cq_discard_qp(qp->ibv.send_cq, qp->ibv.qp_num, false);
 		}
 	}
 	pthread_spin_unlock(&qp->rq_lock);

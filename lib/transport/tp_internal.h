@@ -330,6 +330,10 @@ void tp_mw_qp_gone(struct uroce_tp_qp *qp);
  * false: the caller moves its QP to ERR (IBA 11.4.2.1; rxe does the same). */
 bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc);
 void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object);
+/* Removes the QP @p qpn's completions not yet polled, the others kept in order; with
+ * @p keep_recv, its receive completions stay (an SRQ's WQEs: the application's buffers,
+ * which a dropped completion would lose). */
+void tp_cq_discard_qp(struct uroce_tp_cq *cq, uint32_t qpn, bool keep_recv);
 /* Takes the next receive WQE of the QP (or its SRQ). */
 bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_recv_wqe *out);
 /* Copies between the SGE list and a contiguous buffer, at @offset into the list.

@@ -667,6 +667,25 @@ bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc)
 	return true;
 }
 
+void tp_cq_discard_qp(struct uroce_tp_cq *cq, uint32_t qpn, bool keep_recv)
+{
+	uint32_t held = cq->prod - cq->cons, dropped = 0;
+
+	/* Newest first: each kept completion moves up past those dropped so far, so the
+	 * order stays and the freed slots are the oldest ones. */
+	for (uint32_t i = held; i-- > 0;) {
+		struct ibv_wc *wc = &cq->ring[(cq->cons + i) & cq->mask];
+
+		if (wc->qp_num == qpn && !(keep_recv && (wc->opcode & IBV_WC_RECV))) {
+			dropped++;
+			continue;
+		}
+		if (dropped)
+			cq->ring[(cq->cons + i + dropped) & cq->mask] = *wc;
+	}
+	cq->cons += dropped;
+}
+
 uint32_t uroce_tp_cq_count(const struct uroce_tp_cq *cq)
 {
 	return cq->prod - cq->cons;

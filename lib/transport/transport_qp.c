@@ -341,9 +341,15 @@ int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, i
 		return 0;
 	switch (next) {
 	case IBV_QPS_RESET:
-		/* IBA 10.3.1: RESET discards every WQE without a completion. */
+		/* IBA 10.3.1: RESET discards every WQE without a completion, and the QP's
+		 * completions not yet polled go too, as mlx5 cleans its CQs: a QP reset and
+		 * brought up again must not hand its new work the old flush errors (rdma-core's
+		 * tests, test_mr.py's restate_qps, count on it). */
 		qp->state = IBV_QPS_RESET;
 		qp_reset_state(qp);
+		tp_cq_discard_qp(qp->recv_cq, qp->qpn, qp->srq != NULL);
+		if (qp->send_cq != qp->recv_cq) /* one CQ for both: the SRQ's stay there too */
+			tp_cq_discard_qp(qp->send_cq, qp->qpn, false);
 		break;
 	case IBV_QPS_ERR:
 		tp_qp_to_error(qp);

@@ -442,7 +442,9 @@ enum ibv_qp_state uroce_tp_qp_state(const struct uroce_tp_qp *qp);
  * IBV_QP_STATE is not in @p mask) with the attributes the mask names. The mask must hold
  * every attribute the transition requires and nothing it does not allow (IBA table 94;
  * rdma-core's ibv_modify_qp documents the same), else -EINVAL. With IBV_QP_AV, @p dmac is
- * the resolved destination MAC of the path.
+ * the resolved destination MAC of the path. To RESET: the queued WQEs are discarded and
+ * so are the QP's completions not yet polled from its CQs (as mlx5 does), but for the
+ * receive completions of an SRQ-attached QP (the SRQ's buffers).
  */
 int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, int mask,
 		       const uint8_t *dmac, uint64_t now_ns);

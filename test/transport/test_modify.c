@@ -498,3 +498,44 @@ Test(modify, sqd_grow_max_dest_rd_atomic_keeps_resources)
 
 /* IBA 10.7.2.2 / ibv_post_send(3): an unsignaled WR gives no completion when it succeeds;
  * a later signaled one completes after it (send completions are in order, IBA 10.8.3). */
+
+/* ==== 5. RESET and the CQs ==================================================================== */
+
+/* To RESET, the QP's completions still in its CQs go (as mlx5 cleans its CQs), those of
+ * another QP on the same CQs stay, in order; with an SRQ, its receive completions stay
+ * (the SRQ's buffers). Flushes in ERR complete at once, nothing polls here. */
+Test(modify, reset_drops_the_qps_completions)
+{
+	struct env e;
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
+	struct uroce_tp_qp *qa, *qb;
+	struct uroce_tp_send_wqe w;
+	struct ibv_wc wc[8];
+
+	env_init(&e);
+	qa = mkqp(&e, 0, IBV_QPT_RC, NULL, true, 16);
+	qb = mkqp(&e, 0, IBV_QPT_RC, NULL, true, 16);
+	cr_assert_eq(to_init(qa, NULL, 0), 0);
+	cr_assert_eq(to_init(qb, NULL, 0), 0);
+	cr_assert_eq(uroce_tp_modify_qp(qa, &err, IBV_QP_STATE, NULL, e.s.now), 0);
+	cr_assert_eq(uroce_tp_modify_qp(qb, &err, IBV_QP_STATE, NULL, e.s.now), 0);
+	for (uint64_t id = 1; id <= 6; id++) {
+		w = wr(id, IBV_WR_SEND, va(&e, 0, 0), 8, e.key[0], true);
+		cr_assert_eq(uroce_tp_post_send(id % 2 ? qa : qb, &w, e.s.now), 0);
+	}
+	cr_assert_eq(uroce_tp_post_recv(qa, &(struct uroce_tp_recv_wqe){.wr_id = 7}), 0);
+	cr_assert_eq(uroce_tp_cq_count(e.sc[0].cq), 6);
+	cr_assert_eq(uroce_tp_cq_count(e.rc[0].cq), 1);
+
+	cr_assert_eq(uroce_tp_modify_qp(qa, &reset, IBV_QP_STATE, NULL, e.s.now), 0);
+	cr_assert_eq(uroce_tp_cq_count(e.rc[0].cq), 0, "qa's flushed receive stayed");
+	cr_assert_eq(uroce_tp_poll_cq(e.sc[0].cq, 8, wc), 3);
+	for (int i = 0; i < 3; i++) {
+		expect_wc(&wc[i], 2 * (uint64_t)i + 2, IBV_WC_WR_FLUSH_ERR);
+		cr_assert_eq(wc[i].qp_num, uroce_tp_qp_num(qb));
+	}
+	cr_assert_eq(uroce_tp_destroy_qp(qa), 0);
+	cr_assert_eq(uroce_tp_destroy_qp(qb), 0);
+	env_fini(&e);
+}

@@ -2074,6 +2074,77 @@ out:
 	free(b);
 }
 
+/* A QP reset drops its completions not yet polled from the CQ it shares with another QP,
+ * which keeps its own, in order (as mlx5 cleans its CQs; rdma-core's test_mr.py resets its
+ * QPs after an error and counts on it). The channel makes it deterministic: an event
+ * means the completion before it is in the CQ. */
+static void flush_one(struct ibv_qp *qp, struct ibv_comp_channel *ch, struct ibv_cq *cq,
+		      struct mbuf *s, uint64_t id)
+{
+	struct ibv_sge ss = sge_of(s, 0, 8);
+	struct ibv_send_wr wr = {.wr_id = id, .sg_list = &ss, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	cr_assert_eq(ibv_req_notify_cq(cq, 0), 0);
+	post_send_ok(qp, &wr); /* in ERR: completes at once, flushed */
+	cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0, "no event for wr_id %llu",
+		     (unsigned long long)id);
+	cr_assert_eq(ev_cq, cq);
+	ibv_ack_cq_events(cq, 1);
+}
+
+Test(verbs, reset_drops_the_qps_completions)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
+	struct ibv_cq *cq;
+	struct ibv_qp *qa, *qb;
+	struct ibv_sge ss, rs;
+	struct mbuf s;
+	struct ibv_wc wc;
+
+	cr_assert_not_null(ch);
+	cq = ibv_create_cq(ctx, 64, NULL, ch, 0);
+	cr_assert_not_null(cq);
+	qa = qp_make(IBV_QPT_RC, cq, cq, NULL, NULL);
+	qb = qp_make(IBV_QPT_RC, cq, cq, NULL, NULL);
+	connect2(qa, qb, 7, 7);
+	mb_make(&s, 4096);
+	cr_assert_eq(modify(qa, &err, IBV_QP_STATE), 0);
+	cr_assert_eq(modify(qb, &err, IBV_QP_STATE), 0);
+	flush_one(qa, ch, cq, &s, 1);
+	flush_one(qb, ch, cq, &s, 2);
+	flush_one(qa, ch, cq, &s, 3);
+	flush_one(qb, ch, cq, &s, 4);
+
+	cr_assert_eq(modify(qa, &reset, IBV_QP_STATE), 0);
+	expect(cq, 2, IBV_WC_WR_FLUSH_ERR, &wc);
+	cr_assert_eq(wc.qp_num, qb->qp_num);
+	expect(cq, 4, IBV_WC_WR_FLUSH_ERR, NULL);
+	expect_none(cq, 100);
+	/* Both reset and connected again: new work completes, nothing old comes back. */
+	cr_assert_eq(modify(qb, &reset, IBV_QP_STATE), 0);
+	connect2(qa, qb, 7, 7);
+	rs = sge_of(&s, 1024, 64);
+	post_recv_ok(qb, &rs, 1, 5);
+	ss = sge_of(&s, 0, 64);
+	post_send_ok(qa, &(struct ibv_send_wr){.wr_id = 6, .sg_list = &ss, .num_sge = 1,
+					       .opcode = IBV_WR_SEND,
+					       .send_flags = IBV_SEND_SIGNALED});
+	/* The responder completes the receive before it acknowledges the SEND. */
+	expect_ok(cq, 5, IBV_WC_RECV, NULL);
+	expect_ok(cq, 6, IBV_WC_SEND, NULL);
+	expect_none(cq, 100);
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+	mb_free(&s);
+}
+
 /* ---------------------------------------------------------------- memory windows */
 
 #define MW_ACC (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
