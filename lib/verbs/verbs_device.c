@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Devices and contexts: discovery of the running uroced instances, ibv_open_device (the
  * verbs_context and its ops), the queries (device, port, GID, P_Key), async events. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,21 @@ static int uv_op_compat_query_port(struct ibv_context *ctx, uint8_t port,
 	return ibv_query_port(ctx, port, attr);
 }
 
+/*
+ * The context's cmd_fd: there is no kernel uverbs file behind it, but programs treat it
+ * as a descriptor (rdma-core's tests dup it to try ibv_import_device, which then says
+ * EOPNOTSUPP). So it is an O_PATH descriptor of the device node the daemon keeps: dup,
+ * fstat and close work, and any read, write or ioctl (a kernel command) fails with EBADF
+ * instead of reaching /dev/null, whose numbers the node has. -1 if the node is missing.
+ */
+static int uv_cmd_fd(const struct uv_device *dev)
+{
+	char path[sizeof(UROCE_CTRL_DEVNODE_DIR) + sizeof(dev->ibv.dev_name)];
+
+	snprintf(path, sizeof(path), "%s/%s", UROCE_CTRL_DEVNODE_DIR, dev->ibv.dev_name);
+	return open(path, O_PATH | O_CLOEXEC);
+}
+
 UV_EXPORT_1_1(ibv_open_device) struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct uv_device *dev = (struct uv_device *)(void *)device;
@@ -214,7 +230,7 @@ UV_EXPORT_1_1(ibv_open_device) struct ibv_context *ibv_open_device(struct ibv_de
 	uc->dev = dev;
 	ctx = &uc->vctx.context;
 	ctx->device = device;
-	ctx->cmd_fd = -1; /* no kernel uverbs file behind */
+	ctx->cmd_fd = uv_cmd_fd(dev);
 	ctx->async_fd = uroce_client_async_fd(cl);
 	ctx->num_comp_vectors = 1;
 	pthread_mutex_init(&ctx->mutex, NULL);
@@ -246,6 +262,8 @@ UV_EXPORT_1_1(ibv_close_device) int ibv_close_device(struct ibv_context *context
 
 	/* Closing the connection frees whatever the application left (the daemon's side). */
 	uroce_client_close(uc->cl);
+	if (context->cmd_fd >= 0)
+		close(context->cmd_fd);
 	pthread_mutex_destroy(&context->mutex);
 	free(uc);
 	return 0;

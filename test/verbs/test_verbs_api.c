@@ -2499,6 +2499,19 @@ Test(verbs, what_the_device_lacks_is_eopnotsupp)
 								.pd = pd, .cq = cq}));
 	LACKS_NULL(ibv_create_counters(ctx, &(struct ibv_counters_init_attr){0}));
 	LACKS_NULL(ibv_import_device(-1));
+	/* cmd_fd is a descriptor (rdma-core's tests dup it to import the device), an O_PATH
+	 * one: nothing reads or writes kernel commands through it. */
+	{
+		int fd = dup(ctx->cmd_fd);
+		char cmd[8] = {0};
+
+		cr_assert_geq(fd, 0, "dup(cmd_fd %d): %s", ctx->cmd_fd, strerror(errno));
+		LACKS_NULL(ibv_import_device(fd));
+		errno = 0;
+		cr_assert_eq(write(ctx->cmd_fd, cmd, sizeof(cmd)), -1, "a kernel command went");
+		cr_assert_eq(errno, EBADF, "write to cmd_fd: errno %d", errno);
+		close(fd);
+	}
 	LACKS_NULL(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE));
 #undef LACKS_NULL
 	cr_assert_eq(ibv_modify_cq(cq, &mc), EOPNOTSUPP);
