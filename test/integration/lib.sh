@@ -354,15 +354,19 @@ it_rxe_vm_names() {
 }
 # vmx ARGS...: rxevm.py on this run's VM (exec, spawn, wait, kill, put, ...).
 vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
-# it_rxe_vm_up: the private netns $NS with bridge rxebr0 ($BR_IP), tap rxetap0 and veth
-# rxeveth0 (net.sh), then VM $VM booted on the tap as $VM_IP (TCG, $VM_BOOT_TIMEOUT s).
-# Needs RXE_VM_DIR and it_rxe_vm_names. Sets the EXIT trap that stops daemon R, the VM
-# and the netns, then it_cleanup.
+# it_rxe_vm_up [SHARE]: the private netns $NS with bridge rxebr0 ($BR_IP), tap rxetap0 and
+# veth rxeveth0 (net.sh), then VM $VM booted on the tap as $VM_IP (TCG, $VM_BOOT_TIMEOUT
+# s), with folder SHARE mounted at /host in it if given (a binary built here, to run
+# there). Needs RXE_VM_DIR and it_rxe_vm_names. Sets the EXIT trap that stops daemon R,
+# the VM and the netns, then it_cleanup.
 it_rxe_vm_down() {
 	"$RXE_VM_DIR/stop-vm.sh" "$VM" >/dev/null 2>&1
 	RXE_NS=$NS "$RXE_VM_DIR/net.sh" down >/dev/null 2>&1
 }
 it_rxe_vm_up() {
+	local share=()
+
+	[ -n "${1:-}" ] && share=(--share "$1")
 	trap 'rc=$?; it_stop_daemon R; it_rxe_vm_down; (exit $rc); it_cleanup' EXIT
 	it_log "network: netns $NS, bridge rxebr0 ($BR_IP), tap rxetap0, veth rxeveth0"
 	RXE_NS=$NS "$RXE_VM_DIR/net.sh" up 1 >/dev/null || return 1
@@ -371,7 +375,8 @@ it_rxe_vm_up() {
 	it_log "booting VM $VM (TCG; RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT)"
 	local t0=$SECONDS
 	if ! RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT timeout $((VM_BOOT_TIMEOUT + 30)) \
-		"$RXE_VM_DIR/run-vm.sh" "$VM" --tap rxetap0 --ip "$VM_IP/24" >"$IT_DIR/vm.log" 2>&1; then
+		"$RXE_VM_DIR/run-vm.sh" "$VM" --tap rxetap0 --ip "$VM_IP/24" "${share[@]}" \
+		>"$IT_DIR/vm.log" 2>&1; then
 		it_log "VM did not come up:"
 		tail -n 20 "$IT_DIR/vm.log"
 		tail -n 20 "$RXE_WORK/run/$VM/console.log" 2>/dev/null
