@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# rdma-core's own test suite (Debian python3-pyverbs ships it in
+# /usr/share/doc/rdma-core/tests: run_tests.py and ~50 modules of pyverbs unittest cases,
+# the same rdma-core's CI runs against rxe and mlx5), unmodified, over the drop-in
+# libibverbs.so.1 and one uroced on a net_null port. Every case must pass or skip; a skip
+# is the suite's own verdict that the device lacks something (mlx5 or EFA only, device
+# memory, on-demand paging, XRC...), and the skip reasons are printed with their counts.
+# A case that errors or fails fails the test. Needs root and /usr/bin/python3 with
+# pyverbs (exit 77 otherwise).
+#   test/verbs/rdma_core_tests.sh      (meson test -C BUILD --suite verbs verbs_rdma_core_tests)
+# Env: VERBS_LIB_DIR, UROCED, UROCE_XFER, UROCE_CLI; PYTHON (default /usr/bin/python3);
+# RDMA_CORE_TESTS (the suite's folder); TESTS_ONLY (run_tests.py -k pattern, a subset).
+set -uo pipefail
+
+. "$(dirname "$0")/../integration/lib.sh"
+: "${VERBS_LIB_DIR:=$IT_ROOT/build/lib/verbs}"
+: "${PYTHON:=/usr/bin/python3}"
+: "${RDMA_CORE_TESTS:=/usr/share/doc/rdma-core/tests}"
+: "${TESTS_ONLY:=}"
+
+it_init verbs_rdma_core_tests
+if ! "$PYTHON" -c 'import pyverbs.device' 2>/dev/null; then
+	echo "verbs_rdma_core_tests: $PYTHON has no pyverbs (apt-get install python3-pyverbs); skipped"
+	exit 77
+fi
+if [ ! -f "$RDMA_CORE_TESTS/run_tests.py" ]; then
+	echo "verbs_rdma_core_tests: no rdma-core test suite in $RDMA_CORE_TESTS; skipped"
+	exit 77
+fi
+if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
+	echo "verbs_rdma_core_tests: $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
+	exit 77
+fi
+
+VERBS_LIB_DIR=$(cd "$VERBS_LIB_DIR" && pwd) # the suite runs from its own folder
+
+# Debian compresses the larger modules; the suite imports every module of its folder.
+mkdir -p "$IT_DIR/suite"
+cp -r "$RDMA_CORE_TESTS" "$IT_DIR/suite/tests"
+gunzip -f "$IT_DIR"/suite/tests/*.gz
+
+it_daemon L "" "--vdev=net_null0,no-rx=1" 10.85.0.1 1500 || exit 1
+dev=$(LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$(it_sock L) ibv_devices |
+	awk 'NR == 3 { print $1 }')
+it_log "device $dev; rdma-core's suite from $RDMA_CORE_TESTS"
+args=(--dev "$dev" --gid 1 -v)
+[ -n "$TESTS_ONLY" ] && args+=(-k "$TESTS_ONLY")
+# GID 1: the daemon's IPv4-mapped RoCE v2 GID, as a kernel RoCE device lists its
+# IPv4 address. The suite's cases open their own contexts and QPs, connected to each
+# other through this one device.
+(cd "$IT_DIR/suite" && LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$(it_sock L) \
+	timeout -k 5 600 "$PYTHON" tests/run_tests.py "${args[@]}") >"$IT_DIR/suite.log" 2>&1
+rc=$?
+grep -E ' \.\.\. (ERROR|FAIL)$|^(ERROR|FAIL): ' "$IT_DIR/suite.log"
+echo "skipped, by reason:"
+sed -n "s/.* \.\.\. skipped '\(.*\)'$/\1/p" "$IT_DIR/suite.log" | sort | uniq -c | sort -rn
+ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$IT_DIR/suite.log")
+skipped=$(grep -c " \.\.\. skipped " "$IT_DIR/suite.log")
+passed=$(grep -c " \.\.\. ok$" "$IT_DIR/suite.log")
+it_log "run_tests.py: exit $rc; ran ${ran:-0}, passed $passed, skipped $skipped"
+it_check "every case passed or skipped (run_tests.py exit 0)" test "$rc" -eq 0
+# The suite as Debian 12 ships it has 273 cases; fewer would mean modules that did not
+# import (a missing dependency hides a whole module's cases).
+[ -n "$TESTS_ONLY" ] || it_check "the whole suite ran (${ran:-0} cases)" test "${ran:-0}" -ge 250
+# The memory window, MR, QP, CQ and atomic cases are among those that must pass here (a
+# case's verdict ends its own line, or the next one when it has a docstring).
+passed_case() {
+	awk -v c="$1" '$1 == c { want = 1 } want && / \.\.\. / { ok = / \.\.\. ok$/; exit }
+		END { exit !ok }' "$IT_DIR/suite.log"
+}
+for c in test_mw_type2_invalidate_remote test_mr_rereg_pd test_qp_ex_rc_bind_mw \
+	test_rc_traffic_cq_ex test_atomic_cmp_and_swap; do
+	[ -n "$TESTS_ONLY" ] && break
+	it_check "$c passed" passed_case "$c"
+done
+if [ "$IT_FAILS" -ne 0 ]; then
+	it_log "verbs_rdma_core_tests: $IT_FAILS check(s) failed; the suite's log:"
+	grep -v '^uroced: ' "$IT_DIR/suite.log" | tail -60
+	exit 1
+fi
+exit 0
