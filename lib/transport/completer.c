@@ -2,12 +2,14 @@
 /*
  * Completer (IBA 9.7.5.2, 9.7.6; Linux rxe_comp.c): the requester's half that takes
  * responses. ACKs complete SEND and WRITE messages (cumulatively), READ responses are
- * scattered and atomic ACKs deliver the original value, NAKs and the retransmission and
- * RNR timers send the requester back (go-back-N), and errors complete the WQE in error
- * and move the QP to ERR. Written as the named states of rxe's completer, one function
- * each, so the spec's flow can be followed:
+ * scattered, atomic ACKs deliver the original value and a zero-length READ Response Only
+ * completes an Atomic Write, NAKs and the retransmission and RNR timers send the
+ * requester back (go-back-N), and errors complete the WQE in error and move the QP to
+ * ERR. Written as the named states of rxe's completer, one function each, so the spec's
+ * flow can be followed:
  *
- *   GET_WQE -> CHECK_PSN -> CHECK_ACK -> { READ | ATOMIC | WRITE_SEND } -> COMP_WQE
+ *   GET_WQE -> CHECK_PSN -> CHECK_ACK -> { READ | ATOMIC | ATOMIC_WRITE | WRITE_SEND }
+ *                                                                          -> COMP_WQE
  *                   \-> implied NAK / ghost       \-> NAK: RETRY | RNR | ERROR
  */
 #include <string.h>
@@ -20,6 +22,7 @@ enum comp_state {
 	COMPST_CHECK_ACK,
 	COMPST_READ,
 	COMPST_ATOMIC,
+	COMPST_ATOMIC_WRITE,
 	COMPST_WRITE_SEND,
 	COMPST_COMP_WQE,
 	COMPST_DONE,        /* packet used up */
@@ -82,9 +85,11 @@ static enum comp_state check_psn(struct comp_ctx *c)
 	}
 	diff = uroce_psn_diff(psn, c->wqe->last_psn);
 	if (diff > 0) {
-		/* The response is for a later message, so this one is complete, except a READ
-		 * or atomic: its own response went missing (implied NAK, IBA 9.7.5.1.2). */
-		if (c->wqe->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC))
+		/* The response is for a later message, so this one is complete, except a READ,
+		 * atomic or Atomic Write: its own response went missing (implied NAK, IBA
+		 * 9.7.5.1.2). Stricter than rxe, whose WR_ATOMIC_OR_READ_MASK leaves Atomic
+		 * Write out and so completes one on a later ACK, its value maybe never stored. */
+		if (c->wqe->opf & TP_OPF_RD_ATOMIC)
 			return COMPST_RETRY;
 		return COMPST_COMP_WQE;
 	}
@@ -112,6 +117,9 @@ static enum comp_state check_ack(struct comp_ctx *c)
 	uint8_t syn = p->hdr.aeth.syndrome;
 
 	if (c->oi->flags & UROCE_OPF_READ) {
+		/* IBA 1.5: an Atomic Write is answered by a READ Response Only without data. */
+		if (w->opf & UROCE_OPF_ATOMIC_WRITE)
+			return COMPST_ATOMIC_WRITE;
 		if (!(w->opf & UROCE_OPF_READ))
 			return COMPST_DONE; /* a READ response to no READ: drop it */
 		return COMPST_READ;
@@ -124,8 +132,9 @@ static enum comp_state check_ack(struct comp_ctx *c)
 	/* ACKNOWLEDGE */
 	switch (uroce_aeth_type(syn)) {
 	case UROCE_AETH_ACK:
-		if (w->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) {
-			/* An ACK at a READ's or atomic's own PSN answers nothing: ignore it. */
+		if (w->opf & TP_OPF_RD_ATOMIC) {
+			/* An ACK at a READ's, atomic's or Atomic Write's own PSN answers
+			 * nothing: ignore it. */
 			return COMPST_DONE;
 		}
 		return COMPST_WRITE_SEND;
@@ -195,6 +204,24 @@ static enum comp_state do_atomic(struct comp_ctx *c)
 	return COMPST_COMP_WQE;
 }
 
+/* The response that completes an Atomic Write (rxe's send_read_response_ack): a READ
+ * Response Only, AETH ACK, no payload, at the request's PSN (check_psn put it within the
+ * WQE, which takes one PSN). The value was stored when the request executed; nothing
+ * comes back to scatter. Anything else is no answer to it: dropped, as do_read drops a
+ * response of the wrong length, and the timer or a later response asks again. */
+static enum comp_state do_atomic_write(struct comp_ctx *c)
+{
+	const struct uroce_wire_pkt *p = c->pkt;
+
+	if (p->hdr.bth.opcode != UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_READ_RESPONSE_ONLY) ||
+	    p->payload_len != 0 || p->hdr.bth.psn != c->wqe->first_psn ||
+	    uroce_aeth_type(p->hdr.aeth.syndrome) != UROCE_AETH_ACK) {
+		c->qp->dev->cnt.rcvd_wrong_opcode++;
+		return COMPST_DONE;
+	}
+	return COMPST_COMP_WQE;
+}
+
 static enum comp_state write_send(struct comp_ctx *c)
 {
 	struct uroce_tp_qp *qp = c->qp;
@@ -214,7 +241,7 @@ static enum comp_state comp_wqe(struct comp_ctx *c)
 	struct tp_send_slot *w = c->wqe;
 
 	w->state = TP_WQE_DONE;
-	if (w->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC))
+	if (w->opf & TP_OPF_RD_ATOMIC)
 		qp->req.rd_atomic--;
 	if (uroce_psn_diff(qp->comp.psn, w->last_psn) <= 0)
 		qp->comp.psn = uroce_psn_add(w->last_psn, 1);
@@ -229,14 +256,14 @@ static enum comp_state comp_wqe(struct comp_ctx *c)
 static void complete_before(struct uroce_tp_qp *qp, uint32_t psn)
 {
 	/* Responses are in PSN order, so a NAK at @psn acknowledges every SEND and WRITE
-	 * that ends before it. */
+	 * that ends before it (a READ, atomic or Atomic Write waits for its own response). */
 	for (uint32_t i = qp->sq_cons; i != qp->req.idx; i++) {
 		struct tp_send_slot *s = tp_sq_slot(qp, i);
 
 		if (s->state == TP_WQE_DONE)
 			continue;
 		if (!s->started || uroce_psn_diff(s->last_psn, psn) >= 0 ||
-		    (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)))
+		    (s->opf & TP_OPF_RD_ATOMIC))
 			break;
 		s->state = TP_WQE_DONE;
 		qp->comp.psn = uroce_psn_add(s->last_psn, 1);
@@ -256,6 +283,8 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case IBV_WR_BIND_MW:
 		return IBV_WC_BIND_MW;
 	case IBV_WR_LOCAL_INV:
@@ -385,6 +414,9 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 			break;
 		case COMPST_ATOMIC:
 			st = do_atomic(&c);
+			break;
+		case COMPST_ATOMIC_WRITE:
+			st = do_atomic_write(&c);
 			break;
 		case COMPST_WRITE_SEND:
 			st = write_send(&c);

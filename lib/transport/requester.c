@@ -2,9 +2,10 @@
 /*
  * Requester (IBA 9.7.1-9.7.4; Linux rxe_req.c): turns send WQEs into packets. Segments
  * SEND and RDMA WRITE messages to the path MTU, assigns PSNs, sets AckReq, sends one
- * READ request per message and one packet per atomic, and keeps within the send window,
- * max_rd_atomic and fences. Go-back-N retransmission restarts it from a PSN. Local work
- * requests (BIND_MW, LOCAL_INV) it carries out itself, in their turn, without a packet.
+ * READ request per message and one packet per atomic and per Atomic Write, and keeps
+ * within the send window, max_rd_atomic and fences. Go-back-N retransmission restarts it
+ * from a PSN. Local work requests (BIND_MW, LOCAL_INV) it carries out itself, in their
+ * turn, without a packet.
  */
 #include <string.h>
 
@@ -39,6 +40,7 @@ static uint32_t msg_psns(uint32_t len, uint32_t mtu)
 static enum ibv_wc_status check_local(struct uroce_tp_qp *qp, const struct tp_send_slot *s)
 {
 	const struct uroce_tp_send_wqe *w = &s->wqe;
+	/* What the responses land in; an Atomic Write's SGEs only give its 8 bytes. */
 	unsigned int access =
 		(s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) ? IBV_ACCESS_LOCAL_WRITE : 0;
 
@@ -73,6 +75,9 @@ static uint8_t pkt_opcode(const struct uroce_tp_qp *qp, const struct tp_send_slo
 		break;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		op = UROCE_OP_FETCH_ADD;
+		break;
+	case IBV_WR_ATOMIC_WRITE:
+		op = UROCE_OP_ATOMIC_WRITE;
 		break;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM: {
@@ -139,6 +144,8 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 		npsn = (s->opf & UROCE_OPF_READ) ? msg_psns(remaining, qp->mtu) : 1;
 		last = true;
 	} else {
+		/* SEND, WRITE, and an Atomic Write: its 8 bytes (post_send checked the length)
+		 * in one packet, one PSN, AckReq set as on every last packet. */
 		seg = remaining < qp->mtu ? remaining : qp->mtu;
 		npsn = 1;
 		last = seg == remaining;
@@ -173,9 +180,11 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	if (oi->hdrs & UROCE_HDR_IETH)
 		h.ieth_rkey = w->invalidate_rkey;
 
+	/* Zero-copy for SEND and WRITE payloads only (cfg.tx_zc): an Atomic Write's 8 bytes
+	 * are copied, one value read at once, as rxe copies them into the WQE at post. */
 	rc = -ENOTSUP;
 	if (qp->type == IBV_QPT_RC && !(w->send_flags & IBV_SEND_INLINE) &&
-	    tp_zc_wanted(dev, seg)) {
+	    !(s->opf & UROCE_OPF_ATOMIC_WRITE) && tp_zc_wanted(dev, seg)) {
 		struct uroce_tp_tx_seg zc[UROCE_TP_TX_SEGS_MAX];
 
 		rc = tp_sge_segs(qp->pd, w->sg_list, w->num_sge, qp->req.offset, seg, zc);
@@ -206,14 +215,14 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	return 0;
 }
 
-/* True if an earlier READ or atomic is still in flight: a fenced WQE waits for it
- * (IBA 10.8.3.3). */
+/* True if an earlier READ, atomic or Atomic Write is still in flight: a fenced WQE waits
+ * for it (IBA 10.8.3.3). */
 static bool fence_blocks(struct uroce_tp_qp *qp)
 {
 	for (uint32_t i = qp->sq_cons; i != qp->req.idx; i++) {
 		const struct tp_send_slot *p = tp_sq_slot(qp, i);
 
-		if (p->state != TP_WQE_DONE && (p->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)))
+		if (p->state != TP_WQE_DONE && (p->opf & TP_OPF_RD_ATOMIC))
 			return true;
 	}
 	return false;
@@ -280,7 +289,7 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 
 			if (qp->state == IBV_QPS_SQD)
 				break; /* SQD: finish messages in flight, start none (IBA 10.3.1) */
-			if ((s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) &&
+			if ((s->opf & TP_OPF_RD_ATOMIC) &&
 			    qp->req.rd_atomic >=
 				    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
 				break;
@@ -300,7 +309,7 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 			s->first_psn = qp->req.psn;
 			s->npsn = (s->opf & UROCE_OPF_ATOMIC) ? 1 : msg_psns(s->length, qp->mtu);
 			s->last_psn = uroce_psn_add(s->first_psn, (int32_t)s->npsn - 1);
-			if (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC))
+			if (s->opf & TP_OPF_RD_ATOMIC)
 				qp->req.rd_atomic++;
 		}
 		rc = send_next(qp, s, now_ns);
@@ -338,7 +347,7 @@ bool tp_req_skip_acked(struct uroce_tp_qp *qp, uint32_t psn)
 			qp->req.idx++;
 			continue;
 		}
-		if (s->state != TP_WQE_POSTED || (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)))
+		if (s->state != TP_WQE_POSTED || (s->opf & TP_OPF_RD_ATOMIC))
 			break;
 		if (!s->started) {
 			/* Sent before the go-back (tp_req_rewind cleared started): PSNs are
@@ -386,7 +395,7 @@ void tp_req_rewind(struct uroce_tp_qp *qp, uint32_t psn)
 		}
 		if (uroce_psn_diff(psn, s->last_psn) <= 0)
 			break; /* psn lies in (or before) this message */
-		if (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC))
+		if (s->opf & TP_OPF_RD_ATOMIC)
 			qp->req.rd_atomic++;
 	}
 	if (i == qp->sq_prod) {
@@ -401,13 +410,14 @@ void tp_req_rewind(struct uroce_tp_qp *qp, uint32_t psn)
 			into = 0, psn = s->first_psn;
 		qp->req.idx = i;
 		qp->req.psn = psn;
-		/* Atomics are one packet; for the others every PSN before @psn carried a full
-		 * MTU (a READ's responses do too), so the resume point is exact. */
+		/* Atomics are one packet (an Atomic Write too: @psn is its first); for the
+		 * others every PSN before @psn carried a full MTU (a READ's responses do too),
+		 * so the resume point is exact. */
 		qp->req.offset = (s->opf & UROCE_OPF_ATOMIC) ? 0 : (uint32_t)into * qp->mtu;
 		if (qp->req.offset > s->length)
 			qp->req.offset = s->length;
 		s->state = TP_WQE_POSTED;
-		if (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC))
+		if (s->opf & TP_OPF_RD_ATOMIC)
 			qp->req.rd_atomic++;
 		for (uint32_t j = i + 1; j != qp->sq_prod; j++) {
 			struct tp_send_slot *later = tp_sq_slot(qp, j);

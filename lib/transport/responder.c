@@ -2,8 +2,9 @@
 /*
  * Responder (IBA 9.7.5.1, 9.8; Linux rxe_resp.c): takes request packets, checks their
  * sequence, resources, lengths and keys, executes them (scatter into a receive WQE,
- * write into an MR, read, atomic), completes receive WQEs, and answers: coalesced ACKs,
- * NAKs, RNR NAKs, READ responses and atomic ACKs, always in PSN order. Written as rxe's
+ * write into an MR, read, atomic, Atomic Write), completes receive WQEs, and answers:
+ * coalesced ACKs, NAKs, RNR NAKs, READ responses (zero-length for an Atomic Write) and
+ * atomic ACKs, always in PSN order. Written as rxe's
  * named states, one function each:
  *
  *   CHK_PSN -> CHK_OP_SEQ -> CHK_OP_VALID -> CHK_RESOURCE -> CHK_LENGTH -> CHK_RKEY
@@ -58,7 +59,7 @@ static void nak(struct uroce_tp_qp *qp, uint8_t syndrome, uint32_t psn)
 
 /* ---- checks ------------------------------------------------------------------------------ */
 
-/* READ or atomic responses wait to be sent. */
+/* READ, atomic or Atomic Write responses wait to be sent. */
 static bool resp_queued(struct uroce_tp_qp *qp)
 {
 	for (uint32_t k = 0; k < qp->resp.res_count; k++)
@@ -149,8 +150,10 @@ static enum resp_state chk_op_valid(struct resp_ctx *c)
 {
 	unsigned int acc = c->qp->attr.qp_access_flags;
 
-	/* The QP's own access flags gate what a remote requester may do (IBA 10.2.4). */
-	if (((c->f & UROCE_OPF_WRITE) && !(acc & IBV_ACCESS_REMOTE_WRITE)) ||
+	/* The QP's own access flags gate what a remote requester may do (IBA 10.2.4); an
+	 * Atomic Write is a write (rxe's check_op_valid: RXE_ATOMIC_WRITE_MASK with WRITE). */
+	if (((c->f & (UROCE_OPF_WRITE | UROCE_OPF_ATOMIC_WRITE)) &&
+	     !(acc & IBV_ACCESS_REMOTE_WRITE)) ||
 	    ((c->f & UROCE_OPF_READ) && !(acc & IBV_ACCESS_REMOTE_READ)) ||
 	    ((c->f & UROCE_OPF_ATOMIC) && !(acc & IBV_ACCESS_REMOTE_ATOMIC)))
 		return bad_request(c);
@@ -167,8 +170,9 @@ static enum resp_state chk_resource(struct resp_ctx *c)
 		qp->resp.has_rwqe = true;
 		qp->resp.rcv_len = 0;
 	}
-	if (c->f & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) {
-		/* IBA 9.7.5.1.6: more READs/atomics in flight than max_dest_rd_atomic. A
+	if (c->f & TP_OPF_RD_ATOMIC) {
+		/* IBA 9.7.5.1.6: more READs/atomics in flight than max_dest_rd_atomic (an
+		 * Atomic Write takes a resource too, as in rxe's check_resource). A
 		 * replay for a duplicate request that was answered in full once does not
 		 * count: the requester moved on, so it has every response. */
 		struct tp_rd_res *oldest = res_at(qp, 0);
@@ -192,6 +196,10 @@ static enum resp_state chk_length(struct resp_ctx *c)
 			    (len > qp->mtu || (!(c->f & UROCE_OPF_FIRST) && len == 0)))
 			return bad_request(c);
 	}
+	/* IBA 1.5 Atomic Write: exactly 8 bytes, in the payload and in the RETH DMA length
+	 * (rxe's check_rkey: the payload must be the DMA length, else invalid request). */
+	if ((c->f & UROCE_OPF_ATOMIC_WRITE) && (len != 8 || c->pkt->hdr.reth.dma_len != 8))
+		return RESPST_ERR_INVALID_REQ;
 	return RESPST_CHK_RKEY;
 }
 
@@ -231,6 +239,14 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 			return RESPST_ERR_INVALID_REQ; /* IBA 9.4.5: misaligned atomic */
 		c->mr = tp_rkey_check(qp, h->atomiceth.rkey, h->atomiceth.va, 8,
 				      IBV_ACCESS_REMOTE_ATOMIC);
+		if (c->mr == NULL)
+			return fail;
+	} else if (c->f & UROCE_OPF_ATOMIC_WRITE) {
+		/* Misaligned as an atomic is (rxe: RESPST_ERR_MISALIGNED_ATOMIC, a NAK Invalid
+		 * Request); the rights are a WRITE's, of an MR or a window. */
+		if (h->reth.va & 7)
+			return RESPST_ERR_INVALID_REQ;
+		c->mr = tp_rkey_check(qp, h->reth.rkey, h->reth.va, 8, IBV_ACCESS_REMOTE_WRITE);
 		if (c->mr == NULL)
 			return fail;
 	}
@@ -322,9 +338,36 @@ static enum resp_state execute(struct resp_ctx *c)
 			val = orig + h->atomiceth.swap_add;
 			memcpy(mem, &val, sizeof(val));
 		}
-		r->atomic = true;
+		r->kind = TP_RES_ATOMIC;
 		r->psn = r->last_psn = r->cur_psn = h->bth.psn;
 		r->orig = orig;
+		r->queued = true;
+		qp->resp.psn = uroce_psn_add(h->bth.psn, 1);
+		qp->resp.ack_psn = h->bth.psn;
+		qp->resp.msn = (qp->resp.msn + 1) & UROCE_PSN_MASK;
+		return RESPST_DONE;
+	} else if (c->f & UROCE_OPF_ATOMIC_WRITE) {
+		struct tp_rd_res *r = res_new(qp);
+		uint8_t *mem = c->mr->host + (h->reth.va - c->mr->iova);
+		uint64_t val;
+
+		/* The 8 bytes as they came (no byte order: the requester sent its memory's
+		 * bytes), stored at once and after everything executed before it: one 8-byte
+		 * store with release ordering (rxe: smp_store_release), so that a reader that
+		 * sees the value sees the earlier WRITEs too. Only the VA is 8-byte aligned
+		 * (chk_rkey); a host address that is not, as for the atomics, gets a memcpy
+		 * (a misaligned uint64_t access is undefined behaviour) after a release fence. */
+		memcpy(&val, p->payload, sizeof(val));
+		if (((uintptr_t)mem & 7) == 0) {
+			__atomic_store_n((uint64_t *)(void *)mem, val, __ATOMIC_RELEASE);
+		} else {
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			memcpy(mem, &val, sizeof(val));
+		}
+		/* Executed once per PSN: a duplicate is answered from the resource again
+		 * (IBA 9.7.5.1.5 as for atomics), never stored twice. */
+		r->kind = TP_RES_ATOMIC_WRITE;
+		r->psn = r->last_psn = r->cur_psn = h->bth.psn;
 		r->queued = true;
 		qp->resp.psn = uroce_psn_add(h->bth.psn, 1);
 		qp->resp.ack_psn = h->bth.psn;
@@ -437,11 +480,17 @@ static enum resp_state duplicate(struct resp_ctx *c)
 			continue;
 		if ((c->f & UROCE_OPF_ATOMIC) != 0) {
 			/* Replay the saved result: never apply an atomic twice. */
-			if (!r->atomic || r->psn != h->bth.psn)
+			if (r->kind != TP_RES_ATOMIC || r->psn != h->bth.psn)
+				return RESPST_DONE;
+			r->cur_psn = r->psn;
+		} else if ((c->f & UROCE_OPF_ATOMIC_WRITE) != 0) {
+			/* Answer again, never store again (rxe: res->replay): the value may
+			 * have been overwritten since, by the application or a later WRITE. */
+			if (r->kind != TP_RES_ATOMIC_WRITE || r->psn != h->bth.psn)
 				return RESPST_DONE;
 			r->cur_psn = r->psn;
 		} else {
-			if (r->atomic)
+			if (r->kind != TP_RES_READ)
 				return RESPST_DONE;
 			/* IBA 9.7.5.1.4: a duplicate READ is executed again, from the PSN and
 			 * range it names (the requester asks for what it is missing). */
@@ -664,9 +713,12 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 	h.bth.psn = r->cur_psn;
 	h.aeth.syndrome = uroce_aeth_ack(UROCE_AETH_CREDIT_INVALID);
 	h.aeth.msn = qp->resp.msn;
-	if (r->atomic) {
+	if (r->kind == TP_RES_ATOMIC) {
 		op = UROCE_OP_ATOMIC_ACKNOWLEDGE;
 		h.atomic_orig = r->orig;
+	} else if (r->kind == TP_RES_ATOMIC_WRITE) {
+		/* rxe's send_read_response_ack: no data, AETH ACK, the request's PSN */
+		op = UROCE_OP_READ_RESPONSE_ONLY;
 	} else {
 		len = r->length - r->sent < qp->mtu ? r->length - r->sent : qp->mtu;
 		/* FIRST/ONLY only at the READ's first PSN. A duplicate READ that asks from a
@@ -694,7 +746,7 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 		return rc;
 	r->sent += len;
 	r->cur_psn = uroce_psn_add(r->cur_psn, 1);
-	if (r->atomic || r->sent == r->length) {
+	if (r->kind != TP_RES_READ || r->sent == r->length) {
 		r->queued = false;
 		r->answered = true;
 	}

@@ -140,13 +140,21 @@ enum tp_wqe_state {
 	TP_WQE_DONE,    /* completed; retired in order by the completer */
 };
 
+/* The operations that wait for a response of their own, not for an ACK: READ, the atomics
+ * and RDMA Atomic Write (IBA 1.5, answered by a zero-length READ response). Each holds a
+ * requester slot of max_rd_atomic and a responder resource, a FENCE waits for it (IBA
+ * 10.8.3.3), and a later ACK does not complete it: its missing response is an implied NAK
+ * (IBA 9.7.5.1.2), so go-back-N asks again. */
+#define TP_OPF_RD_ATOMIC (UROCE_OPF_READ | UROCE_OPF_ATOMIC | UROCE_OPF_ATOMIC_WRITE)
+
 struct tp_send_slot {
 	struct uroce_tp_send_wqe wqe;
 	uint32_t length;     /* message bytes */
 	uint32_t first_psn;  /* assigned when the first packet is sent */
 	uint32_t last_psn;
 	uint32_t npsn;       /* PSNs the message takes (READ: its response packets) */
-	uint16_t opf;        /* UROCE_OPF_* of the operation: SEND, WRITE, READ, ATOMIC */
+	uint16_t opf;        /* UROCE_OPF_* of the operation: SEND, WRITE, READ, ATOMIC,
+			      * ATOMIC_WRITE */
 	uint8_t state;       /* enum tp_wqe_state */
 	bool started;        /* first_psn/last_psn assigned */
 	enum ibv_wc_status status;
@@ -175,10 +183,17 @@ struct tp_comp {
 	bool rewound;          /* went back and nothing in order has come since */
 };
 
-/* Responder resources: READ and atomic requests remembered for duplicates and for the
- * responses still to send (IBA 9.7.5.1.6, max_dest_rd_atomic of them). */
+/* What a responder resource answers. */
+enum tp_res_kind {
+	TP_RES_READ,         /* READ Response packets from the memory, read again per packet */
+	TP_RES_ATOMIC,       /* an Atomic ACK with the saved original value */
+	TP_RES_ATOMIC_WRITE, /* a zero-length READ Response Only (rxe: send_read_response_ack) */
+};
+
+/* Responder resources: READ, atomic and Atomic Write requests remembered for duplicates
+ * and for the responses still to send (IBA 9.7.5.1.6, max_dest_rd_atomic of them). */
 struct tp_rd_res {
-	bool atomic;
+	uint8_t kind;       /* enum tp_res_kind */
 	uint32_t psn;       /* first PSN */
 	uint32_t last_psn;
 	/* READ */
@@ -396,8 +411,8 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns);
 void tp_req_rewind(struct uroce_tp_qp *qp, uint32_t psn);
 /* After a go-back, the responder acknowledged up to @psn, which was sent before but not
  * yet again: move the requester past it, as if it had sent it again, so the completer
- * can take the ACK. Only over SENDs and WRITEs (a READ or atomic completes by its own
- * responses). True if the requester moved. */
+ * can take the ACK. Only over SENDs and WRITEs (a READ, atomic or Atomic Write completes
+ * by its own responses). True if the requester moved. */
 bool tp_req_skip_acked(struct uroce_tp_qp *qp, uint32_t psn);
 
 /* ---- completer.c ---- */

@@ -401,6 +401,7 @@ static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_ATOMIC_WRITE: /* IBA 1.5: RC only (rxe: IB_QPT_RC alone in its mask) */
 		return type == IBV_QPT_RC;
 	/* Local operations (IBA 10.6.7), where rxe allows them: a bind on the connected
 	 * services, an invalidate on RC, the service that has SEND with Invalidate too. */
@@ -424,6 +425,8 @@ static uint16_t op_flags(enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return UROCE_OPF_ATOMIC;
+	case IBV_WR_ATOMIC_WRITE:
+		return UROCE_OPF_ATOMIC_WRITE;
 	case IBV_WR_BIND_MW:
 	case IBV_WR_LOCAL_INV:
 		return 0; /* no packet: the requester carries it out (tp_wr_is_local) */
@@ -449,8 +452,13 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 			return -EINVAL;
 		len = 0;
 	} else if (wqe->send_flags & IBV_SEND_INLINE) {
-		if (wqe->inline_len > qp->cap.max_inline_data ||
-		    wqe->opcode == IBV_WR_RDMA_READ || (op_flags(wqe->opcode) & UROCE_OPF_ATOMIC))
+		/* An Atomic Write's 8 bytes are its operand, carried in the WQE as rxe and
+		 * mlx5 carry it, whatever max_inline_data the QP asked for (often 0). */
+		uint32_t max_inline = wqe->opcode == IBV_WR_ATOMIC_WRITE ? 8
+									: qp->cap.max_inline_data;
+
+		if (wqe->inline_len > max_inline || wqe->opcode == IBV_WR_RDMA_READ ||
+		    (op_flags(wqe->opcode) & UROCE_OPF_ATOMIC))
 			return -EINVAL;
 		len = wqe->inline_len;
 	} else {
@@ -460,8 +468,10 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 	}
 	if (len > TP_MAX_MSG)
 		return -EINVAL;
-	if (op_flags(wqe->opcode) & UROCE_OPF_ATOMIC) {
-		/* 8-byte operands on 8-byte aligned remote addresses (IBA 9.4.5). */
+	/* 8-byte operands on 8-byte aligned remote addresses (IBA 9.4.5). An Atomic Write's
+	 * 8 bytes are its data, from SGEs (8 in all) or inline: verbs' ibv_wr_atomic_write
+	 * gives a pointer to them, posted as IBV_SEND_INLINE with inline_len 8. */
+	if (op_flags(wqe->opcode) & (UROCE_OPF_ATOMIC | UROCE_OPF_ATOMIC_WRITE)) {
 		if (len != 8 || (wqe->remote_addr & 7))
 			return -EINVAL;
 	}

@@ -407,6 +407,15 @@ struct uroce_tp_recv_wqe {
  *  the QP's PD), -ENOMEM (send queue full), or -EINVAL in RESET, INIT or
  *  RTR (rdma-core providers refuse posting sends before RTS). Posting in ERR is allowed:
  *  the WR completes with IBV_WC_WR_FLUSH_ERR.
+ *  IBV_WR_ATOMIC_WRITE (IBA 1.5 RDMA Atomic Write, RC only, else -EINVAL): stores 8 bytes
+ *  at remote_addr (8-byte aligned, else -EINVAL) with one 8-byte release store (a memcpy
+ *  where the MR's host bytes are not 8-aligned), after everything before it at the
+ *  responder; the bytes are its data, from SGEs of 8 bytes in all or inline
+ *  (IBV_SEND_INLINE, inline_len 8: how ibv_wr_atomic_write's pointer to the value is
+ *  posted), anything else -EINVAL. The responder needs REMOTE_WRITE on the QP and the
+ *  R_Key. Like a READ it counts against max_rd_atomic, a FENCE waits for it, and it
+ *  completes (IBV_WC_ATOMIC_WRITE, byte_len 8) only when its own response (a zero-length
+ *  RDMA READ Response Only) arrives.
  *  IBV_WR_BIND_MW (RC, UC) and IBV_WR_LOCAL_INV (RC; invalidate_rkey names a type 2
  *  window) are local: carried out when the requester reaches them, in order, and
  *  completed as IBV_WC_BIND_MW / IBV_WC_LOCAL_INV; one that breaks a rule of IBA 10.6.7

@@ -73,6 +73,10 @@ const struct uroce_opcode_info uroce_opcode_table[256] = {
 	OP(RC, SEND_ONLY_INV, "SEND_ONLY_WITH_INVALIDATE",
 	   F(PAYLOAD) | F(REQ) | F(SEND) | F(FIRST) | F(LAST) | F(INV) | F(RWQE), H(IETH),
 	   LEN_IETH),
+	/* IBA 1.5 RDMA Atomic Write: RETH (DMA length 8), then the 8 bytes as payload (rxe's
+	 * rxe_opcode.c gives it RETH | PAYLOAD | REQ | ATOMIC_WRITE | START | END). */
+	OP(RC, ATOMIC_WRITE, "ATOMIC_WRITE",
+	   F(PAYLOAD) | F(REQ) | F(ATOMIC_WRITE) | F(FIRST) | F(LAST), H(RETH), LEN_RETH),
 
 	SEND_WRITE_OPS(UC),
 

@@ -147,6 +147,9 @@ enum uroce_op {
 	UROCE_OP_FETCH_ADD = 0x14,
 	UROCE_OP_SEND_LAST_INV = 0x16,
 	UROCE_OP_SEND_ONLY_INV = 0x17,
+	/* IBA 1.5 (RC only): RETH and the 8 bytes to store, answered by a zero-length RDMA
+	 * READ Response Only at its PSN (Linux rxe: IB_OPCODE_RC_ATOMIC_WRITE). */
+	UROCE_OP_ATOMIC_WRITE = 0x1d,
 };
 
 #define UROCE_OPCODE(transport, op) ((uint8_t)((transport) | (op)))
@@ -183,6 +186,9 @@ enum uroce_op_flags {
 	UROCE_OPF_INV = 1u << 11,
 	UROCE_OPF_RWQE = 1u << 12, /* consumes a receive WQE at the responder */
 	UROCE_OPF_CNP = 1u << 13,
+	/* RDMA Atomic Write (IBA 1.5): a request with a payload, read-like to the transport
+	 * (a responder resource, answered by a READ response), neither WRITE nor ATOMIC */
+	UROCE_OPF_ATOMIC_WRITE = 1u << 14,
 };
 
 struct uroce_opcode_info {

@@ -33,6 +33,10 @@ int wrap_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	r.orig = p.hdr.atomic_orig;
 	r.qkey = p.hdr.deth.qkey;
 	r.src_qpn = p.hdr.deth.src_qpn;
+	r.va = p.hdr.reth.va;
+	r.rkey = p.hdr.reth.rkey;
+	r.dma_len = p.hdr.reth.dma_len;
+	memcpy(r.head, p.payload, p.payload_len < 8 ? p.payload_len : 8);
 	r.dropped = g_tx.drop && g_tx.drop(&r, g_tx.drop_arg);
 	if (r.dropped) {
 		rc = 0;

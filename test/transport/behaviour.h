@@ -41,6 +41,9 @@ struct frame_rec {
 	uint64_t orig; /* AtomicAckETH */
 	uint32_t qkey; /* DETH */
 	uint32_t src_qpn;
+	uint64_t va;   /* RETH, when the packet has one */
+	uint32_t rkey, dma_len;
+	uint8_t head[8]; /* the first (up to) 8 payload bytes */
 	bool dropped;  /* by the test's drop rule, never reached the wire */
 	uint64_t hash; /* FNV-1a of every byte of the frame */
 };

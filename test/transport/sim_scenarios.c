@@ -4,11 +4,11 @@
  * hosts, RC/UC/UD QP pairs (some on an SRQ), PSNs that start anywhere and often just
  * before the 2^24 wrap, a channel that drops, duplicates, reorders, corrupts and pushes
  * back, receive queues that start short (RNR), and a random mix of SEND (+imm, inline),
- * RDMA WRITE (+imm), READ and atomics of 0 B to hundreds of KiB in both directions of
- * every pair. Then it checks the contract:
+ * RDMA WRITE (+imm), READ, atomics and Atomic Writes of 0 B to hundreds of KiB in both
+ * directions of every pair. Then it checks the contract:
  *  - every posted WR completes exactly once, successfully, in posting order per QP;
  *  - RC receives are exactly the SENDs and WRITE-with-immediates sent, in order, intact;
- *  - RDMA WRITE targets and READ results hold the right bytes;
+ *  - RDMA WRITE and Atomic Write targets and READ results hold the right bytes;
  *  - atomics return the values of a serial execution and the counter ends at the
  *    serial result (so none ran twice, whatever was lost or duplicated);
  *  - UC and UD deliver only intact messages that were sent (UC: in order, no duplicate);
@@ -202,13 +202,16 @@ static void gen_ops(struct scenario *sc, int ci, int si)
 		else
 			o->opcode = r < 25 ? IBV_WR_SEND
 				    : r < 35 ? IBV_WR_SEND_WITH_IMM
-				    : r < 55 ? IBV_WR_RDMA_WRITE
+				    : r < 50 ? IBV_WR_RDMA_WRITE
+				    : r < 55 ? IBV_WR_ATOMIC_WRITE
 				    : r < 62 ? IBV_WR_RDMA_WRITE_WITH_IMM
 				    : r < 82 ? IBV_WR_RDMA_READ
 				    : r < 91 ? IBV_WR_ATOMIC_FETCH_AND_ADD
 					     : IBV_WR_ATOMIC_CMP_AND_SWP;
 		o->len = c->type == IBV_QPT_UD ? (uint32_t)(sim_rand(&sc->sim) % (mtu + 1))
 						: pick_len(sc, mtu);
+		if (o->opcode == IBV_WR_ATOMIC_WRITE)
+			o->len = 8; /* to an 8-aligned target: dst below is 64-aligned */
 		/* Receive buffers come later, from the other half of the memory: SENDs stay
 		 * below 512 KiB and ops stop at half the memory. */
 		if ((o->opcode == IBV_WR_SEND || o->opcode == IBV_WR_SEND_WITH_IMM) &&
@@ -238,7 +241,7 @@ static void gen_ops(struct scenario *sc, int ci, int si)
 			o->src = mem_alloc(sc, s->host, o->len, 64);
 			if (o->opcode == IBV_WR_RDMA_WRITE ||
 			    o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-			    o->opcode == IBV_WR_RDMA_READ)
+			    o->opcode == IBV_WR_RDMA_READ || o->opcode == IBV_WR_ATOMIC_WRITE)
 				o->dst = mem_alloc(sc, peer, o->len, 64);
 			if (o->src == UINT64_MAX || o->dst == UINT64_MAX)
 				break; /* out of memory for this seed: fewer ops */
@@ -614,6 +617,7 @@ static void check_memory(struct scenario *sc)
 				switch (o->opcode) {
 				case IBV_WR_RDMA_WRITE:
 				case IBV_WR_RDMA_WRITE_WITH_IMM:
+				case IBV_WR_ATOMIC_WRITE:
 					if (!data_matches(sc, host_ptr(sc, peer, o->dst), ci, si, k,
 							  o->len))
 						FAIL(sc,

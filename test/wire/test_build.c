@@ -116,8 +116,8 @@ Test(build, every_opcode_round_trips_over_ipv4_ipv6_and_vlan_with_every_pad)
 			}
 		}
 	}
-	/* RC 23 + UC 12 + UD 2 + CNP = 38 opcodes */
-	cr_expect_eq(built, 38 * 4 * 8);
+	/* RC 24 (IBA 1.5's Atomic Write included) + UC 12 + UD 2 + CNP = 39 opcodes */
+	cr_expect_eq(built, 39 * 4 * 8);
 }
 
 Test(build, opcodes_without_payload_refuse_one)
@@ -428,7 +428,7 @@ Test(opcode, table_agrees_with_the_spec_layout)
 		uc += uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_UC);
 		ud += uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_UD);
 	}
-	cr_expect_eq(rc, 23 + 1);
+	cr_expect_eq(rc, 24 + 1);
 	cr_expect_eq(uc, 12 + 1);
 	cr_expect_eq(ud, 2 + 1);
 	cr_expect_str_eq(uroce_opcode_info(0x0c)->name, "RC_RDMA_READ_REQUEST");
@@ -436,6 +436,60 @@ Test(opcode, table_agrees_with_the_spec_layout)
 	cr_expect_null(uroce_opcode_info(0x40)); /* RD */
 	cr_expect_null(uroce_opcode_info(0x2c)); /* UC has no READ */
 	cr_expect_null(uroce_opcode_info(0x66)); /* UD only sends */
+}
+
+/* IBA 1.5 RDMA Atomic Write as Linux rxe sends it (rxe_opcode.c, IB_OPCODE_RC_ATOMIC_WRITE):
+ * opcode 0x1d, RC only, BTH + RETH then the 8 bytes as payload; its answer is an RDMA READ
+ * Response Only (0x10) with an AETH and no payload. Byte for byte, and back. */
+Test(opcode, atomic_write_layout_and_its_zero_length_read_response)
+{
+	static const uint8_t val[8] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
+	static const uint8_t reth[16] = {0x00, 0x00, 0x7f, 0x00, 0x00, 0x00, 0x10, 0x00,
+					 0x00, 0x00, 0x12, 0x34, 0x00, 0x00, 0x00, 0x08};
+	const struct uroce_opcode_info *oi = uroce_opcode_info(0x1d);
+	struct uroce_wire_hdr h;
+	struct uroce_wire_pkt p;
+	uint32_t n;
+
+	cr_assert_not_null(oi);
+	cr_expect_eq(UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_ATOMIC_WRITE), 0x1d);
+	cr_expect_str_eq(oi->name, "RC_ATOMIC_WRITE");
+	cr_expect_eq(oi->hdrs, UROCE_HDR_RETH);
+	cr_expect_eq(oi->hdr_len, UROCE_BTH_LEN + UROCE_RETH_LEN);
+	cr_expect_eq(oi->flags, UROCE_OPF_PAYLOAD | UROCE_OPF_REQ | UROCE_OPF_ATOMIC_WRITE |
+					UROCE_OPF_FIRST | UROCE_OPF_LAST);
+	cr_expect(uroce_opcode_valid_for_qp(0x1d, UROCE_QPT_RC));
+	cr_expect(!uroce_opcode_valid_for_qp(0x1d, UROCE_QPT_UC));
+	cr_expect(!uroce_opcode_valid_for_qp(0x1d, UROCE_QPT_UD));
+	cr_expect_null(uroce_opcode_info(0x3d)); /* no UC Atomic Write */
+
+	hdr_for(&h, 4, 0x1d);
+	h.bth.psn = 0x000100;
+	h.reth.dma_len = 8;
+	n = uroce_wire_build(buf, sizeof(buf), &h, val, 8);
+	cr_assert_eq(n, 14 + 20 + 8 + 12 + 16 + 8 + 4);
+	cr_expect_eq(buf[42], 0x1d);
+	cr_expect_eq(buf[43] & 0x30, 0, "pad count of an 8-byte payload");
+	cr_expect_eq(buf[50], 0x80, "AckReq");
+	cr_expect_eq(memcmp(buf + 54, reth, 16), 0, "RETH");
+	cr_expect_eq(memcmp(buf + 70, val, 8), 0, "the value as the payload, as it was");
+	cr_assert_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK);
+	cr_assert_eq(uroce_wire_icrc_check(&p), UROCE_WIRE_OK);
+	cr_expect_eq(p.payload_len, 8);
+	cr_expect_eq(p.payload, buf + 70);
+	cr_expect_eq(p.hdr.reth.va, 0x7f0000001000ull);
+	cr_expect_eq(p.hdr.reth.rkey, 0x1234);
+	cr_expect_eq(p.hdr.reth.dma_len, 8);
+
+	hdr_for(&h, 4, UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_READ_RESPONSE_ONLY));
+	h.bth.psn = 0x000100;
+	h.bth.ack_req = false;
+	n = uroce_wire_build(buf, sizeof(buf), &h, NULL, 0);
+	cr_assert_eq(n, 14 + 20 + 8 + 12 + 4 + 4);
+	cr_assert_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK);
+	cr_expect_eq(p.payload_len, 0);
+	cr_expect_eq(p.hdr.aeth.syndrome, 0x1f);
+	cr_expect_eq(uroce_aeth_type(p.hdr.aeth.syndrome), UROCE_AETH_ACK);
 }
 
 Test(aeth, syndrome_encoding)
