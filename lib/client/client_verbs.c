@@ -911,6 +911,15 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 		if (qp->ibv.qp_type != IBV_QPT_RC)
 			return EINVAL; /* IBA 9.2: only RC has the SEND with Invalidate opcodes */
 		break;
+	case IBV_WR_ATOMIC_WRITE:
+		/* IBTA 1.5: 8 bytes to an 8-byte aligned address, on RC; the value is taken
+		 * now, from the one SGE's address or the inline bytes (as rxe and mlx5 copy it
+		 * into the WQE): it travels as 8 inline bytes, which max_inline_data does not
+		 * bound. */
+		if (qp->ibv.qp_type != IBV_QPT_RC || wr->num_sge != 1 ||
+		    wr->sg_list[0].length != 8 || (wr->wr.rdma.remote_addr & 7))
+			return EINVAL;
+		break;
 	case IBV_WR_LOCAL_INV:
 	case IBV_WR_BIND_MW:
 		/* Local operations: no data (their SGE list is not read), not inline. The
@@ -926,7 +935,8 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 	default:
 		return EINVAL;
 	}
-	if ((wr->send_flags & IBV_SEND_INLINE) && len > qp->cap.max_inline_data)
+	if ((wr->send_flags & IBV_SEND_INLINE) && len > qp->cap.max_inline_data &&
+	    wr->opcode != IBV_WR_ATOMIC_WRITE)
 		return EINVAL;
 	if (qp->ibv.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;
@@ -954,6 +964,13 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 	case IBV_WR_LOCAL_INV:
 		w->invalidate_rkey = wr->invalidate_rkey;
 		break;
+	case IBV_WR_ATOMIC_WRITE:
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+		memcpy(w->inline_data, (const void *)(uintptr_t)wr->sg_list[0].addr, 8);
+		w->inline_len = 8;
+		w->send_flags |= IBV_SEND_INLINE;
+		return 0;
 	case IBV_WR_BIND_MW: {
 		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
 

@@ -167,7 +167,8 @@ struct ibv_cq_ex *uv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_at
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |  \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                              \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |              \
-	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |     \
+	 IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 struct ibv_qp *uv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
@@ -469,8 +470,8 @@ static void uv_wr_atomic_fetch_add(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t
 	uv_wr_atomic(qp, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
 }
 
-/* Operations uroce does not offer (TSO, XRC, atomic write): the batch fails at
- * wr_complete with EOPNOTSUPP. */
+/* Operations uroce does not offer (TSO, XRC): the batch fails at wr_complete with
+ * EOPNOTSUPP. */
 static void uv_wr_unsupported(struct ibv_qp_ex *qp)
 {
 	struct uv_qp *u = uv_qpx(qp);
@@ -521,11 +522,13 @@ static void uv_wr_set_xrc_srqn(struct ibv_qp_ex *qp, uint32_t srqn)
 	uv_wr_unsupported(qp);
 }
 
+/* IBTA 1.5 RDMA Atomic Write: the 8 bytes at @p atomic_wr are copied now, as inline data
+ * (post_send takes the value from them). */
 static void uv_wr_atomic_write(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t remote_addr,
 			       const void *atomic_wr)
 {
-	(void)rkey, (void)remote_addr, (void)atomic_wr;
-	uv_wr_unsupported(qp);
+	uv_wr_rdma(qp, IBV_WR_ATOMIC_WRITE, rkey, remote_addr, 0);
+	uv_wr_set_inline_data(qp, (void *)(uintptr_t)atomic_wr, 8);
 }
 
 void uv_qp_ex_init(struct ibv_qp_ex *qp)

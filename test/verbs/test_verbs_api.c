@@ -2145,6 +2145,100 @@ Test(verbs, reset_drops_the_qps_completions)
 	mb_free(&s);
 }
 
+/* IBTA 1.5 RDMA Atomic Write: 8 bytes stored at once at an aligned address, from one SGE
+ * (classic post_send) or from the pointer ibv_wr_atomic_write takes; completes as
+ * IBV_WC_ATOMIC_WRITE. Misaligned or not 8 bytes is EINVAL at post; UC cannot. */
+Test(verbs, atomic_write)
+{
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1},
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE};
+	const uint64_t v1 = 0x1122334455667788ull, v2 = 0x0102030405060708ull;
+	struct ibv_cq *cq0, *cq1;
+	struct ibv_qp *q0, *q1;
+	struct ibv_qp_ex *x;
+	struct mbuf s, d;
+	struct ibv_sge ss;
+	struct ibv_wc wc;
+	struct pair u;
+	uint64_t got;
+	int rc;
+
+	cq0 = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	cq1 = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	cr_assert(cq0 && cq1);
+	qa.send_cq = qa.recv_cq = cq0;
+	q0 = ibv_create_qp_ex(ctx, &qa);
+	if (!q0 && errno == EOPNOTSUPP && vfx_reference()) {
+		cr_log_info("the reference device has no atomic write (Linux 6.2+)");
+		ibv_destroy_cq(cq0);
+		ibv_destroy_cq(cq1);
+		return;
+	}
+	cr_assert_not_null(q0, "ibv_create_qp_ex(ATOMIC_WRITE): %s", strerror(errno));
+	x = ibv_qp_to_qp_ex(q0);
+	cr_assert_not_null(x);
+	q1 = qp_make(IBV_QPT_RC, cq1, cq1, NULL, NULL);
+	connect2(q0, q1, 7, 7);
+	mb_make(&s, 4096);
+	mb_make(&d, 4096);
+	memset(d.p, 0xee, 64);
+
+	/* Classic post_send: the value from the one SGE. */
+	memcpy(s.p, &v1, 8);
+	ss = sge_of(&s, 0, 8);
+	post_send_ok(q0, &(struct ibv_send_wr){.wr_id = 1, .sg_list = &ss, .num_sge = 1,
+					       .opcode = IBV_WR_ATOMIC_WRITE,
+					       .send_flags = IBV_SEND_SIGNALED,
+					       .wr.rdma = {.remote_addr = (uintptr_t)d.p + 16,
+							   .rkey = d.mr->rkey}});
+	expect_ok(cq0, 1, IBV_WC_ATOMIC_WRITE, &wc);
+	memcpy(&got, d.p + 16, 8);
+	cr_assert_eq(got, v1, "stored %llx", (unsigned long long)got);
+	cr_assert_eq(d.p[15], 0xee);
+	cr_assert_eq(d.p[24], 0xee);
+
+	/* ibv_wr_atomic_write: the value behind the pointer, copied at the call. */
+	ibv_wr_start(x);
+	x->wr_id = 2;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	got = v2;
+	ibv_wr_atomic_write(x, d.mr->rkey, (uintptr_t)d.p + 32, &got);
+	got = 0;
+	rc = ibv_wr_complete(x);
+	cr_assert_eq(rc, 0, "ibv_wr_complete(atomic_write): %d", rc);
+	expect_ok(cq0, 2, IBV_WC_ATOMIC_WRITE, NULL);
+	memcpy(&got, d.p + 32, 8);
+	cr_assert_eq(got, v2, "stored %llx", (unsigned long long)got);
+
+	/* Refused at post: misaligned, not 8 bytes; and on UC. */
+	{
+		struct ibv_send_wr w = {.wr_id = 3, .sg_list = &ss, .num_sge = 1,
+					.opcode = IBV_WR_ATOMIC_WRITE,
+					.wr.rdma = {.remote_addr = (uintptr_t)d.p + 4,
+						    .rkey = d.mr->rkey}},
+				   *bad;
+
+		cr_assert_eq(ibv_post_send(q0, &w, &bad), EINVAL, "misaligned");
+		w.wr.rdma.remote_addr = (uintptr_t)d.p;
+		ss.length = 4;
+		cr_assert_eq(ibv_post_send(q0, &w, &bad), EINVAL, "4 bytes");
+		ss.length = 8;
+		pair_make(&u, IBV_QPT_UC, NULL, 7);
+		cr_assert_eq(ibv_post_send(u.qp[0], &w, &bad), EINVAL, "on UC");
+		pair_free(&u);
+	}
+	cr_assert_eq(ibv_destroy_qp(q0), 0);
+	cr_assert_eq(ibv_destroy_qp(q1), 0);
+	cr_assert_eq(ibv_destroy_cq(cq0), 0);
+	cr_assert_eq(ibv_destroy_cq(cq1), 0);
+	mb_free(&s);
+	mb_free(&d);
+}
+
 /* ---------------------------------------------------------------- memory windows */
 
 #define MW_ACC (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
