@@ -404,6 +404,17 @@ unsigned int rnic_doorbells(struct uroce_rnic *nic)
 	return nic->doorbell_work;
 }
 
+void rnic_client_catch_up(struct uroce_rnic_client *c)
+{
+	struct uroce_rnic *nic = c->rnic;
+
+	if (c->doorbells.slots)
+		uroce_summary_take(&c->doorbells, slot_doorbell, c);
+	retiring_publish(nic);
+	uroce_tp_process(nic->dev, rnic_now(nic));
+	rnic_completions(nic);
+}
+
 void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq)
 {
 	struct uroce_rnic *nic = io_ctx;

@@ -850,6 +850,11 @@ void rnic_cmd_resize_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
+	/* The completions of what the application posted before this call count, as on a
+	 * kernel device whose post completes a UD send before it returns: else the posts
+	 * and this command race, and a resize below what the CQ is about to hold succeeds
+	 * (rdma-core's test_resize_cq expects EINVAL there). */
+	rnic_client_catch_up(c);
 	/* The application's index, read once (it may rewrite it at any time). */
 	cons = atomic_load_explicit(&q->ring.sh->cons, memory_order_acquire);
 	unpolled = q->ring.mine - cons;

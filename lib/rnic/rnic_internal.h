@@ -305,6 +305,10 @@ int rnic_mcast_detach(struct rnic_qp *q, const union ibv_gid *gid);
 
 /* datapath.c */
 unsigned int rnic_doorbells(struct uroce_rnic *nic);
+/* The work requests @p c posted so far, handed to the transport and processed, and the
+ * completions that gives moved to the shared CQs: what a command must see of the work its
+ * client posted before it (RESIZE_CQ counts the completions a CQ holds). */
+void rnic_client_catch_up(struct uroce_rnic_client *c);
 bool rnic_doorbells_moved(struct uroce_rnic *nic);
 /* A QP's or SRQ's slot in its client's doorbell summary, written to its queue_ctl
  * (exactly one of @p qp, @p srq). @return 0 or -ENOMEM (none left, or no memory). */
