@@ -66,7 +66,8 @@ args=(--dev "$dev" --gid 1 -v)
 rc=$?
 grep -E ' \.\.\. (ERROR|FAIL)$|^(ERROR|FAIL): ' "$IT_DIR/suite.log"
 echo "skipped, by reason:"
-sed -n "s/.* \.\.\. skipped '\(.*\)'$/\1/p" "$IT_DIR/suite.log" | sort | uniq -c | sort -rn
+# unittest quotes a reason with '...', or "..." when it holds an apostrophe.
+sed -n "s/.* \.\.\. skipped [\"']\(.*\)[\"']$/\1/p" "$IT_DIR/suite.log" | sort | uniq -c | sort -rn
 ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$IT_DIR/suite.log")
 skipped=$(grep -c " \.\.\. skipped " "$IT_DIR/suite.log")
 passed=$(grep -c " \.\.\. ok$" "$IT_DIR/suite.log")
