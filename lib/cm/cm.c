@@ -179,6 +179,7 @@ void cm_id_free(struct uroce_cm_id *id)
 {
 	struct uroce_cm *cm = id->cm;
 	events_drop_for(cm, id);
+	free(id->early); /* the CM itself going away: nobody to answer */
 	for (struct uroce_cm_id **pp = &cm->ids; *pp; pp = &(*pp)->next)
 		if (*pp == id) {
 			*pp = id->next;
@@ -226,6 +227,7 @@ void uroce_cm_id_destroy(struct uroce_cm_id *id, uint64_t now_ns)
 			uroce_cm_id_destroy(n->ev.id, now_ns); /* drops n */
 		}
 	}
+	cm_early_refuse(id); /* it will never listen: its held request is answered now */
 	id->destroyed = true;
 	id->bound = false;
 	if (id->qpt == IBV_QPT_UD)
@@ -345,6 +347,10 @@ void cm_enter_timewait(struct uroce_cm_id *id)
 static void timer_fire(struct uroce_cm_id *id)
 {
 	struct uroce_cm *cm = id->cm;
+	if (id->timer == CM_TIMER_EARLY) {
+		cm_early_refuse(id); /* held long enough: the id did not listen */
+		return;
+	}
 	if (id->timer == CM_TIMER_TIMEWAIT) {
 		id->timer = CM_TIMER_NONE;
 		id->state = CM_IDLE;

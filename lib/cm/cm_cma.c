@@ -193,6 +193,10 @@ int uroce_cm_set_route(struct uroce_cm_id *id, const struct sockaddr *src,
 		id->path.hop_limit = 64;
 	id->has_route = true;
 	id->cma = CMA_ROUTE_RESOLVED;
+	/* A bound id that connects instead will not listen: its held request is answered. */
+	cm_enter(id->cm);
+	cm_early_refuse(id);
+	cm_leave(id->cm);
 	return 0;
 }
 
@@ -233,6 +237,9 @@ int uroce_cm_listen(struct uroce_cm_id *id, int backlog)
 	id->backlog = backlog;
 	id->cma = CMA_LISTEN;
 	id->state = CM_LISTEN;
+	cm_enter(id->cm);
+	cm_early_listened(id); /* a request that came before the listen: taken now */
+	cm_leave(id->cm);
 	return 0;
 }
 
@@ -268,20 +275,23 @@ static bool hdr_dst_matches(const struct uroce_cm_id *l, const uint8_t *hdr)
 	return !memcmp(mine, hdr + 20, 16);
 }
 
-struct uroce_cm_id *cma_find_listener(struct uroce_cm *cm, uint64_t service_id,
-				      const uint8_t *pd, bool *port_listened)
+/* The id in state @p cma on a service ID's port space and port whose address takes the
+ * CMA header's destination; *@p port_seen tells whether one was on the port at all. */
+static struct uroce_cm_id *find_by_service(struct uroce_cm *cm, enum cma_state cma,
+					   uint64_t service_id, const uint8_t *pd,
+					   bool *port_seen)
 {
-	*port_listened = false;
+	*port_seen = false;
 	if ((service_id & 0xffffffffff000000ull) != 0x0000000001000000ull)
 		return NULL;
 	unsigned ps = (unsigned)(service_id >> 16) & 0xff;
 	uint16_t port = (uint16_t)service_id;
 	struct uroce_cm_id *wild = NULL;
 	for (struct uroce_cm_id *l = cm->ids; l; l = l->next) {
-		if (l->cma != CMA_LISTEN || l->destroyed || ((unsigned)l->ps & 0xff) != ps ||
+		if (l->cma != cma || l->destroyed || ((unsigned)l->ps & 0xff) != ps ||
 		    cma_port(&l->src) != port)
 			continue;
-		*port_listened = true;
+		*port_seen = true;
 		if (!hdr_dst_matches(l, pd))
 			continue;
 		if (!addr_any(&l->src))
@@ -290,6 +300,20 @@ struct uroce_cm_id *cma_find_listener(struct uroce_cm *cm, uint64_t service_id,
 			wild = l;
 	}
 	return wild;
+}
+
+struct uroce_cm_id *cma_find_listener(struct uroce_cm *cm, uint64_t service_id,
+				      const uint8_t *pd, bool *port_listened)
+{
+	return find_by_service(cm, CMA_LISTEN, service_id, pd, port_listened);
+}
+
+struct uroce_cm_id *cma_find_bound(struct uroce_cm *cm, uint64_t service_id,
+				   const uint8_t *pd)
+{
+	bool port_bound;
+
+	return find_by_service(cm, CMA_ADDR_BOUND, service_id, pd, &port_bound);
 }
 
 void cma_new_conn_addrs(struct uroce_cm_id *id, const struct uroce_cm_id *listener,

@@ -53,6 +53,7 @@ enum cm_timer {
 	CM_TIMER_NONE,
 	CM_TIMER_RESEND,   /* the MAD in id->mad is resent, or the exchange times out */
 	CM_TIMER_TIMEWAIT, /* IBA 12.9.6? TimeWait: the comm ID and QPN are not reused yet */
+	CM_TIMER_EARLY,    /* a bound id holds a request that came before rdma_listen */
 };
 
 /* rdma_cm's constants (Linux drivers/infiniband/core/cma.c). */
@@ -120,6 +121,10 @@ struct uroce_cm_id {
 	uint64_t wait_ns;
 	enum cm_timer timer;
 	uint64_t deadline;
+
+	/* A REQ or SIDR_REQ for this bound, not yet listening id's port (early_req.c) */
+	struct cm_msg *early;
+	struct uroce_cm_path early_from;
 };
 
 struct cm_event_node {
@@ -178,6 +183,9 @@ void cma_hdr_write(const struct uroce_cm_id *id, uint8_t hdr[CMA_HDR_LEN]);
  * port but not on that address (Linux: consumer reject), or not (invalid service ID). */
 struct uroce_cm_id *cma_find_listener(struct uroce_cm *cm, uint64_t service_id,
 				      const uint8_t *pd, bool *port_listened);
+/* The id bound to a REQ/SIDR_REQ's port and address that does not listen yet, or NULL. */
+struct uroce_cm_id *cma_find_bound(struct uroce_cm *cm, uint64_t service_id,
+				   const uint8_t *pd);
 /* Fills a new passive id's addresses from the CMA header and the listener. */
 void cma_new_conn_addrs(struct uroce_cm_id *id, const struct uroce_cm_id *listener,
 			const uint8_t *hdr);
@@ -188,6 +196,10 @@ uint32_t cma_flow_label(const struct uroce_cm_id *id);
 /* ---- connection.c / sidr.c -------------------------------------------------------- */
 void cm_conn_input(struct uroce_cm *cm, const struct cm_msg *m,
 		   const struct uroce_cm_path *from);
+/* The answer to a REQ nobody listens to: REJ Invalid Service ID (@p port_listened:
+ * Consumer Reject, as rdma_cm's to an address the port's listener does not take). */
+void cm_conn_no_listener(struct uroce_cm *cm, const struct cm_msg *m,
+			 const struct uroce_cm_path *from, bool port_listened);
 void cm_conn_timeout(struct uroce_cm_id *id);
 void cm_conn_destroy(struct uroce_cm_id *id);
 int cm_conn_connect(struct uroce_cm_id *id, const struct uroce_cm_conn_param *p);
@@ -198,6 +210,25 @@ int cm_conn_establish(struct uroce_cm_id *id);
 
 void cm_sidr_input(struct uroce_cm *cm, const struct cm_msg *m,
 		   const struct uroce_cm_path *from);
+/* The answer to a SIDR_REQ nobody listens to: SIDR_REP Unsupported (Reject with
+ * @p port_listened). */
+void cm_sidr_no_listener(struct uroce_cm *cm, const struct cm_msg *m,
+			 const struct uroce_cm_path *from, bool port_listened);
+
+/* ---- early_req.c --------------------------------------------------------------------- */
+/* Holds a REQ/SIDR_REQ (@p m, from @p from) that found no listener when an id is bound to
+ * its port and address but has not called rdma_listen yet, for at most @p hold_ns.
+ * @return true if it is held (or is a duplicate of the one held): nothing to answer now. */
+bool cm_early_hold(struct uroce_cm *cm, const struct cm_msg *m,
+		   const struct uroce_cm_path *from, uint64_t service_id, uint64_t hold_ns);
+/* How long an active side waits for an answer before it gives up: the response time
+ * its request named (4.096 us * 2^@p t), once and again for each of its @p retries. */
+uint64_t cm_early_patience_ns(uint8_t t, uint8_t retries);
+/* The id listens now: the request it holds is taken as if it came now. */
+void cm_early_listened(struct uroce_cm_id *id);
+/* The id will not listen (destroyed, connecting) or the hold expired: the request it
+ * holds gets the no-listener answer now. */
+void cm_early_refuse(struct uroce_cm_id *id);
 void cm_sidr_timeout(struct uroce_cm_id *id);
 void cm_sidr_destroy(struct uroce_cm_id *id);
 int cm_sidr_connect(struct uroce_cm_id *id, const struct uroce_cm_conn_param *p);

@@ -86,6 +86,16 @@ static void issue_rej(struct uroce_cm *cm, const struct cm_msg *req, uint16_t re
 	cm_send(cm, &m, to);
 }
 
+void cm_conn_no_listener(struct uroce_cm *cm, const struct cm_msg *m,
+			 const struct uroce_cm_path *from, bool port_listened)
+{
+	/* nobody listens on the service ID: cm_req_handler's "invalid service ID";
+	 * a listener on the port that does not take it: rdma_cm refuses (consumer) */
+	cm->counters.rx_no_listener++;
+	issue_rej(cm, m, port_listened ? CM_REJ_CONSUMER_DEFINED : CM_REJ_INVALID_SERVICE_ID,
+		  from);
+}
+
 static void send_dreq_once(struct uroce_cm_id *id, bool retried)
 {
 	struct cm_msg m;
@@ -443,12 +453,13 @@ static void req_input(struct uroce_cm *cm, const struct cm_msg *m,
 			l = NULL; /* cma_check_req_qp_type(): the listener refuses it */
 	}
 	if (!l) {
-		/* nobody listens on the service ID: cm_req_handler's "invalid service ID";
-		 * a listener on the port that does not take it: rdma_cm refuses (consumer) */
-		cm->counters.rx_no_listener++;
-		issue_rej(cm, m,
-			  port_listened ? CM_REJ_CONSUMER_DEFINED : CM_REJ_INVALID_SERVICE_ID,
-			  from);
+		/* Not listening yet, perhaps: a bound id may hold it until it does. */
+		if (!port_listened &&
+		    cm_early_hold(cm, m, from, req->service_id,
+				  cm_early_patience_ns(req->remote_cm_response_timeout,
+						       req->max_cm_retries) / 2))
+			return;
+		cm_conn_no_listener(cm, m, from, port_listened);
 		return;
 	}
 

@@ -95,6 +95,17 @@ void cm_sidr_timeout(struct uroce_cm_id *id)
 	cm_report(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL);
 }
 
+void cm_sidr_no_listener(struct uroce_cm *cm, const struct cm_msg *m,
+			 const struct uroce_cm_path *from, bool port_listened)
+{
+	const struct cm_sidr_req *req = &m->u.sidr_req;
+
+	cm->counters.rx_no_listener++;
+	send_sidr_rep(cm, m->hdr.tid, req->request_id,
+		      port_listened ? CM_SIDR_REJECT : CM_SIDR_UNSUPPORTED, 0, 0, req->service_id,
+		      NULL, 0, from);
+}
+
 static void sidr_req_input(struct uroce_cm *cm, const struct cm_msg *m,
 			   const struct uroce_cm_path *from)
 {
@@ -113,10 +124,15 @@ static void sidr_req_input(struct uroce_cm *cm, const struct cm_msg *m,
 	if (l && l->qpt != IBV_QPT_UD)
 		l = NULL;
 	if (!l) {
-		cm->counters.rx_no_listener++;
-		send_sidr_rep(cm, m->hdr.tid, req->request_id,
-			      port_listened ? CM_SIDR_REJECT : CM_SIDR_UNSUPPORTED, 0, 0,
-			      req->service_id, NULL, 0, from);
+		/* Not listening yet, perhaps: a bound id may hold it until it does. SIDR_REQ
+		 * names no response time: rdma_cm's active side waits CMA_CM_RESPONSE_TIMEOUT,
+		 * once more for each of CMA_MAX_CM_RETRIES. */
+		if (!port_listened &&
+		    cm_early_hold(cm, m, from, req->service_id,
+				  cm_early_patience_ns(CMA_CM_RESPONSE_TIMEOUT,
+						       CMA_MAX_CM_RETRIES) / 2))
+			return;
+		cm_sidr_no_listener(cm, m, from, port_listened);
 		return;
 	}
 	struct uroce_cm_id *id = cm_id_alloc(cm, l->ps, l->qpt, NULL);

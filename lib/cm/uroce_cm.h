@@ -121,6 +121,8 @@ struct uroce_cm_counters {
 	uint64_t rx_stale;        /**< for no id, or an id in a state that ignores it */
 	uint64_t rx_dup_req;      /**< REQ for a connection being set up: answered per 12.9.8 */
 	uint64_t rx_no_listener;  /**< REQ/SIDR_REQ nobody listens to: REJ / SIDR_REP reject */
+	/** REQ/SIDR_REQ held by an id bound to its port until it listens (early_req.c) */
+	uint64_t rx_req_held;
 	/** REQs whose primary path is not the one they came by: REJ Invalid GID to the
 	 *  sender, never a word to the address the path names */
 	uint64_t rx_bad_path;

@@ -75,6 +75,7 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 		put(&o, "cm.", "rx_stale", cc->rx_stale);
 		put(&o, "cm.", "rx_dup_req", cc->rx_dup_req);
 		put(&o, "cm.", "rx_no_listener", cc->rx_no_listener);
+		put(&o, "cm.", "rx_req_held", cc->rx_req_held);
 		put(&o, "cm.", "rx_bad_path", cc->rx_bad_path);
 		put(&o, "cm.", "retries", cc->retries);
 		put(&o, "cm.", "timeouts", cc->timeouts);

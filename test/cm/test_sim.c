@@ -661,3 +661,126 @@ Test(cm_sim, connect_and_disconnect_over_a_lossy_link)
 	cr_assert_gt(duplicated, 0);
 	cr_assert_gt(reordered, 0);
 }
+
+#define MS(x) ((uint64_t)(x) * 1000000ull)
+
+/* An id on host 1 bound to PORT that does not listen yet. */
+static struct uroce_cm_id *bound(struct sim *s, enum rdma_port_space ps, enum ibv_qp_type t)
+{
+	struct uroce_cm_id *b = uroce_cm_id_create(s->h[1].cm, ps, t, (void *)0x1);
+	cr_assert_not_null(b);
+	struct sockaddr_in a = sim_addr(1, PORT);
+	cr_assert_eq(uroce_cm_bind(b, (struct sockaddr *)&a), 0);
+	return b;
+}
+
+/* qperf's server binds, sends its port to the client, then listens: the REQ may come
+ * first. It is held and taken at rdma_listen, as if it came then; a duplicate of it is
+ * not held twice. */
+Test(cm_sim, req_before_listen_is_taken_at_listen)
+{
+	struct sim s;
+	sim_init(&s);
+	struct uroce_cm_id *b = bound(&s, RDMA_PS_TCP, IBV_QPT_RC);
+	struct uroce_cm_id *c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
+	struct uroce_cm_conn_param cp = param(0x11, "early"), sp = param(0x22, NULL);
+	cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+	cr_assert_eq(s.qlen, 1);
+	sim_queue(&s, 1, s.q[s.qhead].mad); /* the same REQ twice */
+	sim_run(&s, s.now + MS(100));
+	cr_assert_eq(s.h[0].nev, 0, "no REJ while the REQ is held");
+	cr_assert_eq(s.h[1].nev, 0);
+	cr_assert_eq(s.sent[1][UROCE_CM_ATTR_REJ - 0x10], 0);
+	cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_req_held, 1);
+	cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_dup_req, 1);
+	cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_no_listener, 0);
+
+	cr_assert_eq(uroce_cm_listen(b, 8), 0);
+	cr_assert_eq(s.h[1].nev, 1, "reported by the listen itself");
+	const struct uroce_cm_event *ev = sim_last(&s, 1);
+	cr_assert_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	cr_assert_eq(ev->listen_id, b);
+	cr_assert_str_eq((const char *)ev->param.private_data, "early");
+	struct uroce_cm_id *srv = ev->id;
+	cr_assert_eq(uroce_cm_accept(srv, &sp, s.now), 0);
+	sim_run(&s, s.now + MS(100));
+	cr_assert_eq(sim_last(&s, 0)->event, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	cr_assert_eq(uroce_cm_accept(c, NULL, s.now), 0);
+	sim_run(&s, s.now + MS(100));
+	cr_assert_eq(sim_last(&s, 1)->event, RDMA_CM_EVENT_ESTABLISHED);
+	cr_assert_eq(s.sent[1][UROCE_CM_ATTR_REJ - 0x10], 0);
+	uroce_cm_id_destroy(c, s.now);
+	uroce_cm_id_destroy(srv, s.now);
+	uroce_cm_id_destroy(b, s.now);
+	sim_run(&s, s.now + S(600));
+	sim_fini(&s);
+}
+
+/* Held no longer than a second (well within the REQ's response time): a bound id that
+ * never listens, or is destroyed, or connects instead, gets the REJ a REQ to nobody gets. */
+Test(cm_sim, req_before_listen_refused_when_the_hold_ends)
+{
+	for (int how = 0; how < 3; how++) {
+		struct sim s;
+		sim_init(&s);
+		struct uroce_cm_id *b = bound(&s, RDMA_PS_TCP, IBV_QPT_RC);
+		struct uroce_cm_id *c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
+		struct uroce_cm_conn_param cp = param(0x11, NULL);
+		uint64_t t0 = s.now;
+		cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+		sim_run(&s, s.now + MS(900));
+		cr_assert_eq(s.h[0].nev, 0, "held for now (how %d)", how);
+		if (how == 0) {
+			sim_run(&s, t0 + MS(1001)); /* the REJ by then, not before 900 ms */
+		} else if (how == 1) {
+			uroce_cm_id_destroy(b, s.now);
+			b = NULL;
+			sim_settle(&s);
+		} else {
+			struct sockaddr_in src = sim_addr(1, PORT), dst = sim_addr(0, PORT);
+			struct uroce_cm_path p = sim_path(&s, 1);
+			cr_assert_eq(uroce_cm_set_route(b, (struct sockaddr *)&src,
+							(struct sockaddr *)&dst, &p),
+				     0);
+			sim_settle(&s);
+		}
+		cr_assert_eq(s.h[0].nev, 1, "how %d", how);
+		cr_assert_eq(sim_last(&s, 0)->event, RDMA_CM_EVENT_REJECTED);
+		cr_assert_eq(sim_last(&s, 0)->status, 8, "invalid service ID (how %d)", how);
+		cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_req_held, 1);
+		cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_no_listener, 1);
+		cr_assert_eq(s.h[1].nev, 0, "the bound id never heard of it");
+		uroce_cm_id_destroy(c, s.now);
+		uroce_cm_id_destroy(b, s.now);
+		sim_run(&s, s.now + S(600));
+		cr_assert_eq(uroce_cm_next_deadline(s.h[1].cm), UINT64_MAX);
+		sim_fini(&s);
+	}
+}
+
+/* The same for UD: a SIDR_REQ before the listen is answered once the id listens. */
+Test(cm_sim, sidr_req_before_listen_is_taken_at_listen)
+{
+	struct sim s;
+	sim_init(&s);
+	struct uroce_cm_id *b = bound(&s, RDMA_PS_UDP, IBV_QPT_UD);
+	struct uroce_cm_id *c = client(&s, RDMA_PS_UDP, IBV_QPT_UD, PORT);
+	struct uroce_cm_conn_param cp = param(0x11, NULL);
+	cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+	sim_run(&s, s.now + MS(100));
+	cr_assert_eq(s.h[0].nev, 0);
+	cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_req_held, 1);
+	cr_assert_eq(uroce_cm_listen(b, 8), 0);
+	cr_assert_eq(sim_last(&s, 1)->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct uroce_cm_conn_param sp = param(0x22, NULL);
+	sp.qkey = 0x1234;
+	cr_assert_eq(uroce_cm_accept(sim_last(&s, 1)->id, &sp, s.now), 0);
+	sim_run(&s, s.now + MS(100));
+	cr_assert_eq(sim_last(&s, 0)->event, RDMA_CM_EVENT_ESTABLISHED);
+	cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_no_listener, 0);
+	uroce_cm_id_destroy(sim_last(&s, 1)->id, s.now);
+	uroce_cm_id_destroy(c, s.now);
+	uroce_cm_id_destroy(b, s.now);
+	sim_run(&s, s.now + S(600));
+	sim_fini(&s);
+}
