@@ -100,9 +100,11 @@ struct rc_id {
 	bool sync;           /* created without a channel: each call waits for its event */
 	bool bound_wildcard; /* bound to any address before it had a device */
 	struct sockaddr_storage bound;
-	/* Bound to any address and port 0: as the kernel does, the port is chosen at bind
-	 * time (rdma_get_src_port before rdma_listen: qperf), held by an id bound on the
-	 * first device until listen uses it or resolve_addr lets it go. */
+	/* Bound to any address: as the kernel does, the port is taken at bind time (chosen
+	 * there for port 0: rdma_get_src_port before rdma_listen, as qperf does; a port in
+	 * use fails with EADDRINUSE), held by an id bound on the first device until listen
+	 * uses it or resolve_addr lets it go. Being bound there also lets that device's CM
+	 * hold a REQ that comes before the listen (lib/cm/early_req.c). */
 	bool reserving;
 	struct rc_port reserved;
 	struct rc_option options[RC_MAX_PENDING_OPTIONS];

@@ -281,7 +281,7 @@ RC_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 
 		/* No device yet: resolve_addr picks one, listen takes every one. */
 		memcpy(&id->bound, addr, len);
-		if (!rc_addr_port(addr) && rc_devices(&devs) > 0) {
+		if (rc_devices(&devs) > 0) {
 			uint32_t handle;
 
 			if (rc_id_create_on(id, &devs[0], &handle))
