@@ -102,6 +102,47 @@ wait "$SPID"
 expect "listener rejects" "$C" 'event RDMA_CM_EVENT_REJECTED status 28 pdata "uroce-reject"' 0 1
 expect "listener rejects (its side)" "$SOUT" 'CONNECT_REQUEST status 0 pdata "uroce-hello"'
 
+# A REQ that comes after the bind but before rdma_listen (qperf's server sends its port
+# first, then listens) is held by the bound id and taken at the listen. The hold lasts
+# half of what the REQ says its sender waits before it gives up (4 x 268 ms here: 3
+# retries of cm.response_timeout=16), at most a second: a listen after that is too late,
+# and the client gets the no-listener REJ 537 ms after its REQ. The server listens when
+# told on its stdin, once B's counter shows the REQ held (no race with the client).
+for late in listen never; do
+	PORT=$((PORT + 1))
+	SOUT=$IT_DIR/server-$PORT.out
+	rm -f "$IT_DIR/late.in"
+	mkfifo "$IT_DIR/late.in"
+	held0=$(it_stat "$SOCK_B" cm.rx_req_held)
+	on B timeout 30 "$CM_PROBE" server "$PORT" late <"$IT_DIR/late.in" >"$SOUT" 2>&1 &
+	SPID=$!
+	exec {late_fd}>"$IT_DIR/late.in"
+	for _ in $(seq 50); do grep -q bound "$SOUT" && break; sleep 0.1; done
+	client "$C" 10.79.0.2 &
+	CPID=$!
+	for _ in $(seq 100); do
+		[ "$(it_stat "$SOCK_B" cm.rx_req_held)" -gt "$held0" ] && break
+		sleep 0.05
+	done
+	held1=$(it_stat "$SOCK_B" cm.rx_req_held)
+	[ "$((held1 - held0))" = 1 ] || fail "$late: cm.rx_req_held moved $held0 -> $held1"
+	if [ "$late" = listen ]; then
+		echo go >&"$late_fd"
+		wait "$CPID" "$SPID"
+		expect "REQ before the listen: taken at the listen" "$C" \
+			'event RDMA_CM_EVENT_ESTABLISHED status 0 ' 0 5
+		expect "REQ before the listen (its side)" "$SOUT" \
+			'CONNECT_REQUEST status 0 pdata "uroce-hello"'
+	else
+		wait "$CPID"
+		expect "REQ and no listen: refused when the hold ends" "$C" \
+			'event RDMA_CM_EVENT_REJECTED status 8 ' 0.5 5
+		pkill -f "cm_probe server $PORT late"
+		wait "$SPID" 2>/dev/null
+	fi
+	exec {late_fd}>&-
+done
+
 # A listener whose application takes no event has its backlog of requests, then refuses
 # more (as ucma: REJ, consumer defined), so a REQ flood costs bounded memory.
 PORT=$((PORT + 1))

@@ -9,6 +9,9 @@
  *                                         data "uroce-reject"
  *   cm_probe server PORT hold BACKLOG    listen with BACKLOG and never take an event
  *                                         (until killed): requests pile up
+ *   cm_probe server PORT late             bind, print "bound", and listen once a line
+ *                                         comes on stdin (as qperf's server, which
+ *                                         sends its port before it listens); then accept
  *   cm_probe client ADDR PORT [disconnect [LINGER_S]]
  *                                         connect with private data; print the event
  *                                         the attempt ends with, and with "disconnect"
@@ -86,7 +89,7 @@ static int make_qp(struct rdma_cm_id *id)
 	return 0;
 }
 
-static int server(const char *port, int reject, int hold_backlog)
+static int server(const char *port, int reject, int hold_backlog, int late)
 {
 	static const char no[] = "uroce-reject";
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -100,8 +103,19 @@ static int server(const char *port, int reject, int hold_backlog)
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((uint16_t)atoi(port));
-	if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin) ||
-	    rdma_listen(listen_id, hold_backlog ? hold_backlog : 4)) {
+	if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin)) {
+		perror("cm_probe: bind");
+		return 2;
+	}
+	if (late) {
+		char line[16];
+
+		printf("bound on port %s\n", port);
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 2;
+	}
+	if (rdma_listen(listen_id, hold_backlog ? hold_backlog : 4)) {
 		perror("cm_probe: bind/listen");
 		return 2;
 	}
@@ -204,15 +218,18 @@ static int client(const char *addr, const char *port, int disconnect, double lin
 int main(int argc, char **argv)
 {
 	t0 = now_s();
-	if (argc == 4 && !strcmp(argv[1], "server"))
-		return server(argv[2], !strcmp(argv[3], "reject"), 0);
+	if (argc == 4 && !strcmp(argv[1], "server") && strcmp(argv[3], "late"))
+		return server(argv[2], !strcmp(argv[3], "reject"), 0, 0);
 	if (argc == 5 && !strcmp(argv[1], "server") && !strcmp(argv[3], "hold") &&
 	    atoi(argv[4]) > 0)
-		return server(argv[2], 0, atoi(argv[4]));
+		return server(argv[2], 0, atoi(argv[4]), 0);
+	if (argc == 4 && !strcmp(argv[1], "server") && !strcmp(argv[3], "late"))
+		return server(argv[2], 0, 0, 1);
 	if (argc >= 4 && argc <= 6 && !strcmp(argv[1], "client"))
 		return client(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "disconnect"),
 			      argc == 6 ? atof(argv[5]) : 0);
 	fprintf(stderr, "usage: cm_probe server PORT accept|reject | cm_probe server PORT hold N | "
+			"cm_probe server PORT late | "
 			"cm_probe client ADDR PORT [disconnect [LINGER_S]]\n");
 	return 2;
 }
