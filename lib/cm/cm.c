@@ -100,6 +100,14 @@ const struct uroce_cm_counters *uroce_cm_counters(const struct uroce_cm *cm)
 
 /* ---- ids --------------------------------------------------------------------------- */
 
+unsigned int uroce_cm_listening(const struct uroce_cm *cm)
+{
+	unsigned int n = 0;
+	for (const struct uroce_cm_id *id = cm->ids; id; id = id->next)
+		n += id->cma == CMA_LISTEN && !id->destroyed;
+	return n;
+}
+
 struct uroce_cm_id *cm_find_local(struct uroce_cm *cm, uint32_t local_id)
 {
 	for (struct uroce_cm_id *id = cm->ids; id; id = id->next)

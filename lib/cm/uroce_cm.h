@@ -165,6 +165,8 @@ struct uroce_cm *uroce_cm_create(const struct uroce_cm_cfg *cfg);
 /** Frees everything, ids included, sending nothing. */
 void uroce_cm_destroy(struct uroce_cm *cm);
 const struct uroce_cm_counters *uroce_cm_counters(const struct uroce_cm *cm);
+/** The ids listening now (rdma_listen called, not destroyed): `ss -l` for rdma_cm. */
+unsigned int uroce_cm_listening(const struct uroce_cm *cm);
 
 /**
  * A MAD that arrived on QP1 (the payload of a UD SEND Only with Q_Key 0x80010000).

@@ -79,6 +79,7 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 		put(&o, "cm.", "rx_bad_path", cc->rx_bad_path);
 		put(&o, "cm.", "retries", cc->retries);
 		put(&o, "cm.", "timeouts", cc->timeouts);
+		put(&o, "cm.", "listening", uroce_cm_listening(nic->cm));
 		for (i = 0; i < 16; i++) {
 			if (!attr[i])
 				continue;

@@ -695,7 +695,9 @@ Test(cm_sim, req_before_listen_is_taken_at_listen)
 	cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_dup_req, 1);
 	cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_no_listener, 0);
 
+	cr_assert_eq(uroce_cm_listening(s.h[1].cm), 0, "bound is not listening");
 	cr_assert_eq(uroce_cm_listen(b, 8), 0);
+	cr_assert_eq(uroce_cm_listening(s.h[1].cm), 1);
 	cr_assert_eq(s.h[1].nev, 1, "reported by the listen itself");
 	const struct uroce_cm_event *ev = sim_last(&s, 1);
 	cr_assert_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -712,6 +714,7 @@ Test(cm_sim, req_before_listen_is_taken_at_listen)
 	uroce_cm_id_destroy(c, s.now);
 	uroce_cm_id_destroy(srv, s.now);
 	uroce_cm_id_destroy(b, s.now);
+	cr_assert_eq(uroce_cm_listening(s.h[1].cm), 0);
 	sim_run(&s, s.now + S(600));
 	sim_fini(&s);
 }
