@@ -33,11 +33,31 @@ cc -O2 -Wall -Wextra -Werror -o "$IT_DIR/tcp_echo" "$(dirname "$0")/tcp_echo.c" 
 it_kernel_iface_pair 10.85.0 || exit 1
 libs=$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR
 
-# run NAME READY SERVER-CMD... -- CLIENT-CMD...: the server next to daemon B, started
-# first; the client next to A once the server printed READY (or after a second for
-# programs that say nothing before their client comes). Sets rc, src, sent.
+# wait_server PID cm|udp PORT: until the server started next to daemon B listens, for at
+# most the 60 s a starting program could take on a loaded machine (one that died is not
+# waited for). rdma_cm listens in the daemon, not in the kernel: ask the daemon, which
+# counts its listening ids (cm.listening, above LISTENING0); a kernel UDP socket (the
+# preload library's fallback) is asked of the kernel. A fixed second's wait once lost the
+# race to a slow server (rstream prints nothing before its client comes).
+wait_server() {
+	local pid=$1 kind=$2 port=$3 i
+	for i in $(seq 1200); do
+		if [ "$kind" = cm ]; then
+			[ "$(it_stat "$(it_sock B)" cm.listening)" -gt "$LISTENING0" ] && return 0
+		else
+			ip netns exec "$IT_NS_B" ss -Hlun "sport = :$port" | grep -q . && return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# run NAME cm|udp SERVER-CMD... -- CLIENT-CMD...: the server next to daemon B, started
+# first; the client next to A once the server listens (wait_server on $PORT). Sets rc,
+# src, sent.
 run() {
-	local name=$1 ready=$2 spid sent0 i
+	local name=$1 kind=$2 spid sent0
 	shift 2
 	local -a scmd=() ccmd=()
 	while [ "$1" != -- ]; do
@@ -47,19 +67,11 @@ run() {
 	shift
 	ccmd=("$@")
 	sent0=$(it_stat "$(it_sock A)" sent_pkts)
+	LISTENING0=$(it_stat "$(it_sock B)" cm.listening)
 	ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" LD_LIBRARY_PATH="$libs" \
 		timeout 120 "${scmd[@]}" >"$IT_DIR/$name.server" 2>&1 &
 	spid=$!
-	# rdma_cm listens in the daemon, not in the kernel: wait for the program to say so.
-	for i in $(seq 40); do
-		if [ -n "$ready" ]; then
-			grep -q "$ready" "$IT_DIR/$name.server" 2>/dev/null && break
-		elif [ "$i" -ge 20 ]; then
-			break
-		fi
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.05
-	done
+	wait_server "$spid" "$kind" "$PORT"
 	ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" \
 		timeout 120 "${ccmd[@]}" >"$IT_DIR/$name.client" 2>&1
 	rc=$?
@@ -78,7 +90,7 @@ rstream_case() {
 	local name=$1
 	shift
 	PORT=$((PORT + 1))
-	run "$name" "" rstream -b 10.85.0.2 -p "$PORT" "$@" -- rstream -s 10.85.0.2 -p "$PORT" "$@"
+	run "$name" cm rstream -b 10.85.0.2 -p "$PORT" "$@" -- rstream -s 10.85.0.2 -p "$PORT" "$@"
 	grep -h '^custom' "$IT_DIR/$name.client" | sed "s/^/    $name: /"
 	it_check "$name: rstream $* (exit $rc, server $src), data verified" \
 		test "$rc" = 0 -a "$src" = 0
@@ -92,7 +104,7 @@ rstream_case nonblocking -T n -T v -S 100000 -C 200
 rstream_case async -T a -T v -S 100000 -C 200
 
 PORT=$((PORT + 1))
-run riostream "" riostream -b 10.85.0.2 -p "$PORT" -T v -S 100000 -C 50 -- \
+run riostream cm riostream -b 10.85.0.2 -p "$PORT" -T v -S 100000 -C 50 -- \
 	riostream -s 10.85.0.2 -p "$PORT" -T v -S 100000 -C 50
 grep -h '^custom' "$IT_DIR/riostream.client" | sed "s/^/    riostream: /"
 it_check "riostream -T v (riomap, riowrite; exit $rc, server $src), data verified" \
@@ -100,7 +112,7 @@ it_check "riostream -T v (riomap, riowrite; exit $rc, server $src), data verifie
 it_check "riostream: over uroce, daemon A sent $sent RoCE packets" test "$sent" -gt 0
 
 PORT=$((PORT + 1))
-run tcp_echo "tcp_echo: listening" env LD_PRELOAD="$PRELOAD" "$IT_DIR/tcp_echo" server \
+run tcp_echo cm env LD_PRELOAD="$PRELOAD" "$IT_DIR/tcp_echo" server \
 	10.85.0.2 "$PORT" -- env LD_PRELOAD="$PRELOAD" "$IT_DIR/tcp_echo" client 10.85.0.2 \
 	"$PORT" 8000000
 sed 's/^/    /' "$IT_DIR/tcp_echo.client"
@@ -113,10 +125,11 @@ it_check "tcp_echo: over uroce, daemon A sent $sent RoCE packets (>= 7813)" \
 # A peer killed mid-transfer sends no DISCONNECT; its daemon's DREQ must end the other
 # side's wait (rsend: ECONNRESET), where rdma-core's rsockets wait for ever.
 PORT=$((PORT + 1))
+LISTENING0=$(it_stat "$(it_sock B)" cm.listening)
 ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" LD_LIBRARY_PATH="$libs" \
 	timeout 120 rstream -b 10.85.0.2 -p "$PORT" -S 1000000 -C 100000 >/dev/null 2>&1 &
 spid=$!
-sleep 1
+wait_server "$spid" cm "$PORT"
 ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" \
 	timeout 120 rstream -s 10.85.0.2 -p "$PORT" -S 1000000 -C 100000 \
 	>"$IT_DIR/killed.client" 2>&1 &
@@ -133,7 +146,7 @@ it_check "peer killed: the client failed (exit $rc) $((SECONDS - t0)) s later, n
 
 if command -v sockperf >/dev/null; then
 	PORT=$((PORT + 1))
-	STOP_SERVER=1 run sockperf "" env LD_PRELOAD="$PRELOAD" sockperf server --tcp -i 10.85.0.2 -p "$PORT" \
+	STOP_SERVER=1 run sockperf cm env LD_PRELOAD="$PRELOAD" sockperf server --tcp -i 10.85.0.2 -p "$PORT" \
 		-- env LD_PRELOAD="$PRELOAD" sockperf ping-pong --tcp -i 10.85.0.2 -p "$PORT" -t 2
 	# The server serves until stopped: run stops it once the client is done.
 	grep -h 'Summary: Latency' "$IT_DIR/sockperf.client" | sed 's/^/    /'
@@ -144,7 +157,7 @@ if command -v sockperf >/dev/null; then
 	# UDP: no datagram rsockets (rsocket says ENOTSUP), so librspreload.so gives sockperf
 	# a kernel UDP socket, which reaches the peer through the kernel interfaces.
 	PORT=$((PORT + 1))
-	STOP_SERVER=1 run sockperf_udp "" env LD_PRELOAD="$PRELOAD" sockperf server -i 10.85.0.2 \
+	STOP_SERVER=1 run sockperf_udp udp env LD_PRELOAD="$PRELOAD" sockperf server -i 10.85.0.2 \
 		-p "$PORT" -- env LD_PRELOAD="$PRELOAD" sockperf ping-pong -i 10.85.0.2 -p "$PORT" -t 1
 	grep -h 'Summary: Latency' "$IT_DIR/sockperf_udp.client" | sed 's/^/    /'
 	it_check "sockperf ping-pong (UDP) under librspreload.so ran on a kernel socket (exit $rc)" \
