@@ -33,6 +33,24 @@ on() { # on A|B CMD...: a tool of that side
 
 want() { [ -z "$TOOLS_ONLY" ] || [[ $1 =~ $TOOLS_ONLY ]]; }
 
+# server_ready LABEL PID LISTENING0: waits until the server just started on A listens:
+# daemon A counts more listening rdma_cm ids than LISTENING0 (at most the 60 s a program
+# could take to start on a loaded machine; not at all once it died). A fixed second's
+# wait let a slow server be raced by its client. mckey listens on nothing (both ends join
+# a group, the receiver first): it gets the second.
+server_ready() {
+	local i
+	if [ "$1" = mckey ]; then
+		sleep 1
+		return
+	fi
+	for i in $(seq 1200); do
+		[ "$(it_stat "$SOCK_A" cm.listening)" -gt "$3" ] && return
+		kill -0 "$2" 2>/dev/null || return
+		sleep 0.05
+	done
+}
+
 # pair LABEL TIMEOUT SERVER ARGS... -- CLIENT ARGS...: the server on A, then the client
 # on B; both must exit 0. "@PORT" in the arguments is this case's port. The client's
 # output is printed (FILTER: a grep pattern of the lines kept, all if empty).
@@ -50,15 +68,16 @@ pair() {
 	done
 	shift
 	cli0=("$@")
-	local slog=$IT_DIR/server.out clog=$IT_DIR/client.out t0=$SECONDS rs rc spid a
+	local slog=$IT_DIR/server.out clog=$IT_DIR/client.out t0=$SECONDS rs rc spid a listening0
 	for attempt in 1 2; do
 		PORT=$((PORT + 1))
 		srv=() cli=()
 		for a in "${srv0[@]}"; do srv+=("${a//@PORT/$PORT}"); done
 		for a in "${cli0[@]}"; do cli+=("${a//@PORT/$PORT}"); done
+		listening0=$(it_stat "$SOCK_A" cm.listening)
 		on A timeout -k 5 "$tmo" "${srv[@]}" >"$slog" 2>&1 &
 		spid=$!
-		sleep 1
+		server_ready "$label" "$spid" "$listening0"
 		if [ "$attempt" -eq 1 ]; then
 			on B timeout -k 5 "$tmo" "${cli[@]}" >"$clog" 2>&1
 		else
