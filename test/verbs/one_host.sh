@@ -79,6 +79,19 @@ spawn_watch() {
 	WPID=$!
 	set +m
 }
+# watch_ready OUT: until the ibv_asyncwatch just spawned has opened the device (it prints
+# its async FD first): at most the 60 s a start can take on a loaded machine. A fixed
+# second raced a slow start (then it was not blocked yet, or had no device to lose).
+watch_ready() {
+	local i
+	for i in $(seq 600); do
+		grep -q 'async event FD' "$1" 2>/dev/null && return 0
+		kill -0 "$WPID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # wait_gone PID SECONDS: 0 once PID has exited (reaped: its status in WRC).
 wait_gone() {
 	local i
@@ -98,8 +111,13 @@ wait_gone() {
 if want "ibv_asyncwatch SIGINT"; then
 	out=$IT_DIR/asyncwatch1.out
 	spawn_watch "$out"
-	sleep 1
-	state=$(awk '{ print $3 }' "/proc/$WPID/stat" 2>/dev/null)
+	watch_ready "$out"
+	# Printed, then it blocks: give it 5 s to get there.
+	for _ in $(seq 50); do
+		state=$(awk '{ print $3 }' "/proc/$WPID/stat" 2>/dev/null)
+		[ "$state" = S ] && break
+		sleep 0.1
+	done
 	wchan=$(cat "/proc/$WPID/wchan" 2>/dev/null)
 	kill -INT "$WPID" 2>/dev/null
 	if [ "$state" = S ] && wait_gone "$WPID" 5 && [ "$WRC" -eq 130 ]; then
@@ -121,7 +139,7 @@ fi
 if want "ibv_asyncwatch DEVICE_FATAL"; then
 	out=$IT_DIR/asyncwatch2.out
 	spawn_watch "$out"
-	sleep 1
+	watch_ready "$out"
 	kill -KILL "$IT_PID_L"
 	wait "$IT_PID_L" 2>/dev/null
 	if wait_gone "$WPID" 10 && grep -q 'IBV_EVENT_DEVICE_FATAL' "$out"; then
