@@ -89,7 +89,8 @@ vm_client() {
 	shift 3
 	ip netns exec "$NS" timeout -k 5 120 "${X[@]}" "$@" -p "$port" -t 60 >"$log" 2>&1 &
 	local spid=$!
-	sleep 0.5
+	# Until our end listens (a fixed half second raced a slow start on a loaded host).
+	it_wait_listen "$port" "$spid" 60 "$NS"
 	vout=$(vmx exec -- "$vcmd" 2>&1)
 	wait "$spid"
 	rc=$?
