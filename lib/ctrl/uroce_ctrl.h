@@ -39,11 +39,11 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 7u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+#define UROCE_CTRL_VERSION 8u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
 				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
-				* WQEs, REREG_MR */
+				* WQEs, REREG_MR; 8: REGION_FD */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -174,7 +174,8 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(RESIZE_SRQ, resize_srq, modify_srq_req, 0, create_srq_rep, 1, 0)                   \
 	X(ALLOC_MW, alloc_mw, alloc_mw_req, 0, alloc_mw_rep, 0, 0)                            \
 	X(DEALLOC_MW, dealloc_mw, handle, 0, none, 0, 0)                                      \
-	X(REREG_MR, rereg_mr, rereg_mr_req, 0, none, 0, 0)
+	X(REREG_MR, rereg_mr, rereg_mr_req, 0, none, 0, 0)                                    \
+	X(REGION_FD, region_fd, handle, 0, none, 1, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -272,6 +273,9 @@ struct uroce_ctrl_handle {
 struct uroce_ctrl_map_region_req {
 	uint64_t size;
 };
+
+/* REGION_FD: the memfd of one of the client's own regions, back (a second context of the
+ * process maps it to its own daemon: lib/client/mr_share.c). -EINVAL: no such region. */
 
 #define UROCE_CTRL_MR_MAX_SEGS 1024
 struct uroce_ctrl_mr_seg {

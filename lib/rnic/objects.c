@@ -627,6 +627,20 @@ void rnic_cmd_map_region(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 	reply_handle(c, h, handle);
 }
 
+void rnic_cmd_region_fd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_handle *req = payload;
+	struct rnic_region *r = rnic_obj_get(c, req->handle, RNIC_OBJ_REGION);
+
+	if (!r) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	/* The client's own memfd: it gave it to us (MAP_REGION), it gets it back. */
+	uroce_rnic_reply(c, h, 0, NULL, 0, &r->fd, 1);
+}
+
 void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		     const void *payload, const int *fds RNIC_UNUSED)
 {

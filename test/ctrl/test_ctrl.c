@@ -76,6 +76,7 @@ static const struct expected_cmd {
 	{52, "ALLOC_MW", SZ(alloc_mw_req), 0, SZ(alloc_mw_rep), 0, 0},
 	{53, "DEALLOC_MW", HANDLE, 0, 0, 0, 0},
 	{54, "REREG_MR", SZ(rereg_mr_req), 0, 0, 0, 0},
+	{55, "REGION_FD", HANDLE, 0, 0, 1, 0},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -97,7 +98,8 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_ALLOC_MW, 52);
 	cr_assert_eq(UROCE_CTRL_DEALLOC_MW, 53);
 	cr_assert_eq(UROCE_CTRL_REREG_MR, 54);
-	cr_assert_eq(UROCE_CTRL_VERSION, 7);
+	cr_assert_eq(UROCE_CTRL_REGION_FD, 55);
+	cr_assert_eq(UROCE_CTRL_VERSION, 8);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "uroce_rnic.h"
@@ -1046,5 +1047,41 @@ Test(rnic, a_racing_writer_of_the_ring_cannot_make_the_daemon_overrun, .timeout 
 		(unsigned long long)secs, (unsigned long long)r.passes, r.len,
 		(unsigned long long)posted, (unsigned long long)completed);
 	zc_app_close(&a);
+	host_fini(&h);
+}
+
+/* REGION_FD gives a client its own region's memfd back (a second context of the process
+ * maps it to its daemon): the same file, and nothing for a handle that is not its
+ * region, another client's included. */
+Test(rnic, region_fd_returns_the_clients_own_memfd)
+{
+	struct host h;
+	struct uroce_rnic_client *a, *b;
+	struct uroce_ctrl_map_region_req map = {.size = 8192};
+	struct uroce_ctrl_handle req = {0};
+	struct stat st, back;
+	int fd;
+
+	host_init(&h, 0x31, 31);
+	a = hello(&h);
+	b = hello(&h);
+	fd = memfd_create("mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 8192), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, UROCE_SHM_SEALS), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(request_fd(&h, a, UROCE_CTRL_MAP_REGION, &map, sizeof(map), fd), 0);
+	req.handle = handle_of(&h);
+	cr_assert_eq(request(&h, a, UROCE_CTRL_REGION_FD, &req, sizeof(req)), 0);
+	cr_assert_eq(h.nfds, 1u);
+	cr_assert_eq(fstat(h.fds[0], &back), 0);
+	cr_assert(back.st_dev == st.st_dev && back.st_ino == st.st_ino, "the very memfd");
+	cr_assert_eq(request(&h, b, UROCE_CTRL_REGION_FD, &req, sizeof(req)), -EINVAL,
+		     "a's handle is nothing of b's");
+	cr_assert_eq(h.nfds, 0u);
+	cr_assert_eq(request(&h, a, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	req.handle = handle_of(&h);
+	cr_assert_eq(request(&h, a, UROCE_CTRL_REGION_FD, &req, sizeof(req)), -EINVAL,
+		     "a PD is no region");
 	host_fini(&h);
 }
