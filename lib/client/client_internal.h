@@ -29,11 +29,11 @@ struct cl_cq_wait {
 	uint64_t block_ns; /* longest sleep of one poll_cq call (block) */
 };
 
-/* A page range of the application moved onto a memfd (mr_share.c). */
+/* A context's daemon handle for the memfd of a run of moved pages (mr_share.c). */
 struct cl_share {
-	uintptr_t start, end; /* page aligned */
-	uint32_t region;      /* the daemon's handle of the memfd */
-	uint64_t ino, dev;    /* the memfd, to notice when the range was unmapped and reused */
+	uintptr_t start, end; /* the run, page aligned */
+	uint32_t region;      /* the daemon's handle of the memfd, this context's */
+	uint64_t ino, dev;    /* the memfd */
 };
 
 /* Objects events can name, found by handle (async events carry handles). */
@@ -69,9 +69,11 @@ struct uroce_client_ctx {
 	/* The doorbell summary (in region): a post sets its queue's slot. */
 	struct uroce_summary doorbells;
 	bool fatal_reported;
-	pthread_mutex_t share_lock; /* the share table (mr_share.c), across its calls */
-	struct cl_share *shares;
+	pthread_mutex_t share_lock; /* registrations (mr_share.c), across their calls */
+	struct cl_share *shares;    /* under mr_share.c's runs_lock */
 	size_t nshares, cap_shares;
+	struct uroce_client_ctx *share_next; /* mr_share.c's list of contexts with handles */
+	bool share_listed;
 	struct cl_obj *objs;
 	size_t nobjs, cap_objs;
 	/* Inherited through fork(): the parent's, never used here (fork.c). */
@@ -176,6 +178,13 @@ int cl_event_take(int efd, int fd);
 int cl_share_range(struct uroce_client_ctx *ctx, void *addr, size_t length,
 		   struct uroce_ctrl_mr_seg **segs);
 void cl_share_forget_all(struct uroce_client_ctx *ctx);
+/* The process's table of moved runs (mr_share.c), for fork.c: taken after every context's
+ * share_lock; while held, whether any run is left and whether (dev, ino) is one of their
+ * memfds (the child's copies of those must become private). */
+void cl_runs_lock(void);
+void cl_runs_unlock(void);
+bool cl_runs_empty(void);
+bool cl_runs_have_memfd(uint64_t dev, uint64_t ino);
 
 /* fork.c: contexts are tracked while open, so that a forked child can be given private
  * copies of their shared memory and never use them. */

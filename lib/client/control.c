@@ -339,6 +339,9 @@ void uroce_client_close(struct uroce_client_ctx *ctx)
 	if (!ctx)
 		return;
 	cl_fork_untrack(ctx);
+	/* First out of the registrations' table: another context may be asking this one's
+	 * daemon for a memfd (mr_share.c) until then. */
+	cl_share_forget_all(ctx);
 	/* Closing the socket is the whole protocol: the daemon frees what we had (in a
 	 * forked child, this closes the child's copies only; the parent keeps its
 	 * connection). */
@@ -355,7 +358,6 @@ void uroce_client_close(struct uroce_client_ctx *ctx)
 	if (ctx->forked)
 		ctx->region.addr = NULL;
 	uroce_shm_close(&ctx->region);
-	cl_share_forget_all(ctx);
 	free(ctx->objs);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->share_lock);

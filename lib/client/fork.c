@@ -28,9 +28,13 @@
  *   requests, posts, polls, event reads) fails with EIO before it touches the parent's
  *   connection, rings or eventfds. The child opens a device of its own.
  *
- * Lock order: cl_fork_lock, then each context's share_lock (the prepare handler takes
- * them all, so no registration is half-way through moving pages when fork() copies the
- * address space).
+ * The pages moved stay moved after their context is closed (they are the process's
+ * memory), so the child's copies are made whenever the process has moved any, open
+ * contexts or not.
+ *
+ * Lock order: cl_fork_lock, then each context's share_lock, then the table of moved runs
+ * (the prepare handler takes them all, so no registration is half-way through moving
+ * pages when fork() copies the address space).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,19 +87,6 @@ int cl_attach_region(struct uroce_shm_region *r, int fd, uint32_t kind)
 		return rc;
 	}
 	return 0;
-}
-
-/* Is (dev, ino) one of the memfds a context of this process shares its memory through? */
-static bool is_share_memfd(uint64_t dev, uint64_t ino)
-{
-	const struct uroce_client_ctx *ctx;
-	size_t i;
-
-	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next)
-		for (i = 0; i < ctx->nshares; i++)
-			if (ctx->shares[i].ino == ino && ctx->shares[i].dev == dev)
-				return true;
-	return false;
 }
 
 /* The child must not go on sharing the parent's pages: it stops here rather than
@@ -200,7 +191,7 @@ static void find_shared_vmas(struct vma_list *out)
 			*nl = 0;
 			if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu", &lo, &hi, perm, &off, &maj,
 				   &min, &ino) == 7 &&
-			    perm[3] == 's' && is_share_memfd(makedev(maj, min), ino))
+			    perm[3] == 's' && cl_runs_have_memfd(makedev(maj, min), ino))
 				vma_list_add(out,
 					     (struct vma){
 						     .lo = lo,
@@ -226,8 +217,9 @@ static void fork_prepare(void)
 	pthread_mutex_lock(&cl_fork_lock);
 	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next)
 		pthread_mutex_lock(&ctx->share_lock);
+	cl_runs_lock();
 	/* Without a pipe the parent cannot wait, and the child's copy may be inexact. */
-	if (cl_fork_contexts && pipe2(cl_fork_done, O_CLOEXEC) != 0)
+	if (!cl_runs_empty() && pipe2(cl_fork_done, O_CLOEXEC) != 0)
 		cl_fork_done[0] = cl_fork_done[1] = -1;
 }
 
@@ -245,6 +237,7 @@ static void fork_parent(void)
 		close(cl_fork_done[0]);
 		cl_fork_done[0] = cl_fork_done[1] = -1;
 	}
+	cl_runs_unlock();
 	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next)
 		pthread_mutex_unlock(&ctx->share_lock);
 	pthread_mutex_unlock(&cl_fork_lock);
@@ -259,7 +252,7 @@ static void fork_child(void)
 	/* Nothing here may touch the heap before privatize(): see find_shared_vmas(). */
 	if (cl_fork_done[0] >= 0)
 		close(cl_fork_done[0]);
-	if (cl_fork_contexts)
+	if (!cl_runs_empty())
 		find_shared_vmas(&vmas);
 	for (i = 0; i < vmas.n; i++)
 		privatize(vmas.v[i].lo, vmas.v[i].hi, vmas.v[i].prot);
@@ -272,7 +265,9 @@ static void fork_child(void)
 	}
 	cl_fork_done[0] = cl_fork_done[1] = -1;
 	/* The inherited contexts are the parent's: this process is not their client. The
-	 * locks were taken by the thread that forked, which is the one thread here. */
+	 * locks were taken by the thread that forked, which is the one thread here. The runs
+	 * are private copies now: a registration in the child moves them anew (run_intact). */
+	cl_runs_unlock();
 	for (ctx = cl_fork_contexts; ctx; ctx = ctx->fork_next) {
 		ctx->forked = true;
 		pthread_mutex_unlock(&ctx->share_lock);

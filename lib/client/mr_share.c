@@ -15,11 +15,25 @@
  * still the mapping we made: an application may unmap memory and get other pages at the
  * same address, and those must be shared anew, not confused with the old ones.
  *
+ * The runs are the process's, not a context's: a second context (another
+ * ibv_open_device, or librdmacm's next to the application's own) that registers memory in
+ * a run the first moved must use that run's memfd, never move the pages again (the first
+ * context's MRs would then point at pages the application no longer sees). So the runs
+ * live in one table for the process (runs_lock), and each context keeps only its own
+ * daemon handle for each memfd it uses (MAP_REGION). For a run another context made, it
+ * asks that context's daemon for the memfd back (REGION_FD; the process keeps no fd of
+ * its own) and maps it to its daemon, which may be another one. A run no open context
+ * has a handle for is used by no daemon: it is moved anew, as if it were not shared.
+ *
  * Caveat (documented in doc/daemon.md): a thread that writes into a run while it is being
  * moved may lose that write; register before sharing buffers between threads, as verbs
  * applications do.
+ *
+ * Lock order: a context's share_lock, then runs_lock (fork.c takes them in that order
+ * too).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +45,26 @@
 
 #include "client_internal.h"
 
+/* The process's runs: [start, end) mapped from the memfd (dev, ino) at offset 0. */
+struct cl_run {
+	uintptr_t start, end;
+	uint64_t dev, ino;
+};
+
+static pthread_mutex_t runs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cl_run *runs; /* sorted by start, disjoint */
+static size_t nruns, cap_runs;
+/* The open contexts with handles (through share_next): whom to ask for a run's memfd.
+ * A context's handle table (ctx->shares) is read and written under runs_lock too. */
+static struct uroce_client_ctx *share_ctxs;
+
 static uintptr_t page_size(void)
 {
 	return (uintptr_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Is the share still mapped from its memfd, address a at file offset a - start? */
-static bool share_intact(const struct cl_share *sh)
+/* Is the run still mapped from its memfd, address a at file offset a - start? */
+static bool run_intact(const struct cl_run *sh)
 {
 	char line[512];
 	uintptr_t covered = sh->start;
@@ -63,19 +90,79 @@ static bool share_intact(const struct cl_share *sh)
 	return ok && covered >= sh->end;
 }
 
-/* Drops a share whose pages are no longer ours; the daemon closes its fd (MRs it
- * mapped from it keep their pages until deregistered). Called with ctx->share_lock held. */
-static void share_remove(struct uroce_client_ctx *ctx, size_t i)
+/* This context's handle for the memfd (@p dev, @p ino), or -1. Called with share_lock. */
+static ssize_t ctx_region_find(const struct uroce_client_ctx *ctx, uint64_t dev, uint64_t ino)
 {
-	uint32_t region = ctx->shares[i].region;
-
-	memmove(&ctx->shares[i], &ctx->shares[i + 1],
-		(ctx->nshares - i - 1) * sizeof(ctx->shares[0]));
-	ctx->nshares--;
-	(void)cl_release(ctx, UROCE_CTRL_UNMAP_REGION, region);
+	for (size_t i = 0; i < ctx->nshares; i++)
+		if (ctx->shares[i].dev == dev && ctx->shares[i].ino == ino)
+			return (ssize_t)i;
+	return -1;
 }
 
-/* Shares [s, e) (page aligned, not shared now): new memfd, copy, map over. */
+static int ctx_region_add(struct uroce_client_ctx *ctx, const struct cl_share *sh)
+{
+	if (!ctx->share_listed) {
+		ctx->share_next = share_ctxs;
+		share_ctxs = ctx;
+		ctx->share_listed = true;
+	}
+	if (ctx->nshares == ctx->cap_shares) {
+		size_t cap = ctx->cap_shares ? ctx->cap_shares * 2 : 16;
+		struct cl_share *n = realloc(ctx->shares, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		ctx->shares = n;
+		ctx->cap_shares = cap;
+	}
+	ctx->shares[ctx->nshares++] = *sh;
+	return 0;
+}
+
+/* Lets the daemon close this context's handle of a memfd no run of the process is on any
+ * more (MRs it mapped from it keep their pages until deregistered). Called with
+ * share_lock and runs_lock held. */
+static void ctx_regions_prune(struct uroce_client_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nshares;) {
+		if (cl_runs_have_memfd(ctx->shares[i].dev, ctx->shares[i].ino)) {
+			i++;
+			continue;
+		}
+		(void)cl_release(ctx, UROCE_CTRL_UNMAP_REGION, ctx->shares[i].region);
+		ctx->shares[i] = ctx->shares[--ctx->nshares];
+	}
+}
+
+static void run_remove(size_t i)
+{
+	memmove(&runs[i], &runs[i + 1], (nruns - i - 1) * sizeof(runs[0]));
+	nruns--;
+}
+
+static int run_insert(const struct cl_run *r)
+{
+	size_t i;
+
+	if (nruns == cap_runs) {
+		size_t cap = cap_runs ? cap_runs * 2 : 16;
+		struct cl_run *n = realloc(runs, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		runs = n;
+		cap_runs = cap;
+	}
+	for (i = 0; i < nruns && runs[i].start < r->start; i++)
+		;
+	memmove(&runs[i + 1], &runs[i], (nruns - i) * sizeof(*r));
+	runs[i] = *r;
+	nruns++;
+	return 0;
+}
+
+/* Shares [s, e) (page aligned, not shared now): new memfd, copy, map over; the context's
+ * handle for it in @p out. */
 static int share_new_at(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
 			struct cl_share *out)
 {
@@ -145,24 +232,58 @@ static int share_new(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
 	return rc;
 }
 
-static int share_insert(struct uroce_client_ctx *ctx, const struct cl_share *sh)
+/* The memfd of run @p r, from another open context that has a handle for it (its daemon
+ * gives it back: REGION_FD), or -ENOENT when none has. Called with runs_lock. */
+static int run_memfd(const struct uroce_client_ctx *ctx, const struct cl_run *r)
 {
-	size_t i;
+	for (struct uroce_client_ctx *o = share_ctxs; o; o = o->share_next) {
+		struct uroce_ctrl_handle req = {0};
+		ssize_t i = o == ctx ? -1 : ctx_region_find(o, r->dev, r->ino);
+		int fd = -1;
 
-	if (ctx->nshares == ctx->cap_shares) {
-		size_t cap = ctx->cap_shares ? ctx->cap_shares * 2 : 16;
-		struct cl_share *n = realloc(ctx->shares, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		ctx->shares = n;
-		ctx->cap_shares = cap;
+		if (i < 0)
+			continue;
+		req.handle = o->shares[i].region;
+		if (cl_call(o, UROCE_CTRL_REGION_FD, &req, sizeof(req), NULL, 0, NULL, 0, &fd, 1) ==
+			    0 &&
+		    fd >= 0)
+			return fd;
+		/* That context cannot answer (forked, its daemon gone): try the next. */
 	}
-	for (i = 0; i < ctx->nshares && ctx->shares[i].start < sh->start; i++)
-		;
-	memmove(&ctx->shares[i + 1], &ctx->shares[i], (ctx->nshares - i) * sizeof(*sh));
-	ctx->shares[i] = *sh;
-	ctx->nshares++;
+	return -ENOENT;
+}
+
+/* This context's handle for run @p r, mapped from another context's memfd when it has
+ * none yet. -ENOENT: no open context has the run (it is moved anew). Called with
+ * share_lock and runs_lock. */
+static int ctx_region_for(struct uroce_client_ctx *ctx, const struct cl_run *r,
+			  uint32_t *region)
+{
+	struct uroce_ctrl_map_region_req req = {.size = r->end - r->start};
+	struct uroce_ctrl_handle rep;
+	ssize_t i = ctx_region_find(ctx, r->dev, r->ino);
+	int fd, rc;
+
+	if (i >= 0) {
+		*region = ctx->shares[i].region;
+		return 0;
+	}
+	fd = run_memfd(ctx, r);
+	if (fd < 0)
+		return fd;
+	rc = cl_call(ctx, UROCE_CTRL_MAP_REGION, &req, sizeof(req), &fd, 1, &rep, sizeof(rep),
+		     NULL, 0);
+	close(fd);
+	if (rc)
+		return rc;
+	rc = ctx_region_add(ctx, &(struct cl_share){.start = r->start, .end = r->end,
+						   .region = rep.handle, .ino = r->ino,
+						   .dev = r->dev});
+	if (rc) {
+		(void)cl_release(ctx, UROCE_CTRL_UNMAP_REGION, rep.handle);
+		return rc;
+	}
+	*region = rep.handle;
 	return 0;
 }
 
@@ -179,35 +300,53 @@ int cl_share_range(struct uroce_client_ctx *ctx, void *addr, size_t length,
 
 	if (length == 0 || (uintptr_t)addr + length < (uintptr_t)addr)
 		return -EINVAL;
-	/* Forget shares overlapping the range that are no longer what we mapped. */
-	for (i = 0; i < ctx->nshares;) {
-		if (ctx->shares[i].end > s && ctx->shares[i].start < e &&
-		    !share_intact(&ctx->shares[i]))
-			share_remove(ctx, i);
+	pthread_mutex_lock(&runs_lock);
+	/* Forget runs overlapping the range that are no longer what we mapped. */
+	for (i = 0; i < nruns;) {
+		if (runs[i].end > s && runs[i].start < e && !run_intact(&runs[i]))
+			run_remove(i);
 		else
 			i++;
 	}
+	ctx_regions_prune(ctx);
 	while (at < e) {
-		struct cl_share cur, *hit = NULL;
+		struct cl_run cur, *hit = NULL;
 		uintptr_t next = e;
+		uint32_t region;
 
-		for (i = 0; i < ctx->nshares; i++) {
-			if (ctx->shares[i].start <= at && ctx->shares[i].end > at) {
-				hit = &ctx->shares[i];
+		for (i = 0; i < nruns; i++) {
+			if (runs[i].start <= at && runs[i].end > at) {
+				hit = &runs[i];
 				break;
 			}
-			if (ctx->shares[i].start > at && ctx->shares[i].start < next)
-				next = ctx->shares[i].start;
+			if (runs[i].start > at && runs[i].start < next)
+				next = runs[i].start;
 		}
 		if (hit) {
 			cur = *hit;
+			rc = ctx_region_for(ctx, &cur, &region);
+			if (rc == -ENOENT) {
+				/* No daemon uses its memfd: move it anew. */
+				run_remove((size_t)(hit - runs));
+				continue;
+			}
+			if (rc)
+				goto fail;
 		} else {
-			rc = share_new(ctx, at, next, &cur);
+			struct cl_share made;
+
+			rc = share_new(ctx, at, next, &made);
 			if (rc)
 				goto fail;
-			rc = share_insert(ctx, &cur);
-			if (rc)
+			cur = (struct cl_run){made.start, made.end, made.dev, made.ino};
+			region = made.region;
+			rc = run_insert(&cur);
+			if (rc == 0)
+				rc = ctx_region_add(ctx, &made);
+			if (rc) {
+				(void)cl_release(ctx, UROCE_CTRL_UNMAP_REGION, made.region);
 				goto fail;
+			}
 		}
 		if (nseg == cap) {
 			struct uroce_ctrl_mr_seg *n;
@@ -221,7 +360,7 @@ int cl_share_range(struct uroce_client_ctx *ctx, void *addr, size_t length,
 			segs = n;
 		}
 		segs[nseg] = (struct uroce_ctrl_mr_seg){
-			.region = cur.region,
+			.region = region,
 			.offset = at - cur.start,
 			.length = (cur.end < e ? cur.end : e) - at,
 		};
@@ -232,16 +371,49 @@ int cl_share_range(struct uroce_client_ctx *ctx, void *addr, size_t length,
 			goto fail;
 		}
 	}
+	pthread_mutex_unlock(&runs_lock);
 	*segs_out = segs;
 	return (int)nseg;
 fail:
+	pthread_mutex_unlock(&runs_lock);
 	free(segs);
 	return rc;
 }
 
 void cl_share_forget_all(struct uroce_client_ctx *ctx)
 {
+	pthread_mutex_lock(&runs_lock);
+	for (struct uroce_client_ctx **pp = &share_ctxs; *pp; pp = &(*pp)->share_next)
+		if (*pp == ctx) {
+			*pp = ctx->share_next;
+			break;
+		}
+	ctx->share_listed = false;
 	free(ctx->shares);
 	ctx->shares = NULL;
 	ctx->nshares = ctx->cap_shares = 0;
+	pthread_mutex_unlock(&runs_lock);
+}
+
+void cl_runs_lock(void)
+{
+	pthread_mutex_lock(&runs_lock);
+}
+
+void cl_runs_unlock(void)
+{
+	pthread_mutex_unlock(&runs_lock);
+}
+
+bool cl_runs_empty(void)
+{
+	return nruns == 0;
+}
+
+bool cl_runs_have_memfd(uint64_t dev, uint64_t ino)
+{
+	for (size_t i = 0; i < nruns; i++)
+		if (runs[i].dev == dev && runs[i].ino == ino)
+			return true;
+	return false;
 }

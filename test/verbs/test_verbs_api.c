@@ -4004,3 +4004,58 @@ Test(nodaemon, empty_device_list)
 	cr_assert_null(list[0]);
 	ibv_free_device_list(list);
 }
+
+/* Two contexts of one process registering memory in the same page: the second must not
+ * take the page away from the first. RDMA through the first context's MR still lands in
+ * the page the application reads, and reads what the application wrote there. */
+Test(verbs, two_contexts_share_a_page)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx2;
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr1, *mr2;
+	struct pair p;
+	struct mbuf src, dst;
+	struct ibv_wc wc;
+	uint8_t *page = aligned_alloc(4096, 4096);
+
+	cr_assert_not_null(list);
+	cr_assert_not_null(page);
+	memset(page, 0, 4096);
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	mb_make(&src, 256);
+	mb_make(&dst, 256);
+	mr1 = ibv_reg_mr(pd, page, 256, ACC_ALL);
+	cr_assert_not_null(mr1, "ibv_reg_mr: %s", strerror(errno));
+	ctx2 = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	cr_assert_not_null(ctx2, "second ibv_open_device: %s", strerror(errno));
+	pd2 = ibv_alloc_pd(ctx2);
+	cr_assert_not_null(pd2);
+	mr2 = ibv_reg_mr(pd2, page + 2048, 256, ACC_ALL);
+	cr_assert_not_null(mr2, "ibv_reg_mr on the second context: %s", strerror(errno));
+
+	/* Into the page through the first context's MR ... */
+	fill(src.p, 256, 41);
+	post_write(p.qp[0], &src, (uintptr_t)page, mr1->rkey, 1);
+	expect_ok(p.cq[0], 1, IBV_WC_RDMA_WRITE, &wc);
+	cr_assert_eq(memcmp(page, src.p, 256), 0, "the WRITE landed where the application looks");
+	/* ... and out of it: what the application wrote after the second registration. */
+	fill(page, 256, 42);
+	struct ibv_sge ds = sge_of(&dst, 0, 256);
+	struct ibv_send_wr rd = {.wr_id = 2, .sg_list = &ds, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = {.remote_addr = (uintptr_t)page, .rkey = mr1->rkey}};
+	post_send_ok(p.qp[0], &rd);
+	expect_ok(p.cq[0], 2, IBV_WC_RDMA_READ, &wc);
+	cr_assert_eq(memcmp(dst.p, page, 256), 0, "the READ saw what the application wrote");
+
+	cr_assert_eq(ibv_dereg_mr(mr2), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd2), 0);
+	cr_assert_eq(ibv_close_device(ctx2), 0);
+	cr_assert_eq(ibv_dereg_mr(mr1), 0);
+	mb_free(&src);
+	mb_free(&dst);
+	pair_free(&p);
+	free(page);
+}
