@@ -4059,3 +4059,48 @@ Test(verbs, two_contexts_share_a_page)
 	pair_free(&p);
 	free(page);
 }
+
+/* Pages a context moved stay the process's shared pages after the context is closed: a
+ * child forked then still gets private copies of them (its writes never reach the
+ * parent), as it does of a live context's. */
+Test(verbs, fork_private_copy_after_its_context_closed)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	uint8_t *m = aligned_alloc(4096, 2 * 4096);
+	struct ibv_context *ctx2;
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr;
+	pid_t pid;
+	int st;
+
+	cr_assert_not_null(list);
+	cr_assert_not_null(m);
+	ctx2 = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	cr_assert_not_null(ctx2);
+	pd2 = ibv_alloc_pd(ctx2);
+	cr_assert_not_null(pd2);
+	mr = ibv_reg_mr(pd2, m, 2 * 4096, ACC_ALL);
+	cr_assert_not_null(mr, "ibv_reg_mr: %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd2), 0);
+	cr_assert_eq(ibv_close_device(ctx2), 0);
+	strcpy((char *)m, "parent");
+	strcpy((char *)m + 4096 + 8, "parent-too");
+
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (strcmp((char *)m, "parent") || strcmp((char *)m + 4096 + 8, "parent-too"))
+			_exit(FC_SNAPSHOT);
+		strcpy((char *)m, "CHILD-WROTE");
+		strcpy((char *)m + 4096 + 8, "CHILD-WROTE");
+		_exit(FC_OK);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == FC_OK, "child: %s (status 0x%x)",
+		  fork_child_str(st), st);
+	cr_assert_str_eq((char *)m, "parent", "the child's writes reached the parent");
+	cr_assert_str_eq((char *)m + 4096 + 8, "parent-too");
+	free(m);
+}
