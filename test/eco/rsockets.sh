@@ -41,12 +41,12 @@ libs=$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR
 # race to a slow server (rstream prints nothing before its client comes).
 wait_server() {
 	local pid=$1 kind=$2 port=$3 i
+	if [ "$kind" = cm ]; then
+		it_wait_cm_listening "$(it_sock B)" "$LISTENING0" "$pid" 60
+		return
+	fi
 	for i in $(seq 1200); do
-		if [ "$kind" = cm ]; then
-			[ "$(it_stat "$(it_sock B)" cm.listening)" -gt "$LISTENING0" ] && return 0
-		else
-			ip netns exec "$IT_NS_B" ss -Hlun "sport = :$port" | grep -q . && return 0
-		fi
+		ip netns exec "$IT_NS_B" ss -Hlun "sport = :$port" | grep -q . && return 0
 		kill -0 "$pid" 2>/dev/null || return 1
 		sleep 0.05
 	done

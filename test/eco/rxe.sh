@@ -95,17 +95,11 @@ vm_wait_ready() {
 }
 # our_wait_ready PORT READY PID: the same for our server, while PID runs.
 our_wait_ready() {
-	local _
 	if [ "$2" = tcp ]; then
 		it_wait_listen "$1" "$3" 60 "$NS"
 		return
 	fi
-	for _ in $(seq 600); do
-		grep -Eq "$2" "$IT_DIR/ours.out" 2>/dev/null && return 0
-		kill -0 "$3" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
+	it_wait_line "$IT_DIR/ours.out" "$2" "$3" 60
 }
 
 # pair LABEL PORT READY "SERVER CMD" "CLIENT CMD" CHECK N: both roles. In the commands

@@ -304,6 +304,31 @@ it_wait_listen() {
 	return 1
 }
 
+# it_wait_line FILE REGEX PID SECONDS: 0 once FILE has a line matching REGEX (extended),
+# 1 if PID exits first or SECONDS pass: a program that says when it is ready.
+it_wait_line() {
+	local end=$((SECONDS + $4))
+	while [ "$SECONDS" -lt "$end" ]; do
+		grep -Eq "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# it_wait_cm_listening SOCK BEFORE PID SECONDS: 0 once the daemon at SOCK has more
+# listening rdma_cm ids than BEFORE (cm.listening), 1 if PID exits first or SECONDS pass.
+# rdma_cm listens in the daemon, not in the kernel: ss cannot tell.
+it_wait_cm_listening() {
+	local end=$((SECONDS + $4))
+	while [ "$SECONDS" -lt "$end" ]; do
+		[ "$(it_stat "$1" cm.listening)" -gt "$2" ] && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
 # it_tool_pair "SERVER PREFIX" "CLIENT PREFIX" LABEL TIMEOUT CMD ARGS...: CMD ARGS -p $PORT
 # as a server (run through SERVER PREFIX, e.g. "on A"), then as a client to 127.0.0.1
 # (through CLIENT PREFIX); both must exit 0. Skipped unless LABEL matches $TOOLS_ONLY.

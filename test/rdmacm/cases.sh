@@ -39,16 +39,11 @@ want() { [ -z "$TOOLS_ONLY" ] || [[ $1 =~ $TOOLS_ONLY ]]; }
 # wait let a slow server be raced by its client. mckey listens on nothing (both ends join
 # a group, the receiver first): it gets the second.
 server_ready() {
-	local i
 	if [ "$1" = mckey ]; then
 		sleep 1
 		return
 	fi
-	for i in $(seq 1200); do
-		[ "$(it_stat "$SOCK_A" cm.listening)" -gt "$3" ] && return
-		kill -0 "$2" 2>/dev/null || return
-		sleep 0.05
-	done
+	it_wait_cm_listening "$SOCK_A" "$3" "$2" 60
 }
 
 # pair LABEL TIMEOUT SERVER ARGS... -- CLIENT ARGS...: the server on A, then the client

@@ -82,15 +82,7 @@ spawn_watch() {
 # watch_ready OUT: until the ibv_asyncwatch just spawned has opened the device (it prints
 # its async FD first): at most the 60 s a start can take on a loaded machine. A fixed
 # second raced a slow start (then it was not blocked yet, or had no device to lose).
-watch_ready() {
-	local i
-	for i in $(seq 600); do
-		grep -q 'async event FD' "$1" 2>/dev/null && return 0
-		kill -0 "$WPID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
+watch_ready() { it_wait_line "$1" 'async event FD' "$WPID" 60; }
 
 # wait_gone PID SECONDS: 0 once PID has exited (reaped: its status in WRC).
 wait_gone() {
