@@ -390,16 +390,21 @@ static void slot_doorbell(void *arg, uint32_t slot)
 		c->rnic->doorbell_work += srq_doorbell(r->srq);
 }
 
+/* The queues whose slots @p c announced after a post: an idle QP costs nothing here,
+ * however many there are (lib/shm, uroce_summary). The caller publishes retirements. */
+static void client_doorbells(struct uroce_rnic_client *c)
+{
+	if (c->doorbells.slots)
+		uroce_summary_take(&c->doorbells, slot_doorbell, c);
+}
+
 unsigned int rnic_doorbells(struct uroce_rnic *nic)
 {
 	struct uroce_rnic_client *c;
 
-	/* Only the queues whose slots the applications announced after a post: an idle
-	 * QP costs nothing here, however many there are (lib/shm, uroce_summary). */
 	nic->doorbell_work = 0;
 	for (c = nic->clients; c; c = c->next)
-		if (c->doorbells.slots)
-			uroce_summary_take(&c->doorbells, slot_doorbell, c);
+		client_doorbells(c);
 	retiring_publish(nic);
 	return nic->doorbell_work;
 }
@@ -408,8 +413,7 @@ void rnic_client_catch_up(struct uroce_rnic_client *c)
 {
 	struct uroce_rnic *nic = c->rnic;
 
-	if (c->doorbells.slots)
-		uroce_summary_take(&c->doorbells, slot_doorbell, c);
+	client_doorbells(c);
 	retiring_publish(nic);
 	uroce_tp_process(nic->dev, rnic_now(nic));
 	rnic_completions(nic);
