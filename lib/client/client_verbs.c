@@ -158,17 +158,10 @@ int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_cl
 	/* The keys stay (REREG_MR): peers hold the R_Key, posted WQEs the L_Key. */
 	req = (struct uroce_ctrl_rereg_mr_req){.mr = mr->handle, .to = fresh->handle};
 	rc = cl_call(mr->ctx, UROCE_CTRL_REREG_MR, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
-	if (!rc) {
-		rc = cl_release(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle);
-		if (rc) {
-			/* Cannot happen (REREG_MR checked what DEREG_MR does); should it,
-			 * the keys go back to the MR as it was. */
-			req = (struct uroce_ctrl_rereg_mr_req){.mr = fresh->handle,
-							       .to = mr->handle};
-			cl_call(mr->ctx, UROCE_CTRL_REREG_MR, &req, sizeof(req), NULL, 0, NULL,
-				0, NULL, 0);
-		}
-	}
+	/* Done: the old MR holds no key now. REREG_MR checked what DEREG_MR would refuse,
+	 * so only a daemon gone can fail this, and it frees everything then. */
+	if (!rc)
+		(void)cl_release(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle);
 	if (rc) {
 		/* The old one stays: undo the new one (the daemon frees it at close if this
 		 * fails too). */
