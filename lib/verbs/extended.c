@@ -156,6 +156,11 @@ struct ibv_cq_ex *uv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_at
 		return uv_null(EOPNOTSUPP);
 	if (attr->cqe > INT32_MAX || attr->comp_vector > INT32_MAX)
 		return uv_null(EINVAL);
+	/* A parent domain of this context only (mlx5's rule); the CQ is the same with it. */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != ctx ||
+	     !uv_parent_domain_of(attr->parent_domain)))
+		return uv_null(EINVAL);
 	cq = uv_create_cq(ctx, (int)attr->cqe, attr->cq_context, attr->channel,
 			  (int)attr->comp_vector, attr->wc_flags);
 	return cq ? uroce_client_cq_ibv_ex(uroce_client_cq_from_ibv(cq)) : NULL;

@@ -95,10 +95,14 @@ struct uv_device {
 };
 
 /** The context: verbs_context first (ibv_context is its last member), ours after. */
+struct uv_parent_domain;
+
 struct uv_context {
 	struct verbs_context vctx;
 	struct uroce_client_ctx *cl;
 	struct uv_device *dev;
+	pthread_mutex_t domains_lock;     /* domains.c */
+	struct uv_parent_domain *domains; /* the parent domains of this context */
 };
 
 _Static_assert(offsetof(struct uv_context, vctx) == 0, "verbs_context first");
@@ -244,5 +248,14 @@ extern bool verbs_allow_disassociate_destroy;
 	X(req_notify_cq) X(rereg_mr) X(resize_cq)
 #define UV_CMD_PROTO(n) int ibv_cmd_##n(void);
 UV_CMD_STUBS(UV_CMD_PROTO)
+
+/* domains.c: thread and parent domains. */
+void uv_domains_init(struct uv_context *uc);
+void uv_domains_free_all(struct uv_context *uc);
+/* The protection domain of parent domain @p pd, or NULL when @p pd is none. */
+struct ibv_pd *uv_parent_domain_of(struct ibv_pd *pd);
+/* ibv_dealloc_pd's part: 0 when @p pd was a parent domain (freed), -EBUSY when it is a
+ * PD a parent domain names, -ENOENT when it is neither. */
+int uv_dealloc_domain(struct ibv_pd *pd);
 
 #endif

@@ -19,6 +19,11 @@ UV_EXPORT_1_1(ibv_alloc_pd) struct ibv_pd *ibv_alloc_pd(struct ibv_context *cont
 
 UV_EXPORT_1_1(ibv_dealloc_pd) int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	/* A parent domain is freed here; a PD one names is busy (domains.c). */
+	int rc = uv_dealloc_domain(pd);
+
+	if (rc != -ENOENT)
+		return uv_err(-rc);
 	return uv_err(
 		uroce_client_dealloc_pd((struct uroce_client_pd *)(void *)pd)); /* EBUSY in use */
 }

@@ -252,6 +252,7 @@ UV_EXPORT_1_1(ibv_open_device) struct ibv_context *ibv_open_device(struct ibv_de
 	uc->vctx.query_device_ex = uv_query_device_ex;
 	uc->vctx.create_cq_ex = uv_create_cq_ex;
 	uc->vctx.create_qp_ex = uv_create_qp_ex;
+	uv_domains_init(uc);
 	uroce_client_set_ibv_context(cl, ctx);
 	return ctx;
 }
@@ -265,6 +266,8 @@ UV_EXPORT_1_1(ibv_close_device) int ibv_close_device(struct ibv_context *context
 	if (context->cmd_fd >= 0)
 		close(context->cmd_fd);
 	pthread_mutex_destroy(&context->mutex);
+	uv_domains_free_all(uc);
+	pthread_mutex_destroy(&uc->domains_lock);
 	free(uc);
 	return 0;
 }

@@ -2586,7 +2586,6 @@ Test(verbs, what_the_device_lacks_is_eopnotsupp)
 		cr_assert_eq(errno, EOPNOTSUPP, #call ": errno %d", errno);               \
 	} while (0)
 	LACKS_NULL(ibv_open_xrcd(ctx, &(struct ibv_xrcd_init_attr){0}));
-	LACKS_NULL(ibv_alloc_td(ctx, &(struct ibv_td_init_attr){0}));
 	LACKS_NULL(ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){.length = 64}));
 	LACKS_NULL(ibv_create_wq(ctx, &(struct ibv_wq_init_attr){.wq_type = IBV_WQT_RQ,
 								.max_wr = 1, .max_sge = 1,
@@ -4103,4 +4102,110 @@ Test(verbs, fork_private_copy_after_its_context_closed)
 	cr_assert_str_eq((char *)m, "parent", "the child's writes reached the parent");
 	cr_assert_str_eq((char *)m + 4096 + 8, "parent-too");
 	free(m);
+}
+
+static int pd_allocs; /* calls of the parent domain's allocators (never, here) */
+
+static void *count_alloc(struct ibv_pd *p, void *c, size_t size, size_t align, uint64_t type)
+{
+	(void)p, (void)c, (void)size, (void)align, (void)type;
+	pd_allocs++;
+	return IBV_ALLOCATOR_USE_DEFAULT;
+}
+
+static void count_free(struct ibv_pd *p, void *c, void *ptr, uint64_t type)
+{
+	(void)p, (void)c, (void)ptr, (void)type;
+	pd_allocs++;
+}
+
+/* ibv_alloc_td and ibv_alloc_parent_domain: the parent domain takes a PD's place for QPs,
+ * MRs and extended CQs, and traffic runs over them; what it names cannot go before it
+ * (EBUSY); bad attributes are EINVAL, as mlx5's. Its allocators are not called: the
+ * queues live in memory the daemon shares (doc/verbs.md). */
+Test(verbs, parent_domain_and_thread_domain)
+{
+	int token = 7;
+	struct ibv_td *td;
+	struct ibv_pd *pdom, *saved = pd;
+	struct ibv_parent_domain_init_attr pa = {
+		.pd = pd, .comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+				       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+		.alloc = count_alloc, .free = count_free, .pd_context = &token};
+	struct ibv_cq_init_attr_ex ca = {.cqe = 64, .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD};
+	struct ibv_cq_ex *cqx;
+	struct ibv_wc wc;
+	struct mbuf s, r;
+	struct pair p;
+
+	if (vfx_reference())
+		return; /* rxe has neither */
+	errno = 0;
+	cr_assert_null(ibv_alloc_td(ctx, &(struct ibv_td_init_attr){.comp_mask = 1}));
+	cr_assert_eq(errno, EINVAL);
+	td = ibv_alloc_td(ctx, &(struct ibv_td_init_attr){0});
+	cr_assert_not_null(td, "ibv_alloc_td: %s", strerror(errno));
+	pa.td = td;
+	pdom = ibv_alloc_parent_domain(ctx, &pa);
+	cr_assert_not_null(pdom, "ibv_alloc_parent_domain: %s", strerror(errno));
+	cr_assert_eq(pdom->context, ctx);
+	{
+		struct ibv_parent_domain_init_attr bad = pa;
+
+		bad.comp_mask |= 1u << 7;
+		errno = 0;
+		cr_assert_null(ibv_alloc_parent_domain(ctx, &bad), "unknown comp_mask bit");
+		cr_assert_eq(errno, EINVAL);
+		bad = pa;
+		bad.pd = pdom;
+		errno = 0;
+		cr_assert_null(ibv_alloc_parent_domain(ctx, &bad), "a parent of a parent");
+		cr_assert_eq(errno, EINVAL);
+		bad = pa;
+		bad.pd = NULL;
+		errno = 0;
+		cr_assert_null(ibv_alloc_parent_domain(ctx, &bad), "no PD");
+		cr_assert_eq(errno, EINVAL);
+	}
+	cr_assert_eq(ibv_dealloc_td(td), EBUSY, "the parent domain names it");
+	cr_assert_eq(ibv_dealloc_pd(pd), EBUSY, "the parent domain names it");
+
+	/* An extended CQ takes a parent domain, not a plain PD. */
+	ca.parent_domain = pd;
+	errno = 0;
+	cr_assert_null(ibv_create_cq_ex(ctx, &ca));
+	cr_assert_eq(errno, EINVAL);
+	ca.parent_domain = pdom;
+	cqx = ibv_create_cq_ex(ctx, &ca);
+	cr_assert_not_null(cqx, "ibv_create_cq_ex with a parent domain: %s", strerror(errno));
+
+	/* QPs and MRs on it: a SEND arrives, data checked. */
+	pd = pdom;
+	pair_make(&p, IBV_QPT_RC, NULL, 7);
+	mb_make(&s, 512);
+	mb_make(&r, 512);
+	pd = saved;
+	fill(s.p, 512, 77);
+	{
+		struct ibv_sge rs = sge_of(&r, 0, 512), ss = sge_of(&s, 0, 512);
+		struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &ss, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+
+		post_recv_ok(p.qp[1], &rs, 1, 2);
+		post_send_ok(p.qp[0], &wr);
+		expect_ok(p.cq[0], 1, IBV_WC_SEND, &wc);
+		expect_ok(p.cq[1], 2, IBV_WC_RECV, &wc);
+		cr_assert_eq(wc.byte_len, 512);
+		cr_assert_eq(memcmp(r.p, s.p, 512), 0);
+	}
+	cr_assert_eq(pd_allocs, 0, "the allocators are not called");
+
+	pd = pdom;
+	mb_free(&s);
+	mb_free(&r);
+	pd = saved;
+	pair_free(&p);
+	cr_assert_eq(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+	cr_assert_eq(ibv_dealloc_pd(pdom), 0);
+	cr_assert_eq(ibv_dealloc_td(td), 0);
 }
