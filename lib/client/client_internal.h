@@ -74,6 +74,7 @@ struct uroce_client_ctx {
 	size_t nshares, cap_shares;
 	struct uroce_client_ctx *share_next; /* mr_share.c's list of contexts with handles */
 	bool share_listed;
+	uint64_t share_pruned; /* mr_share.c's runs_removed when it last pruned shares */
 	struct cl_obj *objs;
 	size_t nobjs, cap_objs;
 	/* Inherited through fork(): the parent's, never used here (fork.c). */

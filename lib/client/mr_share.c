@@ -57,6 +57,7 @@ static size_t nruns, cap_runs;
 /* The open contexts with handles (through share_next): whom to ask for a run's memfd.
  * A context's handle table (ctx->shares) is read and written under runs_lock too. */
 static struct uroce_client_ctx *share_ctxs;
+static uint64_t runs_removed; /* runs forgotten so far: ctx_regions_prune's cue */
 
 static uintptr_t page_size(void)
 {
@@ -124,6 +125,10 @@ static int ctx_region_add(struct uroce_client_ctx *ctx, const struct cl_share *s
  * share_lock and runs_lock held. */
 static void ctx_regions_prune(struct uroce_client_ctx *ctx)
 {
+	/* Only after a run went: a registration does not scan every handle for nothing. */
+	if (ctx->share_pruned == runs_removed)
+		return;
+	ctx->share_pruned = runs_removed;
 	for (size_t i = 0; i < ctx->nshares;) {
 		if (cl_runs_have_memfd(ctx->shares[i].dev, ctx->shares[i].ino)) {
 			i++;
@@ -138,6 +143,7 @@ static void run_remove(size_t i)
 {
 	memmove(&runs[i], &runs[i + 1], (nruns - i - 1) * sizeof(runs[0]));
 	nruns--;
+	runs_removed++;
 }
 
 static int run_insert(const struct cl_run *r)
