@@ -88,6 +88,39 @@ it_init() {
 	trap 'exit 143' TERM
 }
 
+# it_need_built FILE...: exit 77 (skipped) unless each FILE of the build exists.
+it_need_built() {
+	local f
+	for f in "$@"; do
+		if [ ! -e "$f" ]; then
+			echo "$IT_NAME: $f not built; skipped"
+			exit 77
+		fi
+	done
+}
+
+# it_need_tools PACKAGES TOOL...: exit 77 (skipped) unless each TOOL is installed, saying
+# which Debian PACKAGES bring them.
+it_need_tools() {
+	local pkgs=$1 t
+	shift
+	for t in "$@"; do
+		if ! command -v "$t" >/dev/null; then
+			echo "$IT_NAME: $t not installed ($pkgs); skipped"
+			exit 77
+		fi
+	done
+}
+
+# it_need_pyverbs MODULE: exit 77 (skipped) unless $PYTHON imports pyverbs' MODULE, the
+# package as installed (whatever libibverbs the environment points at).
+it_need_pyverbs() {
+	if ! env -u LD_LIBRARY_PATH "$PYTHON" -c "import $1" 2>/dev/null; then
+		echo "$IT_NAME: $PYTHON has no pyverbs (apt-get install python3-pyverbs); skipped"
+		exit 77
+	fi
+}
+
 # it_veth_pair MTU: netns ux<id>a and ux<id>b, veth ux<id>a / ux<id>b between them, up,
 # no IP address and no IPv6 on them (the daemons own those interfaces).
 it_veth_pair() {

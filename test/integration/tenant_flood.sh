@@ -19,16 +19,8 @@ set -uo pipefail
 : "${UROCE_VERBS_LIBDIR:=$IT_ROOT/build/lib/verbs}"
 it_init tenant_flood
 
-for t in ib_send_lat ib_send_bw; do
-	if ! command -v "$t" >/dev/null; then
-		echo "tenant_flood: $t not installed (perftest); skipped"
-		exit 77
-	fi
-done
-if [ ! -e "$UROCE_VERBS_LIBDIR/libibverbs.so.1" ]; then
-	echo "tenant_flood: $UROCE_VERBS_LIBDIR/libibverbs.so.1 not built; skipped"
-	exit 77
-fi
+it_need_tools perftest ib_send_lat ib_send_bw
+it_need_built "$UROCE_VERBS_LIBDIR/libibverbs.so.1"
 
 it_veth_pair 1500 || exit 1
 it_daemon A "$IT_NS_A" "$(it_af_packet_vdev "$IT_IF_A"),framecnt=4096" 10.79.0.1 1500 || exit 1

@@ -16,17 +16,9 @@ set -uo pipefail
 : "${TOOLS_ONLY:=}"
 
 it_init verbs_one_host
-for t in ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong ib_send_lat \
-	ib_write_bw ib_read_lat ib_atomic_lat; do
-	if ! command -v "$t" >/dev/null; then
-		echo "verbs_one_host: $t not installed (ibverbs-utils, perftest); skipped"
-		exit 77
-	fi
-done
-if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
-	echo "verbs_one_host: $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
-	exit 77
-fi
+it_need_tools "ibverbs-utils, perftest" ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong \
+	ibv_srq_pingpong ib_send_lat ib_write_bw ib_read_lat ib_atomic_lat
+it_need_built "$VERBS_LIB_DIR/libibverbs.so.1"
 
 it_daemon L "" "--vdev=net_null0,no-rx=1" 10.81.0.1 1500 || exit 1
 SOCK=$(it_sock L)

@@ -19,11 +19,7 @@ set -uo pipefail
 : "${PYTHON:=/usr/bin/python3}"
 
 it_init verbs_pyverbs_fork
-# (Whether the package is there, whatever libibverbs the test environment points at.)
-if ! env -u LD_LIBRARY_PATH "$PYTHON" -c 'import pyverbs.cmid' 2>/dev/null; then
-	echo "verbs_pyverbs_fork: $PYTHON has no pyverbs (apt-get install python3-pyverbs); skipped"
-	exit 77
-fi
+it_need_pyverbs pyverbs.cmid
 it_daemon F "" "--vdev=net_null0,no-rx=1" 10.83.1.1 1500 || exit 1
 # A sanitizer build's libraries need their runtime loaded first, in python only.
 preload=()

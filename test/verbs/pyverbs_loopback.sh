@@ -16,14 +16,8 @@ set -uo pipefail
 : "${PYTHON:=/usr/bin/python3}"
 
 it_init verbs_pyverbs
-if ! "$PYTHON" -c 'import pyverbs.device' 2>/dev/null; then
-	echo "verbs_pyverbs: $PYTHON has no pyverbs (apt-get install python3-pyverbs); skipped"
-	exit 77
-fi
-if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
-	echo "verbs_pyverbs: $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
-	exit 77
-fi
+it_need_pyverbs pyverbs.device
+it_need_built "$VERBS_LIB_DIR/libibverbs.so.1"
 
 it_daemon L "" "--vdev=net_null0,no-rx=1" 10.83.0.1 1500 || exit 1
 LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$(it_sock L) VERBS_LIB_DIR=$VERBS_LIB_DIR \

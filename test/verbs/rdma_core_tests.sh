@@ -21,18 +21,12 @@ set -uo pipefail
 : "${TESTS_ONLY:=}"
 
 it_init verbs_rdma_core_tests
-if ! "$PYTHON" -c 'import pyverbs.device' 2>/dev/null; then
-	echo "verbs_rdma_core_tests: $PYTHON has no pyverbs (apt-get install python3-pyverbs); skipped"
-	exit 77
-fi
+it_need_pyverbs pyverbs.device
 if [ ! -f "$RDMA_CORE_TESTS/run_tests.py" ]; then
 	echo "verbs_rdma_core_tests: no rdma-core test suite in $RDMA_CORE_TESTS; skipped"
 	exit 77
 fi
-if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
-	echo "verbs_rdma_core_tests: $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
-	exit 77
-fi
+it_need_built "$VERBS_LIB_DIR/libibverbs.so.1"
 
 VERBS_LIB_DIR=$(cd "$VERBS_LIB_DIR" && pwd) # the suite runs from its own folder
 

@@ -16,17 +16,9 @@ set -uo pipefail
 : "${TOOLS_ONLY:=}"
 
 it_init verbs_tools
-for t in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
-	ibv_srq_pingpong ib_send_lat; do
-	if ! command -v "$t" >/dev/null; then
-		echo "verbs_tools: $t not installed (ibverbs-utils, perftest); skipped"
-		exit 77
-	fi
-done
-if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
-	echo "verbs_tools: $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
-	exit 77
-fi
+it_need_tools "ibverbs-utils, perftest" ibv_devices ibv_devinfo ibv_rc_pingpong \
+	ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong ib_send_lat
+it_need_built "$VERBS_LIB_DIR/libibverbs.so.1"
 
 it_veth_pair 1500 || exit 1
 # A deep af_packet ring (4096 frames, 8 MiB; the PMD's default is 512): on 2 shared cores
