@@ -87,9 +87,11 @@ void uroce_cm_destroy(struct uroce_cm *cm)
 	struct uroce_cm_id *id = cm->ids;
 	while (id) {
 		struct uroce_cm_id *next = id->next;
+		free(id->early);
 		free(id);
 		id = next;
 	}
+	cm_early_free_all(cm);
 	free(cm);
 }
 
@@ -405,12 +407,13 @@ void uroce_cm_process(struct uroce_cm *cm, uint64_t now_ns)
 				break;
 			}
 	}
+	cm_early_expire(cm);
 	cm_leave(cm);
 }
 
 uint64_t uroce_cm_next_deadline(const struct uroce_cm *cm)
 {
-	uint64_t d = UINT64_MAX;
+	uint64_t d = cm_early_next_deadline(cm);
 	for (const struct uroce_cm_id *id = cm->ids; id; id = id->next)
 		if (id->timer != CM_TIMER_NONE && id->deadline < d)
 			d = id->deadline;

@@ -144,6 +144,9 @@ struct uroce_cm {
 	struct cm_event_node *ev_head;
 	struct cm_event_node *ev_tail;
 	int depth; /* nested entry points: events go out when the outermost returns */
+	/* Requests held for ports nothing is bound to yet (early_req.c) */
+	struct cm_early_req *early;
+	unsigned int nearly;
 };
 
 /* ---- cm.c ------------------------------------------------------------------------- */
@@ -224,8 +227,14 @@ bool cm_early_hold(struct uroce_cm *cm, const struct cm_msg *m,
 /* How long an active side waits for an answer before it gives up: the response time
  * its request named (4.096 us * 2^@p t), once and again for each of its @p retries. */
 uint64_t cm_early_patience_ns(uint8_t t, uint8_t retries);
-/* The id listens now: the request it holds is taken as if it came now. */
+/* The id listens now: the request it holds, and those held for no id that it takes,
+ * are taken as if they came now. */
 void cm_early_listened(struct uroce_cm_id *id);
+/* The requests held for no id whose hold has ended get the no-listener answer; the
+ * earliest end of one still held (UINT64_MAX: none); all freed, unanswered. */
+void cm_early_expire(struct uroce_cm *cm);
+uint64_t cm_early_next_deadline(const struct uroce_cm *cm);
+void cm_early_free_all(struct uroce_cm *cm);
 /* The id will not listen (destroyed, connecting) or the hold expired: the request it
  * holds gets the no-listener answer now. */
 void cm_early_refuse(struct uroce_cm_id *id);

@@ -10,15 +10,24 @@
  * they take microseconds, and on a loaded host the server may not run again for
  * milliseconds: qperf failed so once in CI.
  *
- * So a REQ or SIDR_REQ that finds no listener, but an id bound to its port and address
- * that does not listen yet, is held by that id (one per id; a second gets the usual
- * answer) and taken as if it came the moment the id listens. The active side sends its
- * REQ again each time the response time it named (Remote CM Response Timeout) passes,
- * up to its Max CM Retries, then gives up: a hold of at most half that patience (and at
- * most EARLY_HOLD_MAX_NS) ends before it gives up, and the copies it sends meanwhile are
- * dropped as duplicates of the one held. When the hold ends without a listen (the id is
- * destroyed, starts connecting instead, or the time is up) the request gets the answer
- * it would have had at once: REJ Invalid Service ID, SIDR_REP Unsupported.
+ * perftest -R's server does not even bind first: after its out-of-band exchange its
+ * client connects at once, while its server only then creates, binds and listens on the
+ * id for the data connection; on a loaded machine the REQ often wins, and perftest's
+ * retry after the REJ crashes on ids it freed.
+ *
+ * So a REQ or SIDR_REQ that finds nothing listening on its port is held, and taken as if
+ * it came the moment an id listens there:
+ * - by the id bound to its port and address, if there is one (one per id; a second gets
+ *   the usual answer), for at most EARLY_HOLD_MAX_NS;
+ * - else by the CM, at most EARLY_UNBOUND_MAX of them, for at most
+ *   EARLY_UNBOUND_HOLD_NS: a REQ to a port nobody will listen on is refused that much
+ *   later than Linux refuses it, and a flood of them costs bounded memory.
+ * The active side sends its REQ again each time the response time it named (Remote CM
+ * Response Timeout) passes, up to its Max CM Retries, then gives up: a hold of at most
+ * half that patience ends before it gives up, and the copies it sends meanwhile are
+ * dropped as duplicates of the one held. When the hold ends without a listen (the bound
+ * id is destroyed, starts connecting instead, or the time is up) the request gets the
+ * answer it would have had at once: REJ Invalid Service ID, SIDR_REP Unsupported.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +37,17 @@
 /* Long enough for a descheduled server to reach rdma_listen, short enough that a program
  * that binds and never listens costs its peer at most this much before the REJ. */
 #define EARLY_HOLD_MAX_NS 1000000000ull
+/* For a port nothing is bound to: what a REQ to a closed port costs its sender more. */
+#define EARLY_UNBOUND_HOLD_NS 500000000ull
+#define EARLY_UNBOUND_MAX 32u
+
+/* A request held for a port nothing is bound to (the CM's list). */
+struct cm_early_req {
+	struct cm_early_req *next;
+	uint64_t deadline;
+	struct uroce_cm_path from;
+	struct cm_msg m;
+};
 
 uint64_t cm_early_patience_ns(uint8_t t, uint8_t retries)
 {
@@ -39,12 +59,44 @@ static bool is_sidr(const struct cm_msg *m)
 	return m->hdr.attr_id == UROCE_CM_ATTR_SIDR_REQ;
 }
 
-/* The same request again (the active side sent it once more): same sender, same TID. */
-static bool same_request(const struct uroce_cm_id *id, const struct cm_msg *m,
-			 const struct uroce_cm_path *from)
+static uint64_t service_id_of(const struct cm_msg *m)
 {
-	return id->early->hdr.tid == m->hdr.tid && id->early->hdr.attr_id == m->hdr.attr_id &&
-	       !memcmp(id->early_from.dgid.raw, from->dgid.raw, 16);
+	return is_sidr(m) ? m->u.sidr_req.service_id : m->u.req.service_id;
+}
+
+/* The same request again (the active side sent it once more): same sender, same TID. */
+static bool same_request(const struct cm_msg *held, const struct uroce_cm_path *held_from,
+			 const struct cm_msg *m, const struct uroce_cm_path *from)
+{
+	return held->hdr.tid == m->hdr.tid && held->hdr.attr_id == m->hdr.attr_id &&
+	       !memcmp(held_from->dgid.raw, from->dgid.raw, 16);
+}
+
+/* Holds @p m in the CM's list (no id is bound to its port). */
+static bool hold_unbound(struct uroce_cm *cm, const struct cm_msg *m,
+			 const struct uroce_cm_path *from, uint64_t hold_ns)
+{
+	struct cm_early_req *e;
+
+	for (e = cm->early; e; e = e->next)
+		if (same_request(&e->m, &e->from, m, from)) {
+			cm->counters.rx_dup_req++;
+			return true;
+		}
+	if (cm->nearly >= EARLY_UNBOUND_MAX)
+		return false;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return false;
+	memcpy(&e->m, m, sizeof(*m));
+	e->from = *from;
+	e->deadline =
+		cm->now + (hold_ns < EARLY_UNBOUND_HOLD_NS ? hold_ns : EARLY_UNBOUND_HOLD_NS);
+	e->next = cm->early;
+	cm->early = e;
+	cm->nearly++;
+	cm->counters.rx_req_held++;
+	return true;
 }
 
 bool cm_early_hold(struct uroce_cm *cm, const struct cm_msg *m,
@@ -53,9 +105,9 @@ bool cm_early_hold(struct uroce_cm *cm, const struct cm_msg *m,
 	struct uroce_cm_id *id = cma_find_bound(cm, service_id, m->private_data);
 
 	if (!id)
-		return false;
+		return hold_unbound(cm, m, from, hold_ns);
 	if (id->early) {
-		if (!same_request(id, m, from))
+		if (!same_request(id->early, &id->early_from, m, from))
 			return false; /* one held per id: the next gets the usual answer */
 		cm->counters.rx_dup_req++;
 		return true;
@@ -85,18 +137,84 @@ static struct cm_msg *early_take(struct uroce_cm_id *id)
 	return m;
 }
 
+/* Takes @p m as if it came now: to the listener there is now, or refused. */
+static void early_input(struct uroce_cm *cm, const struct cm_msg *m,
+			const struct uroce_cm_path *from)
+{
+	if (is_sidr(m))
+		cm_sidr_input(cm, m, from);
+	else
+		cm_conn_input(cm, m, from);
+}
+
 void cm_early_listened(struct uroce_cm_id *id)
 {
+	struct uroce_cm *cm = id->cm;
 	struct uroce_cm_path from = id->early_from;
 	struct cm_msg *m = early_take(id);
+	struct cm_early_req **pp = &cm->early;
 
-	if (!m)
-		return;
-	if (is_sidr(m))
-		cm_sidr_input(id->cm, m, &from);
-	else
-		cm_conn_input(id->cm, m, &from);
-	free(m);
+	if (m) {
+		early_input(cm, m, &from);
+		free(m);
+	}
+	/* The ones held for no id that this listener takes. */
+	while (*pp) {
+		struct cm_early_req *e = *pp;
+		bool port_listened;
+
+		if (cma_find_listener(cm, service_id_of(&e->m), e->m.private_data,
+				      &port_listened) != id) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		cm->nearly--;
+		early_input(cm, &e->m, &e->from);
+		free(e);
+	}
+}
+
+void cm_early_expire(struct uroce_cm *cm)
+{
+	struct cm_early_req **pp = &cm->early;
+
+	while (*pp) {
+		struct cm_early_req *e = *pp;
+
+		if (e->deadline > cm->now) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		cm->nearly--;
+		if (is_sidr(&e->m))
+			cm_sidr_no_listener(cm, &e->m, &e->from, false);
+		else
+			cm_conn_no_listener(cm, &e->m, &e->from, false);
+		free(e);
+	}
+}
+
+uint64_t cm_early_next_deadline(const struct uroce_cm *cm)
+{
+	uint64_t d = UINT64_MAX;
+
+	for (const struct cm_early_req *e = cm->early; e; e = e->next)
+		if (e->deadline < d)
+			d = e->deadline;
+	return d;
+}
+
+void cm_early_free_all(struct uroce_cm *cm)
+{
+	while (cm->early) {
+		struct cm_early_req *e = cm->early;
+
+		cm->early = e->next;
+		free(e);
+	}
+	cm->nearly = 0;
 }
 
 void cm_early_refuse(struct uroce_cm_id *id)

@@ -787,3 +787,57 @@ Test(cm_sim, sidr_req_before_listen_is_taken_at_listen)
 	sim_run(&s, s.now + S(600));
 	sim_fini(&s);
 }
+
+/* perftest -R's server creates, binds and listens on its data id only after its client
+ * has been told to connect: a REQ to a port nothing is bound to is held too, half a
+ * second at most, and taken by a listener that comes meanwhile; without one it gets the
+ * usual REJ then, not before. At most 32 wait so: the next is refused at once. */
+Test(cm_sim, req_to_an_unbound_port_waits_half_a_second_for_a_listener)
+{
+	struct sim s;
+	sim_init(&s);
+	struct uroce_cm_conn_param cp = param(0x11, NULL);
+	struct uroce_cm_id *c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT);
+	cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+	sim_run(&s, s.now + MS(100));
+	cr_assert_eq(s.h[0].nev, 0, "held, not refused");
+	cr_assert_eq(uroce_cm_counters(s.h[1].cm)->rx_req_held, 1);
+	struct uroce_cm_id *l = listener(&s, RDMA_PS_TCP, IBV_QPT_RC);
+	cr_assert_eq(sim_last(&s, 1)->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	cr_assert_eq(sim_last(&s, 1)->listen_id, l);
+	uroce_cm_id_destroy(sim_last(&s, 1)->id, s.now);
+	uroce_cm_id_destroy(c, s.now);
+	uroce_cm_id_destroy(l, s.now);
+	sim_run(&s, s.now + S(600));
+
+	/* Nobody comes: REJ after the half second. */
+	int n0 = s.h[0].nev;
+	c = client(&s, RDMA_PS_TCP, IBV_QPT_RC, PORT + 1);
+	uint64_t t0 = s.now;
+	cr_assert_eq(uroce_cm_connect(c, &cp, s.now), 0);
+	sim_run(&s, t0 + MS(450));
+	cr_assert_eq(s.h[0].nev, n0, "still held at 450 ms");
+	sim_run(&s, t0 + MS(501));
+	cr_assert_eq(s.h[0].nev, n0 + 1);
+	cr_assert_eq(sim_last(&s, 0)->event, RDMA_CM_EVENT_REJECTED);
+	cr_assert_eq(sim_last(&s, 0)->status, 8, "invalid service ID");
+	uroce_cm_id_destroy(c, s.now);
+	sim_run(&s, s.now + S(600));
+
+	/* 33 to closed ports: 32 held, the 33rd refused at once. */
+	struct uroce_cm_id *cs[33];
+	n0 = s.h[0].nev;
+	for (int i = 0; i < 33; i++) {
+		cs[i] = client(&s, RDMA_PS_TCP, IBV_QPT_RC, (uint16_t)(PORT + 100 + i));
+		cr_assert_eq(uroce_cm_connect(cs[i], &cp, s.now), 0);
+	}
+	sim_run(&s, s.now + MS(100));
+	cr_assert_eq(s.h[0].nev, n0 + 1, "one refused at once");
+	sim_run(&s, s.now + S(1));
+	cr_assert_eq(s.h[0].nev, n0 + 33, "the rest when their hold ended");
+	for (int i = 0; i < 33; i++)
+		uroce_cm_id_destroy(cs[i], s.now);
+	sim_run(&s, s.now + S(600));
+	cr_assert_eq(uroce_cm_next_deadline(s.h[1].cm), UINT64_MAX);
+	sim_fini(&s);
+}
