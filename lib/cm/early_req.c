@@ -147,6 +147,16 @@ static void early_input(struct uroce_cm *cm, const struct cm_msg *m,
 		cm_conn_input(cm, m, from);
 }
 
+/* Answers @p m as a request nothing listens to (Linux's answer, given late). */
+static void early_refuse(struct uroce_cm *cm, const struct cm_msg *m,
+			 const struct uroce_cm_path *from)
+{
+	if (is_sidr(m))
+		cm_sidr_no_listener(cm, m, from, false);
+	else
+		cm_conn_no_listener(cm, m, from, false);
+}
+
 void cm_early_listened(struct uroce_cm_id *id)
 {
 	struct uroce_cm *cm = id->cm;
@@ -188,10 +198,7 @@ void cm_early_expire(struct uroce_cm *cm)
 		}
 		*pp = e->next;
 		cm->nearly--;
-		if (is_sidr(&e->m))
-			cm_sidr_no_listener(cm, &e->m, &e->from, false);
-		else
-			cm_conn_no_listener(cm, &e->m, &e->from, false);
+		early_refuse(cm, &e->m, &e->from);
 		free(e);
 	}
 }
@@ -224,9 +231,6 @@ void cm_early_refuse(struct uroce_cm_id *id)
 
 	if (!m)
 		return;
-	if (is_sidr(m))
-		cm_sidr_no_listener(id->cm, m, &from, false);
-	else
-		cm_conn_no_listener(id->cm, m, &from, false);
+	early_refuse(id->cm, m, &from);
 	free(m);
 }
