@@ -40,18 +40,14 @@ libs=$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR
 # preload library's fallback) is asked of the kernel. A fixed second's wait once lost the
 # race to a slow server (rstream prints nothing before its client comes).
 wait_server() {
-	local pid=$1 kind=$2 port=$3 i
+	local pid=$1 kind=$2 port=$3
 	if [ "$kind" = cm ]; then
 		it_wait_cm_listening "$(it_sock B)" "$LISTENING0" "$pid" 60
 		return
 	fi
-	for i in $(seq 1200); do
-		ip netns exec "$IT_NS_B" ss -Hlun "sport = :$port" | grep -q . && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
+	it_wait_until "$pid" 60 udp_listening "$port"
 }
+udp_listening() { ip netns exec "$IT_NS_B" ss -Hlun "sport = :$1" | grep -q .; }
 
 # run NAME cm|udp SERVER-CMD... -- CLIENT-CMD...: the server next to daemon B, started
 # first; the client next to A once the server listens (wait_server on $PORT). Sets rc,

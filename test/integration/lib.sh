@@ -322,16 +322,29 @@ it_show() {
 }
 
 # it_wait_listen PORT PID SECONDS [NETNS]: until a TCP socket of this namespace (or of
-# NETNS) listens on PORT, PID has exited, or SECONDS have passed. A tool's server sets its devices up before it
-# listens (ibv_srq_pingpong makes 17 QPs through the daemon first): a fixed sleep before
-# starting the client lost that race on a loaded machine ("Couldn't connect to
-# 127.0.0.1:PORT", the server then waiting out its timeout).
+# NETNS) listens on PORT, PID has exited, or SECONDS have passed. A tool's server sets
+# its devices up before it listens (ibv_srq_pingpong makes 17 QPs through the daemon
+# first): a fixed sleep before starting the client lost that race on a loaded machine
+# ("Couldn't connect to 127.0.0.1:PORT", the server then waiting out its timeout).
 it_wait_listen() {
-	local port=$1 pid=$2 end=$((SECONDS + $3))
+	it_wait_until "$2" "$3" it_tcp_listening "$1" "${4:-}"
+}
+
+# it_tcp_listening PORT [NETNS]: a TCP socket of this namespace (or NETNS) listens on PORT.
+it_tcp_listening() {
 	local -a in_ns=()
-	[ -n "${4:-}" ] && in_ns=(ip netns exec "$4")
-	while [ "$SECONDS" -lt "$end" ] && kill -0 "$pid" 2>/dev/null; do
-		[ -n "$("${in_ns[@]}" ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
+	[ -n "${2:-}" ] && in_ns=(ip netns exec "$2")
+	[ -n "$("${in_ns[@]}" ss -Hltn "sport = :$1" 2>/dev/null)" ]
+}
+
+# it_wait_until PID SECONDS CMD...: 0 once CMD succeeds, 1 if PID exits first or SECONDS
+# pass. The one loop the waits for a program's readiness below share.
+it_wait_until() {
+	local pid=$1 end=$((SECONDS + $2))
+	shift 2
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
 		sleep 0.05
 	done
 	return 1
@@ -340,26 +353,18 @@ it_wait_listen() {
 # it_wait_line FILE REGEX PID SECONDS: 0 once FILE has a line matching REGEX (extended),
 # 1 if PID exits first or SECONDS pass: a program that says when it is ready.
 it_wait_line() {
-	local end=$((SECONDS + $4))
-	while [ "$SECONDS" -lt "$end" ]; do
-		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		kill -0 "$3" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
+	it_wait_until "$3" "$4" grep -Eqs "$2" "$1"
 }
 
 # it_wait_cm_listening SOCK BEFORE PID SECONDS: 0 once the daemon at SOCK has more
 # listening rdma_cm ids than BEFORE (cm.listening), 1 if PID exits first or SECONDS pass.
 # rdma_cm listens in the daemon, not in the kernel: ss cannot tell.
 it_wait_cm_listening() {
-	local end=$((SECONDS + $4))
-	while [ "$SECONDS" -lt "$end" ]; do
-		[ "$(it_stat "$1" cm.listening)" -gt "$2" ] && return 0
-		kill -0 "$3" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
+	it_wait_until "$3" "$4" it_cm_listening_above "$1" "$2"
+}
+
+it_cm_listening_above() {
+	[ "$(it_stat "$1" cm.listening)" -gt "$2" ]
 }
 
 # it_tool_pair "SERVER PREFIX" "CLIENT PREFIX" LABEL TIMEOUT CMD ARGS...: CMD ARGS -p $PORT
