@@ -4,14 +4,19 @@
 # (two network namespaces joined by a veth, af_packet). A UD sender has no window: before
 # QPs took turns (transport.tx_burst), a flood queued ahead of a ping-pong's message held
 # it back by the flood's whole queue. Unmodified perftest over the drop-in library:
-#   - ib_send_lat (RC, 64 B, 1000 iterations) alone: its figures are the baseline;
+#   - ib_send_lat (RC, 64 B, 1000 iterations) alone;
+#   - the same beside two CPU-bound loops, as many as the flood's two perftest processes
+#     that poll their CQs: the baseline of what contention for the CPUs alone costs now;
 #   - ib_send_bw -c UD (1 KiB, a tx depth of 512, for 60 s) from B to A, and, once it
 #     runs, the same ib_send_lat beside it (10 to 40 s there, on a loaded machine).
 # Passes when the ping-pong under the flood completes without error (a retry-exceeded or
-# any other error completion fails it) with its 99th percentile under 50 ms: bounded,
-# far below the RC timeout the tools use (67 ms x 7 retries); on 2 shared cores with 4
-# busy processes the scheduler alone costs milliseconds. The figures of both runs and
-# the flood's rate are printed.
+# any other error completion fails it) with its 99th percentile under 50 ms, far below
+# the RC timeout the tools use (67 ms x 7 retries), or under 10 times the baseline's.
+# The second bound is why the baseline is measured: on 2 shared cores whatever else runs
+# (a CI run beside, a busy loop) decides how long a process waits for a CPU, and a full
+# CI run with six runnable processes beside it once put this p99 at 202 ms; the flood's
+# own share is what it adds beyond that. The figures of all runs and the flood's rate
+# are printed.
 #   tenant_flood.sh            (root; binaries from $UROCED, lib from $UROCE_VERBS_LIBDIR)
 # Exit: 0 passed, 1 failed, 77 not root, no perftest, not built.
 set -uo pipefail
@@ -56,6 +61,19 @@ it_check "the ping-pong alone" test $? -eq 0
 sed -n '/#bytes/,$p' "$IT_DIR/alone.out" | sed 's/^/    /' | head -n 4
 alone=$(p99 "$IT_DIR/alone.out")
 
+spin() { while :; do :; done; }
+spin &
+spin1=$!
+spin &
+spin2=$!
+lat "$IT_DIR/contended.out"
+crc=$?
+kill "$spin1" "$spin2"
+wait "$spin1" "$spin2" 2>/dev/null
+it_check "the ping-pong beside two CPU-bound loops" test "$crc" -eq 0
+sed -n '/#bytes/,$p' "$IT_DIR/contended.out" | sed 's/^/    /' | head -n 4
+contended=$(p99 "$IT_DIR/contended.out")
+
 PORT=$((PORT + 1))
 FPORT=$PORT
 on A timeout -k 5 120 "${FLOOD[@]}" -p "$FPORT" >"$IT_DIR/flood.server" 2>&1 &
@@ -74,9 +92,11 @@ frc=$?
 wait "$fs"
 it_check "the flood itself ended well" test "$frc" -eq 0
 sed -n '/#bytes/,$p' "$IT_DIR/flood.out" | sed 's/^/    flood: /' | head -n 3
-it_log "p99 of the 64 B RC ping-pong: ${alone:-?} us alone, ${flooded:-?} us beside the flood"
-it_check "its 99th percentile beside the flood is under 50 ms (${flooded:-?} us)" \
-	awk -v p="${flooded:-}" 'BEGIN { exit !(p != "" && p + 0 < 50000) }'
+it_log "p99 of the 64 B RC ping-pong: ${alone:-?} us alone," \
+	"${contended:-?} us beside two CPU-bound loops, ${flooded:-?} us beside the flood"
+it_check "p99 beside the flood under 50 ms or 10 x beside the loops (${flooded:-?} us)" \
+	awk -v p="${flooded:-}" -v c="${contended:-}" \
+	'BEGIN { exit !(p != "" && c != "" && (p + 0 < 50000 || p + 0 < 10 * c)) }'
 grep -E 'RETRY|error|Error' "$IT_DIR/flooded.out" | head -n 3 | sed 's/^/    /'
 
 if [ "$IT_FAILS" -ne 0 ]; then
