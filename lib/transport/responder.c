@@ -299,7 +299,8 @@ static enum resp_state execute(struct resp_ctx *c)
 					      IBV_ACCESS_REMOTE_WRITE);
 			if (mr == NULL)
 				return qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_ACCESS;
-			memcpy(mr->host + (qp->resp.wr_va - mr->iova), p->payload, p->payload_len);
+			tp_place(mr->host + (qp->resp.wr_va - mr->iova), p->payload,
+				 p->payload_len);
 		}
 		qp->resp.wr_va += p->payload_len;
 		qp->resp.wr_resid -= p->payload_len;

@@ -358,6 +358,38 @@ int tp_sge_copy(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t
 		uint32_t offset, void *buf, uint32_t len, bool to_sge);
 uint32_t tp_sge_len(const struct uroce_tp_sge *sge, uint32_t num_sge);
 
+/* ---- placement into application memory ---- */
+typedef uint64_t tp_una64 __attribute__((aligned(1), may_alias));
+typedef uint32_t tp_una32 __attribute__((aligned(1), may_alias));
+typedef uint16_t tp_una16 __attribute__((aligned(1), may_alias));
+
+/* Stores @p n bytes of a packet into memory an application owns (an RDMA WRITE, a SEND's
+ * scatter, a READ response), each byte exactly once and in ascending order, as a NIC's
+ * DMA write does. memcpy may store a byte twice: glibc copies 16 to 31 bytes as two
+ * overlapping 16-byte stores, at 16 bytes the same 16 twice. A daemon preempted between
+ * the two stores then undoes what the application wrote there meanwhile. rsockets does
+ * write there: the writer takes the target SGE its peer has just RDMA-written and moves
+ * it on in place; the repeated store put the old SGE back, the writer wrote into half of
+ * the peer's receive buffer the reader had not freed, and the stream was corrupted. */
+static inline void tp_place(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	for (; n >= 8; n -= 8, dst += 8, src += 8) {
+		*(tp_una64 *)dst = *(const tp_una64 *)src;
+		/* keeps the compiler from turning the loop back into a call to memcpy */
+		__asm__ volatile("" : : "r"(dst) : "memory");
+	}
+	if (n & 4) {
+		*(tp_una32 *)dst = *(const tp_una32 *)src;
+		dst += 4, src += 4;
+	}
+	if (n & 2) {
+		*(tp_una16 *)dst = *(const tp_una16 *)src;
+		dst += 2, src += 2;
+	}
+	if (n & 1)
+		*dst = *src;
+}
+
 /* ---- transport_qp.c ---- */
 /* Moves the QP to ERR: every WQE not completed completes with WR_FLUSH_ERR (IBA 10.3.1). */
 void tp_qp_to_error(struct uroce_tp_qp *qp);

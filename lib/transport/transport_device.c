@@ -338,7 +338,7 @@ static int copy_piece(void *arg, const struct uroce_tp_mr *mr, uint8_t *p, uint3
 
 	(void)mr;
 	if (c->to_sge)
-		memcpy(p, c->buf, n);
+		tp_place(p, c->buf, n);
 	else
 		memcpy(c->buf, p, n);
 	c->buf += n;
