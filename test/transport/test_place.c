@@ -105,8 +105,8 @@ Test(place, each_byte_stored_once, .init = setup)
 	for (size_t n = 1; n <= 80; n++) {
 		for (size_t off = 0; off < 8; off++) {
 			watch(by_place, 64 + off, n);
-			cr_assert_eq(empty_stores, 0, "tp_place of %zu bytes at +%zu stored a byte twice",
-				     n, off);
+			cr_assert_eq(empty_stores, 0,
+				     "tp_place of %zu bytes at +%zu stored a byte twice", n, off);
 		}
 	}
 	watch(by_place, 100, 4096 - 200);
