@@ -58,6 +58,7 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 #define PUT_TP(n) put(&o, "", #n, tc->n);
 	UROCE_TP_COUNTERS(PUT_TP)
 #undef PUT_TP
+	put(&o, "", "turn_wait_max", uroce_tp_turn_wait_max(nic->dev));
 	for (i = 0; i < UROCE_IP_CNT__COUNT; i++)
 		put(&o, "ip.", uroce_ip_counter_name(i), uroce_ip_counter_value(ic, i));
 	nic->ops->stats(nic->io_ctx, put, &o);

@@ -129,6 +129,7 @@ void tp_qp_schedule(struct uroce_tp_qp *qp)
 	if (!qp->on_work) {
 		qp->on_work = true;
 		tp_list_add_tail(&qp->dev->work, &qp->work); /* in turn, after those waiting */
+		qp->work_queued_at = qp->dev->turn_pkts;
 	}
 }
 
@@ -169,17 +170,23 @@ void uroce_tp_process(struct uroce_tp_dev *dev, uint64_t now_ns)
 	for (n = dev->work.next; n != &dev->work; n = next) {
 		struct uroce_tp_qp *qp = tp_container_of(n, struct uroce_tp_qp, work);
 		bool resp_done, req_done, was_last = n == last;
+		uint64_t sent_before = dev->cnt.sent_pkts;
 
 		next = n->next;
+		if (dev->turn_pkts - qp->work_queued_at > dev->turn_wait_max)
+			dev->turn_wait_max = dev->turn_pkts - qp->work_queued_at;
 		dev->visit_left = dev->cfg.tx_burst ? dev->cfg.tx_burst : UINT32_MAX;
 		resp_done = tp_resp_run(qp);
 		req_done = tp_req_run(qp, now_ns);
+		dev->turn_pkts += dev->cnt.sent_pkts - sent_before;
 		if (qp->on_work) {
 			tp_list_del(&qp->work);
-			if (resp_done && req_done)
+			if (resp_done && req_done) {
 				qp->on_work = false;
-			else
+			} else {
 				tp_list_add_tail(&dev->work, &qp->work);
+				qp->work_queued_at = dev->turn_pkts;
+			}
 		}
 		if (was_last)
 			break;

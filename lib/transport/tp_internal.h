@@ -274,6 +274,7 @@ struct uroce_tp_qp {
 	 * refused or nobody has tried yet; in the timer heap while a timer is armed. */
 	struct tp_node work;
 	bool on_work;
+	uint64_t work_queued_at; /* dev->turn_pkts when it last went to the list's end */
 	uint32_t heap_idx; /* UINT32_MAX: not in the heap */
 };
 
@@ -302,6 +303,9 @@ struct uroce_tp_dev {
 	/* Packets the QP on its visit in uroce_tp_process may still send (cfg.tx_burst);
 	 * UINT32_MAX outside it: what the receive path sends at once is not held back. */
 	uint32_t visit_left;
+	/* Packets sent on all QPs' turns, and the most of them sent while one QP waited on
+	 * the work list for its turn (uroce_tp_turn_wait_max). */
+	uint64_t turn_pkts, turn_wait_max;
 	struct uroce_tp_qp **heap;     /* QPs with an armed timer, a min-heap by tp_qp_timer */
 	uint32_t nqps;
 	uint32_t heap_n, heap_cap;

@@ -131,6 +131,11 @@ const struct uroce_tp_counters *uroce_tp_counters(const struct uroce_tp_dev *dev
 	return &dev->cnt;
 }
 
+uint64_t uroce_tp_turn_wait_max(const struct uroce_tp_dev *dev)
+{
+	return dev->turn_wait_max;
+}
+
 void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object)
 {
 	if (dev->cfg.event)

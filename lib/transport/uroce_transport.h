@@ -217,6 +217,12 @@ void uroce_tp_dev_destroy(struct uroce_tp_dev *dev);
 /** Device and port properties, as ibv_query_device/ibv_query_port report them. */
 void uroce_tp_query_device(const struct uroce_tp_dev *dev, struct ibv_device_attr *attr);
 const struct uroce_tp_counters *uroce_tp_counters(const struct uroce_tp_dev *dev);
+/** The most packets other QPs sent on their turns in uroce_tp_process while one QP waited
+ *  on the work list for its own, since the device was created (a high-water mark, not a
+ *  count): how long one QP's flood held another's message back, counted in packets, so
+ *  the host's CPU scheduler cannot distort it. At most cfg.tx_burst times the number of
+ *  other QPs with packets to send; with tx_burst 0, as much as a flood's whole queue. */
+uint64_t uroce_tp_turn_wait_max(const struct uroce_tp_dev *dev);
 
 /**
  * Receives one frame (from its Ethernet header). Malformed frames, bad ICRCs, unknown
