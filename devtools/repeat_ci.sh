@@ -15,10 +15,11 @@ if [ $# -lt 1 ] || ! [[ $1 =~ ^[1-9][0-9]*$ ]]; then
 	exit 2
 fi
 runs=$1 dir=${2:-/tmp/uroce-repeat-ci}
-# The clones are not beside the Linux rxe captures this checkout reads.
-export UROCE_PCAP_DIR=${UROCE_PCAP_DIR:-$(cd "$top/.." && pwd)/shared/pcaps}
-export RXE_VM_DIR=${RXE_VM_DIR:-$(cd "$top/.." && pwd)/shared/tools/rxe-vm}
 mkdir -p "$dir"
+# The builds and tests read the Linux rxe captures and the rxe VM's scripts from
+# ../shared beside the checkout (meson bakes that path into the tests): the clones get
+# this checkout's.
+ln -sfn "$(cd "$top/.." && pwd)/shared" "$dir/shared"
 rm -f "$dir/stop"
 hog=
 stop_hog() { [ -n "$hog" ] && kill "$hog" 2>/dev/null && wait "$hog" 2>/dev/null; hog=; }
