@@ -39,11 +39,12 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 8u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+#define UROCE_CTRL_VERSION 9u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
 				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
-				* WQEs, REREG_MR; 8: REGION_FD */
+				* WQEs, REREG_MR; 8: REGION_FD; 9: IMPORT_CONTEXT,
+				* IMPORT_PD, IMPORT_MR, UNIMPORT_PD, UNIMPORT_MR */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -175,7 +176,13 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(ALLOC_MW, alloc_mw, alloc_mw_req, 0, alloc_mw_rep, 0, 0)                            \
 	X(DEALLOC_MW, dealloc_mw, handle, 0, none, 0, 0)                                      \
 	X(REREG_MR, rereg_mr, rereg_mr_req, 0, none, 0, 0)                                    \
-	X(REGION_FD, region_fd, handle, 0, none, 1, 0)
+	X(REGION_FD, region_fd, handle, 0, none, 1, 0)                                        \
+	/* ibv_import_device and what it shares (see "importing" below) */                  \
+	X(IMPORT_CONTEXT, import_context, none, 1, none, 0, 0)                                \
+	X(IMPORT_PD, import_pd, handle, 0, handle, 0, 0)                                      \
+	X(IMPORT_MR, import_mr, handle, 0, import_mr_rep, 0, 0)                               \
+	X(UNIMPORT_PD, unimport_pd, handle, 0, none, 0, 0)                                    \
+	X(UNIMPORT_MR, unimport_mr, handle, 0, none, 0, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -310,6 +317,30 @@ struct uroce_ctrl_reg_mr_rep {
 struct uroce_ctrl_rereg_mr_req {
 	uint32_t mr;
 	uint32_t to;
+};
+
+/*
+ * Importing (ibv_import_device, ibv_import_pd, ibv_import_mr). A context's cmd_fd is its
+ * token: an O_PATH descriptor of the context's region (HELLO's fd [0]); whoever holds it
+ * may share the context's PDs and MRs, as whoever holds a kernel uverbs file may.
+ * IMPORT_CONTEXT, on a connection after its HELLO: the token (one fd) names the context
+ * whose handles this connection's IMPORT_PD and IMPORT_MR take. -EINVAL: the fd is no
+ * context's of this daemon (or this connection's own), or an import was already made.
+ * IMPORT_PD: a handle of the other context's PD; the reply is this connection's handle of
+ * the same PD. IMPORT_MR: the same for an MR, with what ibv_import_mr reports. -EINVAL:
+ * no IMPORT_CONTEXT, the other context has gone, or no such object there.
+ * The object is one: DEALLOC_PD or DEREG_MR through either handle destroys it (-EBUSY as
+ * ever while it is in use), after which the other handle names nothing (-EINVAL) until
+ * it is released. UNIMPORT_PD and UNIMPORT_MR release a handle without destroying the
+ * object, which lives while a handle of any connection names it.
+ */
+struct uroce_ctrl_import_mr_rep {
+	uint32_t mr; /**< this connection's handle */
+	uint32_t lkey;
+	uint32_t rkey;
+	uint32_t access;
+	uint64_t length;
+	uint64_t iova; /**< what WQEs and peers address */
 };
 
 /* ALLOC_MW: a memory window of the PD (enum ibv_mw_type); its R_Key changes with each
@@ -745,6 +776,7 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_req, 40);
 UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_rep, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_rereg_mr_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_import_mr_rep, 32);
 UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_rep, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_req, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_rep, 24);

@@ -298,16 +298,127 @@ void rnic_mems_orphan(struct uroce_rnic *nic)
 	nic->held_mems = NULL;
 }
 
-static int destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
+/* The MR's transport object and pages go, whichever handle asked (DEREG_MR; the last
+ * handle released). -EBUSY: memory windows are bound to it. */
+static int mr_kill(struct rnic_mr *m)
 {
 	int rc = uroce_tp_dereg_mr(m->tp);
 
 	if (rc)
 		return rc;
-	c->pinned -= m->mem->map_len; /* unpinned at dereg, as ib_umem_release() */
+	m->tp = NULL;
+	if (m->pin_owner) /* unpinned at dereg, as ib_umem_release() */
+		m->pin_owner->pinned -= m->mem->map_len;
+	m->pin_owner = NULL;
 	mem_mr_gone(m->mem);
+	m->mem = NULL;
+	return 0;
+}
+
+void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
+{
 	rnic_obj_del(c, h);
+	if (m->pin_owner == c && m->refs > 1) {
+		/* Its registrant goes; an importer keeps the pages, charged to nobody. */
+		c->pinned -= m->mem->map_len;
+		m->pin_owner = NULL;
+	}
+	if (--m->refs)
+		return;
+	if (m->tp && mr_kill(m)) {
+		/* Another client's window is bound to it: freed when that has gone, charged
+		 * to nobody meanwhile (c, its registrant, may be going). */
+		if (m->pin_owner == c)
+			c->pinned -= m->mem->map_len;
+		m->pin_owner = NULL;
+		m->orphan_next = c->rnic->orphan_mrs;
+		c->rnic->orphan_mrs = m;
+		return;
+	}
 	free(m);
+}
+
+static int destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
+{
+	int rc = m->tp ? mr_kill(m) : -EINVAL; /* dead: deregistered through another handle */
+
+	if (rc)
+		return rc;
+	rnic_mr_release(c, h, m);
+	return 0;
+}
+
+struct uroce_tp_pd *rnic_pd_get(struct uroce_rnic_client *c, uint32_t handle)
+{
+	struct rnic_pd *pd = rnic_obj_get(c, handle, RNIC_OBJ_PD);
+
+	return pd ? pd->tp : NULL;
+}
+
+void rnic_pd_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd)
+{
+	rnic_obj_del(c, h);
+	if (--pd->refs)
+		return;
+	if (pd->tp && uroce_tp_dealloc_pd(pd->tp)) {
+		/* Another client's objects are on it: freed when they have gone. */
+		pd->orphan_next = c->rnic->orphan_pds;
+		c->rnic->orphan_pds = pd;
+		return;
+	}
+	free(pd);
+}
+
+uint64_t rnic_orphans(const struct uroce_rnic *nic)
+{
+	uint64_t n = 0;
+
+	for (const struct rnic_pd *pd = nic->orphan_pds; pd; pd = pd->orphan_next)
+		n++;
+	for (const struct rnic_mr *m = nic->orphan_mrs; m; m = m->orphan_next)
+		n++;
+	return n;
+}
+
+void rnic_orphans_retry(struct uroce_rnic *nic, bool final)
+{
+	struct rnic_mr **pm = &nic->orphan_mrs;
+	struct rnic_pd **pp = &nic->orphan_pds;
+
+	/* MRs first: an orphaned MR keeps its PD busy. */
+	while (*pm) {
+		struct rnic_mr *m = *pm;
+
+		if (mr_kill(m) && !final) {
+			pm = &m->orphan_next;
+			continue;
+		}
+		*pm = m->orphan_next;
+		if (m->mem) /* final, and the transport would not let it go */
+			mem_mr_gone(m->mem);
+		free(m);
+	}
+	while (*pp) {
+		struct rnic_pd *pd = *pp;
+
+		if (uroce_tp_dealloc_pd(pd->tp) && !final) {
+			pp = &pd->orphan_next;
+			continue;
+		}
+		*pp = pd->orphan_next;
+		free(pd); /* final: the transport frees its PD with the device */
+	}
+}
+
+/* DEALLOC_PD through any handle: the transport's PD goes unless in use (-EBUSY). */
+static int dealloc_pd(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd)
+{
+	int rc = pd->tp ? uroce_tp_dealloc_pd(pd->tp) : -EINVAL;
+
+	if (rc)
+		return rc;
+	pd->tp = NULL;
+	rnic_pd_release(c, h, pd);
 	return 0;
 }
 
@@ -374,7 +485,7 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 				destroy_cq(c, h, o->p);
 				break;
 			case RNIC_OBJ_MR:
-				destroy_mr(c, h, o->p);
+				rnic_mr_release(c, h, o->p);
 				break;
 			case RNIC_OBJ_REGION:
 				destroy_region(c, h, o->p);
@@ -383,8 +494,7 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 				destroy_channel(c, h, o->p);
 				break;
 			case RNIC_OBJ_PD:
-				uroce_tp_dealloc_pd(o->p);
-				rnic_obj_del(c, h);
+				rnic_pd_release(c, h, o->p);
 				break;
 			default:
 				break;
@@ -394,6 +504,8 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	free(c->objs);
 	c->objs = NULL;
 	c->nobjs = c->cap_objs = 0;
+	if (nic->orphan_pds || nic->orphan_mrs)
+		rnic_orphans_retry(nic, false);
 	rnic_doorbell_slots_free(c);
 	memset(&c->doorbells, 0, sizeof(c->doorbells));
 	c->wake = NULL;
@@ -412,6 +524,7 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_hello_req *req = payload;
 	struct uroce_ctrl_hello_rep rep = {.version = UROCE_CTRL_VERSION};
+	struct stat st;
 	int rep_fds[3], rc;
 
 	if (c->region.addr) {
@@ -444,6 +557,12 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
+	if (fstat(c->region.fd, &st) != 0) {
+		REPLY(c, h, -errno, NULL, 0);
+		return;
+	}
+	c->region_dev = st.st_dev; /* what an importer's token must be (import.c) */
+	c->region_ino = st.st_ino;
 	uroce_ring_format((uint8_t *)c->region.addr + rep.async_ring_offset,
 			  UROCE_CTRL_ASYNC_RING_SIZE, sizeof(struct uroce_ctrl_async_event));
 	uroce_ring_open(&c->async_ring, (uint8_t *)c->region.addr + rep.async_ring_offset,
@@ -567,7 +686,7 @@ void rnic_cmd_alloc_pd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 		       const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
 	struct uroce_rnic *nic = c->rnic;
-	struct uroce_tp_pd *pd;
+	struct rnic_pd *pd;
 	uint32_t handle;
 	int rc;
 
@@ -576,14 +695,18 @@ void rnic_cmd_alloc_pd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
-	pd = uroce_tp_alloc_pd(nic->dev);
-	if (!pd) {
+	pd = calloc(1, sizeof(*pd));
+	if (!pd || !(pd->tp = uroce_tp_alloc_pd(nic->dev))) {
+		free(pd);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
+	pd->refs = 1;
 	handle = rnic_obj_add(c, RNIC_OBJ_PD, pd);
-	if (!handle)
-		uroce_tp_dealloc_pd(pd);
+	if (!handle) {
+		uroce_tp_dealloc_pd(pd->tp);
+		free(pd);
+	}
 	reply_handle(c, h, handle);
 }
 
@@ -647,7 +770,7 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_reg_mr_req *req = payload;
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
+	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
 	struct uroce_ctrl_reg_mr_rep rep = {0};
 	uint64_t start, end, total = 0, at;
 	struct rnic_mr *m = NULL;
@@ -702,6 +825,11 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	m->mem->nic = nic;
 	m->mem->map = base;
 	m->mem->map_len = total;
+	m->refs = 1;
+	m->pin_owner = c;
+	m->iova = req->iova;
+	m->length = req->length;
+	m->access = req->access;
 	m->tp = uroce_tp_reg_mr(pd, req->iova, base + (req->addr - start), req->length,
 				req->access);
 	if (!m->tp) {
@@ -927,7 +1055,7 @@ void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 {
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_create_srq_req *req = payload;
-	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
+	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
 	struct ibv_srq_init_attr init = {.attr = req->attr};
 	struct uroce_ctrl_create_srq_rep rep = {.ring_offset = QUEUE_RING_OFFSET};
 	struct rnic_srq *s;
@@ -999,7 +1127,7 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 {
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_create_qp_req *req = payload;
-	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
+	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
 	struct rnic_cq *scq = rnic_obj_get(c, req->send_cq, RNIC_OBJ_CQ);
 	struct rnic_cq *rcq = rnic_obj_get(c, req->recv_cq, RNIC_OBJ_CQ);
 	struct rnic_srq *srq = req->srq ? rnic_obj_get(c, req->srq, RNIC_OBJ_SRQ) : NULL;
@@ -1201,7 +1329,7 @@ void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 			const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_create_ah_req *req = payload;
-	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
+	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
 	struct uroce_tp_ah *ah;
 	uint8_t mac[6];
 	uint32_t handle;
@@ -1241,7 +1369,7 @@ void rnic_cmd_rereg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 	struct rnic_mr *mr = rnic_obj_get(c, req->mr, RNIC_OBJ_MR);
 	struct rnic_mr *to = rnic_obj_get(c, req->to, RNIC_OBJ_MR);
 
-	if (!mr || !to || mr == to) {
+	if (!mr || !to || mr == to || !mr->tp || !to->tp) {
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
@@ -1255,7 +1383,7 @@ void rnic_cmd_alloc_mw(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 		       const void *payload, const int *fds RNIC_UNUSED)
 {
 	const struct uroce_ctrl_alloc_mw_req *req = payload;
-	struct uroce_tp_pd *pd = rnic_obj_get(c, req->pd, RNIC_OBJ_PD);
+	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
 	struct uroce_ctrl_alloc_mw_rep rep;
 	struct uroce_tp_mw *mw;
 	int rc;
@@ -1335,9 +1463,7 @@ static void cmd_destroy(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	}
 	switch (type) {
 	case RNIC_OBJ_PD:
-		rc = uroce_tp_dealloc_pd(p);
-		if (!rc)
-			rnic_obj_del(c, req->handle);
+		rc = dealloc_pd(c, req->handle, p);
 		break;
 	case RNIC_OBJ_REGION:
 		destroy_region(c, req->handle, p);
@@ -1371,6 +1497,8 @@ static void cmd_destroy(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	default:
 		rc = -EINVAL;
 	}
+	if (rc == 0 && (c->rnic->orphan_pds || c->rnic->orphan_mrs))
+		rnic_orphans_retry(c->rnic, false); /* what it used may be free to go now */
 	REPLY(c, h, rc, NULL, 0);
 }
 

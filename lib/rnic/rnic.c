@@ -192,6 +192,7 @@ void uroce_rnic_destroy(struct uroce_rnic *nic)
 		return;
 	while (nic->clients)
 		uroce_rnic_client_free(nic->clients);
+	rnic_orphans_retry(nic, true);
 	rnic_mems_orphan(nic);
 	rnic_cm_fini(nic);
 	if (nic->dev)

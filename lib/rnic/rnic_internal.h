@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
 #include "uroce_cm.h"
 #include "uroce_rnic.h"
 #include "uroce_shm.h"
@@ -72,9 +74,26 @@ struct uroce_rnic_mem {
 	struct uroce_rnic_mem *held_next, *held_prev;
 };
 
+/* A PD and an MR may be named by handles of several clients (IMPORT_PD, IMPORT_MR): the
+ * object lives while one does (refs). An explicit DEALLOC_PD or DEREG_MR through any of
+ * them destroys the transport's object at once, as the kernel's shared uobject goes (tp
+ * NULL: dead); the other handles then name nothing until released. */
+struct rnic_pd {
+	struct uroce_tp_pd *tp; /* NULL: deallocated through another handle */
+	uint32_t refs;          /* handles naming it, over all clients */
+	struct rnic_pd *orphan_next; /* on nic->orphan_pds */
+};
+
 struct rnic_mr {
-	struct uroce_tp_mr *tp;
+	struct uroce_tp_mr *tp; /* NULL: deregistered through another handle */
 	struct uroce_rnic_mem *mem;
+	uint32_t refs;
+	/* Whose pinned bytes it is (limits.c); NULL once that client has gone while an
+	 * importer's handle keeps the MR. */
+	struct uroce_rnic_client *pin_owner;
+	uint64_t iova, length; /* as registered: what IMPORT_MR reports */
+	uint32_t access;
+	struct rnic_mr *orphan_next; /* on nic->orphan_mrs */
 };
 
 struct rnic_channel {
@@ -136,7 +155,7 @@ struct rnic_queue_ref {
 
 struct rnic_obj {
 	enum rnic_obj_type type;
-	void *p; /* struct uroce_tp_pd / rnic_region / rnic_mr / rnic_channel / rnic_cq / rnic_srq /
+	void *p; /* struct rnic_pd / rnic_region / rnic_mr / rnic_channel / rnic_cq / rnic_srq /
 		  * rnic_qp / struct uroce_tp_ah */
 };
 
@@ -174,6 +193,11 @@ struct uroce_rnic_client {
 	uint32_t nfree_slots, cap_free_slots;
 	int async_efd;
 	uint64_t pinned; /* bytes of its MRs' page spans (limits.c) */
+	/* Its context region's file, which a token (IMPORT_CONTEXT) must be, and the id of
+	 * the client whose PDs and MRs it may import (0: none). import.c */
+	dev_t region_dev;
+	ino_t region_ino;
+	uint64_t import_from;
 	struct rnic_pending pending;
 	struct uroce_rnic_client *next;
 };
@@ -253,6 +277,11 @@ struct uroce_rnic {
 	uint64_t mappings; /* live mmaps of application memory and rings (leak checks) */
 	/* Memory of deregistered MRs that zero-copy frames still point into. */
 	struct uroce_rnic_mem *held_mems;
+	/* PDs and MRs whose last handle went while another client's objects still used them
+	 * (an importer's QP on a PD, a window bound to an MR): freed once those have gone
+	 * (rnic_orphans_retry). */
+	struct rnic_pd *orphan_pds;
+	struct rnic_mr *orphan_mrs;
 	struct rnic_counters cnt;
 };
 
@@ -297,6 +326,17 @@ void *rnic_obj_get(struct uroce_rnic_client *c, uint32_t handle, enum rnic_obj_t
 uint32_t rnic_obj_add(struct uroce_rnic_client *c, enum rnic_obj_type type,
 		      void *p); /* 0: no memory */
 void rnic_obj_del(struct uroce_rnic_client *c, uint32_t handle);
+/* The transport PD a handle names, or NULL (no such PD, or deallocated through another
+ * client's handle). */
+struct uroce_tp_pd *rnic_pd_get(struct uroce_rnic_client *c, uint32_t handle);
+/* Handle @p h of @p c goes; the object with it when no other handle names it. */
+void rnic_pd_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd);
+void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m);
+/* Frees the orphans nothing uses any more; @p final (the RNIC goes, every client gone):
+ * all of them. */
+void rnic_orphans_retry(struct uroce_rnic *nic, bool final);
+/* How many there are (`uroce stat`: orphans). */
+uint64_t rnic_orphans(const struct uroce_rnic *nic);
 /* Called again for c->pending once the neighbour is known (mac) or failed (err). */
 void rnic_handle_resolved(struct uroce_rnic_client *c, const uint8_t *mac, int err);
 /* multicast: ATTACH_MCAST / DETACH_MCAST, and leaving on QP destroy */

@@ -2,8 +2,9 @@
 /* Named counters for `uroce stat`: the transport's (rxe's names), the host stack's, the
  * CM's, the host's own (port, fault injection, daemon: ops->stats), the RNIC's, and its
  * object and mapping counts (which a leak test compares before and after an application
- * dies). Counts are the device's; per-QP lines (QPN, state, pid) only the viewer's own
- * user's, unless the viewer is an administrator. */
+ * dies), and the PDs and MRs kept past their last handle (objects.c, orphans). Counts are
+ * the device's; per-QP lines (QPN, state, pid) only the viewer's own user's, unless the
+ * viewer is an administrator. */
 #include <stdio.h>
 #include <string.h>
 
@@ -100,6 +101,7 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 	for (i = 1; i < RNIC_OBJ_TYPES; i++)
 		put(&o, "objects.", obj_names[i], objs[i]);
 	put(&o, "", "mappings", nic->mappings);
+	put(&o, "", "orphans", rnic_orphans(nic));
 	put(&o, "", "active_qps", nic->nqps);
 
 	if (flags & UROCE_CTRL_STATS_PER_QP) {

@@ -77,6 +77,11 @@ static const struct expected_cmd {
 	{53, "DEALLOC_MW", HANDLE, 0, 0, 0, 0},
 	{54, "REREG_MR", SZ(rereg_mr_req), 0, 0, 0, 0},
 	{55, "REGION_FD", HANDLE, 0, 0, 1, 0},
+	{56, "IMPORT_CONTEXT", 0, 1, 0, 0, 0},
+	{57, "IMPORT_PD", HANDLE, 0, HANDLE, 0, 0},
+	{58, "IMPORT_MR", HANDLE, 0, SZ(import_mr_rep), 0, 0},
+	{59, "UNIMPORT_PD", HANDLE, 0, 0, 0, 0},
+	{60, "UNIMPORT_MR", HANDLE, 0, 0, 0, 0},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -99,7 +104,9 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_DEALLOC_MW, 53);
 	cr_assert_eq(UROCE_CTRL_REREG_MR, 54);
 	cr_assert_eq(UROCE_CTRL_REGION_FD, 55);
-	cr_assert_eq(UROCE_CTRL_VERSION, 8);
+	cr_assert_eq(UROCE_CTRL_IMPORT_CONTEXT, 56);
+	cr_assert_eq(UROCE_CTRL_UNIMPORT_MR, 60);
+	cr_assert_eq(UROCE_CTRL_VERSION, 9);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);
 }

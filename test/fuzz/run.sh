@@ -184,6 +184,12 @@ seq += bytes([3, 1 + len(wqe), 3]) + wqe
 seq += req('STATS', struct.pack('<II', 0, 0))
 with open(os.path.join(sys.argv[1], 'objects'), 'wb') as f:
     f.write(seq)
+# The PD's last handle released while the MR and QP are on it (it waits as an orphan),
+# then the MR deregistered and a PD imported from nowhere.
+orphan = seq + req('UNIMPORT_PD', struct.pack('<II', 1, 0)) + req('DEREG_MR', struct.pack('<II', 5, 0))
+orphan += req('IMPORT_PD', struct.pack('<II', 1, 0)) + req('STATS', struct.pack('<II', 0, 0))
+with open(os.path.join(sys.argv[1], 'orphan'), 'wb') as f:
+    f.write(orphan)
 PY
 
 # fuzz_cm_input's input (see the top of fuzz_cm_input.c): records [op, ...]. Seeds, per

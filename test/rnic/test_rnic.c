@@ -1085,3 +1085,129 @@ Test(rnic, region_fd_returns_the_clients_own_memfd)
 		     "a PD is no region");
 	host_fini(&h);
 }
+
+/* The MR handle a REG_MR (reg_mr_of) answered. */
+static uint32_t mr_of(const struct host *h)
+{
+	struct uroce_ctrl_reg_mr_rep rep;
+
+	memcpy(&rep, reply_payload(h), sizeof(rep));
+	return rep.mr;
+}
+
+/* @p c imports PD @p pd (its handle in *@p c_pd) and MR @p mr of the context it imports
+ * from; @return IMPORT_MR's reply. */
+static struct uroce_ctrl_import_mr_rep import_pd_and_mr(struct host *h,
+						       struct uroce_rnic_client *c, uint32_t pd,
+						       uint32_t mr, uint32_t *c_pd)
+{
+	struct uroce_ctrl_handle req = {.handle = pd};
+	struct uroce_ctrl_import_mr_rep rep;
+
+	cr_assert_eq(request(h, c, UROCE_CTRL_IMPORT_PD, &req, sizeof(req)), 0);
+	*c_pd = handle_of(h);
+	req.handle = mr;
+	cr_assert_eq(request(h, c, UROCE_CTRL_IMPORT_MR, &req, sizeof(req)), 0);
+	memcpy(&rep, reply_payload(h), sizeof(rep));
+	return rep;
+}
+
+/* IMPORT_CONTEXT names the context whose PDs and MRs a client may import by that
+ * context's token, its region's file (lib/ctrl/uroce_ctrl.h, "importing"); the PD and
+ * MR are then one object named by two clients: destroyed through either handle for both,
+ * kept while either client holds a handle when the other goes, and kept past its last
+ * handle while something still uses it. (ASan: nothing freed twice or leaked, whichever
+ * goes first.) */
+Test(rnic, import_shares_pd_and_mr_between_clients)
+{
+	struct host h;
+	struct uroce_rnic_client *a, *b, *c;
+	struct uroce_ctrl_handle req = {0};
+	struct uroce_ctrl_import_mr_rep imr;
+	uint32_t rkey, a_mr, b_pd, b_mr, c_mr;
+	int a_token, b_token, other;
+
+	host_init(&h, 0x33, 33);
+	a = hello(&h);
+	a_token = dup(h.fds[0]);
+	b = hello(&h);
+	b_token = dup(h.fds[0]);
+	c = hello(&h);
+	cr_assert_eq(reg_mr_of(&h, a, 8192, &rkey), 0);
+	a_mr = mr_of(&h);
+
+	req.handle = 1; /* a's PD (reg_mr_of's first object) */
+	cr_assert_eq(request(&h, b, UROCE_CTRL_IMPORT_PD, &req, sizeof(req)), -EINVAL,
+		     "no IMPORT_CONTEXT yet");
+	other = memfd_create("not a context", MFD_CLOEXEC);
+	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, other), -EINVAL);
+	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, dup(b_token)),
+		     -EINVAL, "its own context");
+	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, dup(a_token)), 0);
+	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, dup(a_token)),
+		     -EINVAL, "one import per connection");
+	imr = import_pd_and_mr(&h, b, 1, a_mr, &b_pd);
+	b_mr = imr.mr;
+	cr_assert_eq(imr.rkey, rkey);
+	cr_assert_eq(imr.length, 8192u);
+	cr_assert_eq(imr.iova, 0x10000000u);
+	cr_assert_eq(imr.access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	req.handle = 999;
+	cr_assert_eq(request(&h, b, UROCE_CTRL_IMPORT_PD, &req, sizeof(req)), -EINVAL);
+	req.handle = 1;
+	cr_assert_eq(request(&h, b, UROCE_CTRL_IMPORT_MR, &req, sizeof(req)), -EINVAL,
+		     "a PD's handle is no MR");
+	cr_assert_eq(request(&h, c, UROCE_CTRL_IMPORT_MR, &req, sizeof(req)), -EINVAL,
+		     "c imports from nobody");
+
+	/* a goes first: b's handles keep the PD and MR, and free them last. */
+	uroce_rnic_client_free(a);
+	req.handle = a_mr;
+	cr_assert_eq(request(&h, b, UROCE_CTRL_IMPORT_MR, &req, sizeof(req)), -EINVAL,
+		     "a has gone: nothing more to import");
+	req.handle = b_pd;
+	cr_assert_eq(request(&h, b, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), -EBUSY,
+		     "the MR is on it");
+	req.handle = b_mr;
+	cr_assert_eq(request(&h, b, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), 0);
+	req.handle = b_pd;
+	cr_assert_eq(request(&h, b, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), 0);
+
+	/* With both there: one object, destroyed through either handle. */
+	a = hello(&h);
+	close(a_token);
+	a_token = dup(h.fds[0]);
+	cr_assert_eq(reg_mr_of(&h, a, 4096, &rkey), 0);
+	a_mr = mr_of(&h);
+	uroce_rnic_client_free(b);
+	b = hello(&h);
+	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, dup(a_token)), 0);
+	b_mr = import_pd_and_mr(&h, b, 1, a_mr, &b_pd).mr;
+	req.handle = b_mr;
+	cr_assert_eq(request(&h, b, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), 0);
+	req.handle = a_mr;
+	cr_assert_eq(request(&h, a, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), -EINVAL,
+		     "deregistered through b's handle");
+	cr_assert_eq(request(&h, a, UROCE_CTRL_UNIMPORT_MR, &req, sizeof(req)), 0);
+	req.handle = 1;
+	cr_assert_eq(request(&h, a, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), 0);
+	req.handle = b_pd;
+	cr_assert_eq(request(&h, b, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), -EINVAL,
+		     "deallocated through a's handle");
+	cr_assert_eq(request(&h, b, UROCE_CTRL_UNIMPORT_PD, &req, sizeof(req)), 0);
+	cr_assert_eq(request(&h, b, UROCE_CTRL_UNIMPORT_PD, &req, sizeof(req)), -EINVAL,
+		     "released");
+
+	/* The last handle of a PD still in use goes: the PD waits, and goes with its MR. */
+	cr_assert_eq(reg_mr_of(&h, c, 4096, &rkey), 0);
+	c_mr = mr_of(&h);
+	req.handle = 1;
+	cr_assert_eq(request(&h, c, UROCE_CTRL_UNIMPORT_PD, &req, sizeof(req)), 0);
+	cr_assert_eq(stat_of(&h, c, "orphans"), 1u, "kept while the MR is on it");
+	req.handle = c_mr;
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), 0);
+	cr_assert_eq(stat_of(&h, c, "orphans"), 0u, "gone with the MR");
+	close(a_token);
+	close(b_token);
+	host_fini(&h);
+}
