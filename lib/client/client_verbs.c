@@ -2,6 +2,8 @@
 /* The verbs objects on the client side: PD, MR, completion channel, CQ, SRQ, QP, AH,
  * and the data path (post send/recv into shared rings, poll CQ from a shared ring). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,6 +49,86 @@ int uroce_client_dealloc_pd(struct uroce_client_pd *pd)
 		return -rc;
 	free(pd);
 	return 0;
+}
+
+/* ---- importing -------------------------------------------------------------------- */
+
+int uroce_client_token(const struct uroce_client_ctx *ctx)
+{
+	char path[32];
+
+	/* O_PATH: the same file (the daemon knows it by device and inode), but no read,
+	 * write or ioctl reaches it through this descriptor. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ctx->region.fd);
+	return open(path, O_PATH | O_CLOEXEC);
+}
+
+int uroce_client_import_context(struct uroce_client_ctx *ctx, int token)
+{
+	return cl_call(ctx, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, &token, 1, NULL, 0, NULL, 0);
+}
+
+struct uroce_client_pd *uroce_client_import_pd(struct uroce_client_ctx *ctx, uint32_t handle)
+{
+	struct uroce_ctrl_handle req = {.handle = handle}, rep;
+	struct uroce_client_pd *pd;
+	int rc = cl_call(ctx, UROCE_CTRL_IMPORT_PD, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+			 NULL, 0);
+
+	if (rc)
+		return fail_null(rc);
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		cl_release(ctx, UROCE_CTRL_UNIMPORT_PD, rep.handle);
+		return fail_null(ENOMEM);
+	}
+	pd->ctx = ctx;
+	pd->handle = rep.handle;
+	pd->ibv.context = ctx->ibv;
+	pd->ibv.handle = handle;
+	return pd;
+}
+
+void uroce_client_unimport_pd(struct uroce_client_pd *pd)
+{
+	/* Only a daemon gone fails this, and it has released everything then. */
+	(void)cl_release(pd->ctx, UROCE_CTRL_UNIMPORT_PD, pd->handle);
+	free(pd);
+}
+
+struct uroce_client_mr *uroce_client_import_mr(struct uroce_client_pd *pd, uint32_t handle)
+{
+	struct uroce_ctrl_handle req = {.handle = handle};
+	struct uroce_ctrl_import_mr_rep rep;
+	struct uroce_client_mr *mr;
+	int rc = cl_call(pd->ctx, UROCE_CTRL_IMPORT_MR, &req, sizeof(req), NULL, 0, &rep,
+			 sizeof(rep), NULL, 0);
+
+	if (rc)
+		return fail_null(rc);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		cl_release(pd->ctx, UROCE_CTRL_UNIMPORT_MR, rep.mr);
+		return fail_null(ENOMEM);
+	}
+	mr->ctx = pd->ctx;
+	mr->handle = rep.mr;
+	mr->iova = rep.iova;
+	mr->access = rep.access;
+	mr->ibv.context = pd->ctx->ibv;
+	mr->ibv.pd = &pd->ibv;
+	mr->ibv.addr = NULL; /* as rdma-core's: the pages may be another process's */
+	mr->ibv.length = rep.length;
+	mr->ibv.handle = handle;
+	mr->ibv.lkey = rep.lkey;
+	mr->ibv.rkey = rep.rkey;
+	return mr;
+}
+
+void uroce_client_unimport_mr(struct uroce_client_mr *mr)
+{
+	(void)cl_release(mr->ctx, UROCE_CTRL_UNIMPORT_MR, mr->handle);
+	free(mr);
 }
 
 /* ---- MR ---------------------------------------------------------------------------- */

@@ -156,6 +156,30 @@ int uroce_client_get_async_event(struct uroce_client_ctx *ctx, struct ibv_async_
 struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx);
 int uroce_client_dealloc_pd(struct uroce_client_pd *pd);
 
+/*
+ * Importing (ibv_import_device, ibv_import_pd, ibv_import_mr; lib/ctrl/uroce_ctrl.h,
+ * "importing"): a context's token is an O_PATH descriptor of its region, which lets its
+ * holder share the context's PDs and MRs; the objects are one, named by two contexts.
+ */
+/** A new token of @p ctx (ibv_context.cmd_fd; the caller closes it): dup, fstat and close
+ *  work on it, read, write and ioctl fail with EBADF. -1 with errno on failure. */
+int uroce_client_token(const struct uroce_client_ctx *ctx);
+/** Makes @p ctx, just opened, import from the context whose token is @p token (which is
+ *  sent, not consumed). @return 0, or -EINVAL: no context of this daemon (or ctx's own,
+ *  or ctx imports already). */
+int uroce_client_import_context(struct uroce_client_ctx *ctx, int token);
+/** ibv_import_pd: the PD @p handle names in the context @p ctx imports from; its
+ *  ibv.handle is @p handle, as rdma-core's. NULL with errno EINVAL: no such PD. */
+struct uroce_client_pd *uroce_client_import_pd(struct uroce_client_ctx *ctx, uint32_t handle);
+/** ibv_unimport_pd: forgets the PD here without destroying it. */
+void uroce_client_unimport_pd(struct uroce_client_pd *pd);
+/** ibv_import_mr: the MR @p handle names in the context @p pd's imports from; keys and
+ *  length as registered, addr NULL (the memory may be another process's), ibv.handle
+ *  @p handle. NULL with errno EINVAL: no such MR. */
+struct uroce_client_mr *uroce_client_import_mr(struct uroce_client_pd *pd, uint32_t handle);
+/** ibv_unimport_mr: forgets the MR here without deregistering it. */
+void uroce_client_unimport_mr(struct uroce_client_mr *mr);
+
 struct uroce_client_mr *uroce_client_reg_mr(struct uroce_client_pd *pd, void *addr,
 					    size_t length, unsigned int access);
 /** ibv_reg_mr_iova: peers and WQEs address the range [iova, iova + length). */

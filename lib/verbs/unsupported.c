@@ -19,36 +19,6 @@ UV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, s
 	return uv_null(EOPNOTSUPP);
 }
 
-/* Sharing objects between processes through a kernel uverbs file: none here (each
- * process has its own connection to uroced). */
-UV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	(void)cmd_fd;
-	return uv_null(EOPNOTSUPP);
-}
-
-UV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
-{
-	(void)context, (void)pd_handle;
-	return uv_null(EOPNOTSUPP);
-}
-
-UV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
-{
-	(void)pd;
-}
-
-UV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	(void)pd, (void)mr_handle;
-	return uv_null(EOPNOTSUPP);
-}
-
-UV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
-{
-	(void)mr;
-}
-
 /* Device memory: none. */
 UV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 {

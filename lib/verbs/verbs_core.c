@@ -28,6 +28,33 @@ UV_EXPORT_1_1(ibv_dealloc_pd) int ibv_dealloc_pd(struct ibv_pd *pd)
 		uroce_client_dealloc_pd((struct uroce_client_pd *)(void *)pd)); /* EBUSY in use */
 }
 
+/* Importing (ibv_import_device: verbs_device.c): the PD and MR are the other context's,
+ * named here too; unimport forgets them here without destroying them. */
+UV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
+{
+	struct uroce_client_pd *pd = uroce_client_import_pd(uv_cl(context), pd_handle);
+
+	return pd ? &pd->ibv : NULL;
+}
+
+UV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+	uroce_client_unimport_pd((struct uroce_client_pd *)(void *)pd);
+}
+
+UV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	struct uroce_client_mr *mr =
+		uroce_client_import_mr((struct uroce_client_pd *)(void *)pd, mr_handle);
+
+	return mr ? &mr->ibv : NULL;
+}
+
+UV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+	uroce_client_unimport_mr((struct uroce_client_mr *)(void *)mr);
+}
+
 /* ---- MR ------------------------------------------------------------------------------ */
 
 static struct ibv_mr *uv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,

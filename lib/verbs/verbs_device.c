@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "uverbs.h" /* first: it renames verbs before <infiniband/verbs.h> */
 #include "uroce_ctrl.h"
@@ -197,40 +198,25 @@ static int uv_op_compat_query_port(struct ibv_context *ctx, uint8_t port,
 	return ibv_query_port(ctx, port, attr);
 }
 
-/*
- * The context's cmd_fd: there is no kernel uverbs file behind it, but programs treat it
- * as a descriptor (rdma-core's tests dup it to try ibv_import_device, which then says
- * EOPNOTSUPP). So it is an O_PATH descriptor of the device node the daemon keeps: dup,
- * fstat and close work, and any read, write or ioctl (a kernel command) fails with EBADF
- * instead of reaching /dev/null, whose numbers the node has. -1 if the node is missing.
- */
-static int uv_cmd_fd(const struct uv_device *dev)
+/* A context over the connection @p cl to @p dev's daemon, with @p cmd_fd (its own
+ * from then on; -1 is allowed). NULL with errno: the connection and fd are closed. */
+static struct ibv_context *uv_context_new(struct uv_device *dev, struct uroce_client_ctx *cl,
+					  int cmd_fd)
 {
-	char path[sizeof(UROCE_CTRL_DEVNODE_DIR) + sizeof(dev->ibv.dev_name)];
-
-	snprintf(path, sizeof(path), "%s/%s", UROCE_CTRL_DEVNODE_DIR, dev->ibv.dev_name);
-	return open(path, O_PATH | O_CLOEXEC);
-}
-
-UV_EXPORT_1_1(ibv_open_device) struct ibv_context *ibv_open_device(struct ibv_device *device)
-{
-	struct uv_device *dev = (struct uv_device *)(void *)device;
-	struct uv_context *uc;
+	struct uv_context *uc = calloc(1, sizeof(*uc));
 	struct ibv_context *ctx;
-	struct uroce_client_ctx *cl = uroce_client_open(dev->sock);
 
-	if (!cl)
-		return NULL; /* errno from lib/client */
-	uc = calloc(1, sizeof(*uc));
 	if (!uc) {
 		uroce_client_close(cl);
+		if (cmd_fd >= 0)
+			close(cmd_fd);
 		return uv_null(ENOMEM);
 	}
 	uc->cl = cl;
 	uc->dev = dev;
 	ctx = &uc->vctx.context;
-	ctx->device = device;
-	ctx->cmd_fd = uv_cmd_fd(dev);
+	ctx->device = &dev->ibv;
+	ctx->cmd_fd = cmd_fd;
 	ctx->async_fd = uroce_client_async_fd(cl);
 	ctx->num_comp_vectors = 1;
 	pthread_mutex_init(&ctx->mutex, NULL);
@@ -254,6 +240,68 @@ UV_EXPORT_1_1(ibv_open_device) struct ibv_context *ibv_open_device(struct ibv_de
 	uc->vctx.create_qp_ex = uv_create_qp_ex;
 	uv_domains_init(uc);
 	uroce_client_set_ibv_context(cl, ctx);
+	return ctx;
+}
+
+/*
+ * The context's cmd_fd: there is no kernel uverbs file behind it, but programs treat it
+ * as a descriptor, and hand it to ibv_import_device (rdma-core's tests dup it). So it is
+ * the context's token (lib/client, uroce_client_token): an O_PATH descriptor of the
+ * context's region, by which the daemon knows the context an import names. dup, fstat,
+ * close and passing it over a UNIX socket work; any read, write or ioctl (a kernel
+ * command) fails with EBADF.
+ */
+UV_EXPORT_1_1(ibv_open_device) struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct uv_device *dev = (struct uv_device *)(void *)device;
+	struct uroce_client_ctx *cl = uroce_client_open(dev->sock);
+	int token;
+
+	if (!cl)
+		return NULL; /* errno from lib/client */
+	token = uroce_client_token(cl);
+	if (token < 0) {
+		int err = errno;
+
+		uroce_client_close(cl);
+		return uv_null(err);
+	}
+	return uv_context_new(dev, cl, token);
+}
+
+/* A new context that shares the PDs and MRs of the one whose cmd_fd is @p cmd_fd, which
+ * it then owns (ibv_close_device closes it), as rdma-core's does. The token does not say
+ * which daemon made it: each device's is asked, the one that knows it answers. EINVAL:
+ * @p cmd_fd is no open descriptor, or no device's context. */
+UV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	struct ibv_context *ctx = NULL;
+	struct ibv_device **list;
+	struct stat st;
+	int n, i;
+
+	if (fstat(cmd_fd, &st) != 0)
+		return uv_null(EINVAL);
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return NULL;
+	for (i = 0; i < n && !ctx; i++) {
+		struct uv_device *dev = (struct uv_device *)(void *)list[i];
+		struct uroce_client_ctx *cl = uroce_client_open(dev->sock);
+
+		if (!cl)
+			continue;
+		if (uroce_client_import_context(cl, cmd_fd) != 0) {
+			uroce_client_close(cl);
+			continue;
+		}
+		ctx = uv_context_new(dev, cl, cmd_fd);
+		if (!ctx)
+			break; /* errno from uv_context_new, which closed cmd_fd */
+	}
+	ibv_free_device_list(list);
+	if (!ctx && i == n)
+		errno = EINVAL;
 	return ctx;
 }
 

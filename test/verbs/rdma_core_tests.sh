@@ -70,7 +70,8 @@ it_check "every case passed or skipped (run_tests.py exit 0)" test "$rc" -eq 0
 # The suite as Debian 12 ships it has 273 cases; fewer would mean modules that did not
 # import (a missing dependency hides a whole module's cases).
 [ -n "$TESTS_ONLY" ] || it_check "the whole suite ran (${ran:-0} cases)" test "${ran:-0}" -ge 250
-# The memory window, MR, QP, CQ, atomic, Atomic Write and parent domain cases must pass
+# The memory window, MR, QP, CQ, atomic, Atomic Write, parent domain and shared PD
+# (ibv_import_device) cases must pass
 # here (a case's verdict ends its own line, or the next one when it has a docstring).
 passed_case() {
 	awk -v c="$1" '$1 == c { want = 1 } want && / \.\.\. / { ok = / \.\.\. ok$/; exit }
@@ -78,7 +79,8 @@ passed_case() {
 }
 for c in test_mw_type2_invalidate_remote test_mr_rereg_pd test_qp_ex_rc_bind_mw \
 	test_rc_traffic_cq_ex test_atomic_cmp_and_swap test_qp_ex_rc_atomic_write \
-	test_mem_align_srq_excq_rc_traffic test_mem_align_ud_traffic; do
+	test_mem_align_srq_excq_rc_traffic test_mem_align_ud_traffic \
+	test_imported_rc_ex_rdma_write; do
 	[ -n "$TESTS_ONLY" ] && break
 	it_check "$c passed" passed_case "$c"
 done

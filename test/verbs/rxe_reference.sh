@@ -27,7 +27,7 @@ bad_rkey_write_remote_access_error too_many_sges_and_bad_atomic_are_einval
 modify_qp_wrong_mask_is_einval full_send_queue_is_enomem query_qp_after_connect
 rc_inline_send rc_multi_sge_and_chained_wrs rc_send_recv_with_imm_sizes rc_write_read_atomics
 rnr_retry_exceeded uc_send_and_write ud_send_with_grh memory_window_type1
-memory_window_type2 memory_window_qp_ex}"
+memory_window_type2 memory_window_qp_ex import_device_pd_and_mr}"
 
 RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
 RXE_WORK=${RXE_WORK:-/tmp/rxe-vm}

@@ -350,25 +350,78 @@ static int modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 	return ibv_modify_qp(qp, a, mask);
 }
 
+/* The attributes qp_to_init, qp_to_rtr and qp_to_rts give @p qp, in @p a; @return the
+ * mask. They assert nothing (a forked child uses them). */
+static int qp_init_attr(const struct ibv_qp *qp, struct ibv_qp_attr *a)
+{
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_INIT;
+	a->port_num = 1;
+	if (qp->qp_type == IBV_QPT_UD) {
+		a->qkey = QKEY;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				     (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ |
+									  IBV_ACCESS_REMOTE_ATOMIC
+								: 0);
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	return mask;
+}
+
+static int qp_rtr_attr(const struct ibv_qp *qp, uint32_t dqpn, struct ibv_qp_attr *a)
+{
+	int mask = IBV_QP_STATE;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	if (qp->qp_type != IBV_QPT_UD) {
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		a->path_mtu = pattr.active_mtu;
+		a->dest_qp_num = dqpn;
+		a->rq_psn = 0x123;
+		a->ah_attr.is_global = 1;
+		a->ah_attr.grh.dgid = gid;
+		a->ah_attr.grh.sgid_index = (uint8_t)gidx;
+		a->ah_attr.grh.hop_limit = 64;
+		a->ah_attr.port_num = 1;
+		if (qp->qp_type == IBV_QPT_RC) {
+			a->max_dest_rd_atomic =
+				(uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
+			a->min_rnr_timer = 1; /* 0.01 ms */
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	return mask;
+}
+
+static int qp_rts_attr(const struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp_attr *a)
+{
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->sq_psn = 0x123;
+	if (qp->qp_type == IBV_QPT_RC) {
+		a->timeout = 14;
+		a->retry_cnt = 7;
+		a->rnr_retry = rnr_retry;
+		a->max_rd_atomic =
+			(uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	return mask;
+}
+
 static void qp_to_init(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
-	int rc, mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	int rc = modify(qp, &a, qp_init_attr(qp, &a));
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	if (qp->qp_type == IBV_QPT_UD) {
-		a.qkey = QKEY;
-		mask |= IBV_QP_QKEY;
-	} else {
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				    (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ |
-									 IBV_ACCESS_REMOTE_ATOMIC
-							       : 0);
-		mask |= IBV_QP_ACCESS_FLAGS;
-	}
-	rc = modify(qp, &a, mask);
 	cr_assert_eq(rc, 0, "modify_qp to INIT: %s", strerror(rc));
 	cr_assert_eq(qp->state, IBV_QPS_INIT);
 }
@@ -376,28 +429,8 @@ static void qp_to_init(struct ibv_qp *qp)
 static void qp_to_rtr(struct ibv_qp *qp, uint32_t dqpn)
 {
 	struct ibv_qp_attr a;
-	int rc, mask = IBV_QP_STATE;
+	int rc = modify(qp, &a, qp_rtr_attr(qp, dqpn, &a));
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	if (qp->qp_type != IBV_QPT_UD) {
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		a.path_mtu = pattr.active_mtu;
-		a.dest_qp_num = dqpn;
-		a.rq_psn = 0x123;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.dgid = gid;
-		a.ah_attr.grh.sgid_index = (uint8_t)gidx;
-		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.port_num = 1;
-		if (qp->qp_type == IBV_QPT_RC) {
-			a.max_dest_rd_atomic =
-				(uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
-			a.min_rnr_timer = 1; /* 0.01 ms */
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-		}
-	}
-	rc = modify(qp, &a, mask);
 	cr_assert_eq(rc, 0, "modify_qp to RTR: %s", strerror(rc));
 	cr_assert_eq(qp->state, IBV_QPS_RTR);
 }
@@ -405,20 +438,8 @@ static void qp_to_rtr(struct ibv_qp *qp, uint32_t dqpn)
 static void qp_to_rts(struct ibv_qp *qp, uint8_t rnr_retry)
 {
 	struct ibv_qp_attr a;
-	int rc, mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	int rc = modify(qp, &a, qp_rts_attr(qp, rnr_retry, &a));
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x123;
-	if (qp->qp_type == IBV_QPT_RC) {
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = rnr_retry;
-		a.max_rd_atomic = (uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	rc = modify(qp, &a, mask);
 	cr_assert_eq(rc, 0, "modify_qp to RTS: %s", strerror(rc));
 	cr_assert_eq(qp->state, IBV_QPS_RTS);
 }
@@ -2591,19 +2612,14 @@ Test(verbs, what_the_device_lacks_is_eopnotsupp)
 								.max_wr = 1, .max_sge = 1,
 								.pd = pd, .cq = cq}));
 	LACKS_NULL(ibv_create_counters(ctx, &(struct ibv_counters_init_attr){0}));
-	LACKS_NULL(ibv_import_device(-1));
-	/* cmd_fd is a descriptor (rdma-core's tests dup it to import the device), an O_PATH
-	 * one: nothing reads or writes kernel commands through it. */
+	/* cmd_fd is a descriptor (ibv_import_device takes it: verbs/import_device_*), an
+	 * O_PATH one: nothing reads or writes kernel commands through it. */
 	{
-		int fd = dup(ctx->cmd_fd);
 		char cmd[8] = {0};
 
-		cr_assert_geq(fd, 0, "dup(cmd_fd %d): %s", ctx->cmd_fd, strerror(errno));
-		LACKS_NULL(ibv_import_device(fd));
 		errno = 0;
 		cr_assert_eq(write(ctx->cmd_fd, cmd, sizeof(cmd)), -1, "a kernel command went");
 		cr_assert_eq(errno, EBADF, "write to cmd_fd: errno %d", errno);
-		close(fd);
 	}
 	LACKS_NULL(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE));
 #undef LACKS_NULL
@@ -2621,6 +2637,256 @@ Test(verbs, what_the_device_lacks_is_eopnotsupp)
 	cr_assert_null(ibv_create_srq_ex(ctx, &sx), "an XRC SRQ was created");
 	cr_assert_eq(errno, EOPNOTSUPP, "XRC SRQ: errno %d", errno);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/* A failed import call: NULL, errno EINVAL (a handle or descriptor that names nothing, as
+ * for every bad handle). */
+static void expect_import_refused(const void *got, const char *what)
+{
+	cr_assert_null(got, "%s succeeded", what);
+	cr_assert_eq(errno, EINVAL, "%s: errno %d", what, errno);
+}
+
+/* On rxe (reference mode) importing is EOPNOTSUPP: rdma-core 44's rxe provider has no
+ * import_context (rdma-core's own test_shared_pd skips there). @return true then. */
+static bool reference_lacks_import(void)
+{
+	int fd;
+
+	if (!vfx_reference())
+		return false;
+	fd = dup(ctx->cmd_fd);
+	cr_assert_geq(fd, 0);
+	errno = 0;
+	cr_assert_null(ibv_import_device(fd), "rxe imported a device");
+	cr_assert_eq(errno, EOPNOTSUPP, "ibv_import_device on rxe: errno %d", errno);
+	close(fd);
+	return true;
+}
+
+/* ibv_import_device, ibv_import_pd, ibv_import_mr, in one process as rdma-core's
+ * test_shared_pd: a context made from a dup of another's cmd_fd names the same PD and MR.
+ * A QP of the importer on the imported PD writes from the registrant's memory, by the
+ * imported MR's L_Key, to a QP of the registrant. The objects are one: the registrant
+ * cannot free the PD the importer's QP uses, and deregistering through either handle
+ * deregisters the MR for both. */
+Test(verbs, import_device_pd_and_mr)
+{
+	static const char msg[] = "written through an imported MR";
+	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 4, .max_recv_wr = 4,
+					      .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_context *ictx;
+	struct ibv_pd *lpd, *ipd;
+	struct ibv_mr *mr, *imr;
+	struct ibv_cq *cq, *icq;
+	struct ibv_qp *qp, *iqp;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	char *buf;
+	int fd, pfd[2];
+
+	if (reference_lacks_import())
+		return;
+	buf = calloc(1, 8192);
+	cr_assert_not_null(buf);
+	lpd = ibv_alloc_pd(ctx);
+	cr_assert_not_null(lpd);
+	mr = ibv_reg_mr(lpd, buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	cr_assert_not_null(mr, "ibv_reg_mr: %s", strerror(errno));
+	fd = dup(ctx->cmd_fd);
+	cr_assert_geq(fd, 0, "dup(cmd_fd %d): %s", ctx->cmd_fd, strerror(errno));
+	ictx = ibv_import_device(fd);
+	cr_assert_not_null(ictx, "ibv_import_device: %s", strerror(errno));
+	cr_assert_eq(ictx->cmd_fd, fd, "the imported context owns the descriptor it was given");
+	ipd = ibv_import_pd(ictx, lpd->handle);
+	cr_assert_not_null(ipd, "ibv_import_pd: %s", strerror(errno));
+	cr_assert_eq(ipd->handle, lpd->handle);
+	cr_assert_eq(ipd->context, ictx);
+	imr = ibv_import_mr(ipd, mr->handle);
+	cr_assert_not_null(imr, "ibv_import_mr: %s", strerror(errno));
+	cr_assert_eq(imr->handle, mr->handle);
+	cr_assert_eq(imr->lkey, mr->lkey);
+	cr_assert_eq(imr->rkey, mr->rkey);
+	cr_assert_eq(imr->length, mr->length);
+	cr_assert_null(imr->addr, "rdma-core leaves an imported MR's address NULL");
+	cr_assert_eq(imr->pd, ipd);
+	cr_assert_eq(imr->context, ictx);
+
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	icq = ibv_create_cq(ictx, 16, NULL, NULL, 0);
+	cr_assert(cq && icq);
+	ia.send_cq = ia.recv_cq = cq;
+	qp = ibv_create_qp(lpd, &ia);
+	ia.send_cq = ia.recv_cq = icq;
+	iqp = ibv_create_qp(ipd, &ia);
+	cr_assert(qp && iqp, "ibv_create_qp: %s", strerror(errno));
+	cr_assert_eq(iqp->context, ictx);
+	connect2(iqp, qp, 7, 7);
+	memcpy(buf, msg, sizeof(msg));
+	sge = (struct ibv_sge){.addr = (uintptr_t)buf, .length = sizeof(msg), .lkey = imr->lkey};
+	wr = (struct ibv_send_wr){.wr_id = 77, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+	wr.wr.rdma.rkey = imr->rkey;
+	cr_assert_eq(ibv_post_send(iqp, &wr, &bad), 0);
+	expect(icq, 77, IBV_WC_SUCCESS, &wc);
+	cr_assert_eq(wc.opcode, IBV_WC_RDMA_WRITE);
+	cr_assert_eq(memcmp(buf + 4096, msg, sizeof(msg)), 0, "the bytes landed");
+	cr_assert_eq(ibv_dealloc_pd(lpd), EBUSY, "the PD the importer's QP uses is busy");
+
+	/* What names nothing is refused. */
+	errno = 0;
+	expect_import_refused(ibv_import_pd(ictx, lpd->handle + 1000), "import_pd(no such PD)");
+	errno = 0;
+	expect_import_refused(ibv_import_mr(ipd, mr->handle + 1000), "import_mr(no such MR)");
+	cr_assert_eq(pipe(pfd), 0);
+	errno = 0;
+	expect_import_refused(ibv_import_device(pfd[0]), "import_device(a pipe)");
+	close(pfd[0]);
+	close(pfd[1]);
+
+	/* One MR: gone through the importer's handle, gone for the registrant's too. */
+	cr_assert_eq(ibv_destroy_qp(iqp), 0);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_dereg_mr(imr), 0);
+	cr_assert_neq(ibv_dereg_mr(mr), 0, "deregistered twice");
+	ibv_unimport_mr(mr); /* forgets the registrant's struct of the MR gone */
+	cr_assert_eq(ibv_destroy_cq(icq), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	ibv_unimport_pd(ipd); /* the PD stays the registrant's */
+	cr_assert_eq(ibv_close_device(ictx), 0);
+	cr_assert_eq(ibv_dealloc_pd(lpd), 0);
+	free(buf);
+}
+
+/* The importer's side of import_device_across_processes, in the child: no Criterion
+ * assertion may run there. Imports the parent's context, PD and MR from @p cmd_fd, makes an
+ * RC QP on the PD, trades QPNs over the pipes, and on the parent's word RDMA-writes
+ * @p len bytes at @p buf, by the imported MR's L_Key, to @p buf + 4096 by its R_Key.
+ * @return the exit status: 0 done, else the step that failed. */
+static int import_child(int cmd_fd, uint32_t pd_handle, uint32_t mr_handle, char *buf,
+			uint32_t len, int rd, int wr_fd)
+{
+	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 4, .max_recv_wr = 4,
+					      .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp_attr a;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_context *ictx = ibv_import_device(cmd_fd);
+	struct ibv_pd *ipd = ictx ? ibv_import_pd(ictx, pd_handle) : NULL;
+	struct ibv_mr *imr = ipd ? ibv_import_mr(ipd, mr_handle) : NULL;
+	struct ibv_cq *icq = imr ? ibv_create_cq(ictx, 16, NULL, NULL, 0) : NULL;
+	struct ibv_qp *iqp;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint32_t qpn, go;
+	int n = 0;
+
+	if (!icq)
+		return 10;
+	ia.send_cq = ia.recv_cq = icq;
+	iqp = ibv_create_qp(ipd, &ia);
+	if (!iqp)
+		return 11;
+	qpn = iqp->qp_num;
+	if (write(wr_fd, &qpn, sizeof(qpn)) != sizeof(qpn) ||
+	    read(rd, &qpn, sizeof(qpn)) != sizeof(qpn))
+		return 12;
+	if (ibv_modify_qp(iqp, &a, qp_init_attr(iqp, &a)))
+		return 13;
+	if (ibv_modify_qp(iqp, &a, qp_rtr_attr(iqp, qpn, &a)))
+		return 14;
+	if (ibv_modify_qp(iqp, &a, qp_rts_attr(iqp, 7, &a)))
+		return 15;
+	if (read(rd, &go, sizeof(go)) != sizeof(go))
+		return 16;
+	sge = (struct ibv_sge){.addr = (uintptr_t)buf, .length = len, .lkey = imr->lkey};
+	wr = (struct ibv_send_wr){.wr_id = 78, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+	wr.wr.rdma.rkey = imr->rkey;
+	if (ibv_post_send(iqp, &wr, &bad))
+		return 17;
+	for (int t = 0; t < WAIT_MS * 10 && n == 0; t++) {
+		n = ibv_poll_cq(icq, 1, &wc);
+		if (n == 0)
+			usleep(100);
+	}
+	if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 78)
+		return 18;
+	if (ibv_destroy_qp(iqp) || ibv_destroy_cq(icq))
+		return 19;
+	ibv_unimport_mr(imr);
+	ibv_unimport_pd(ipd);
+	return ibv_close_device(ictx) ? 20 : 0;
+}
+
+/* The same across processes, where importing is for: a forked child (whose inherited
+ * contexts are the parent's and unusable, doc/verbs.md "Fork") imports the parent's
+ * context from its cmd_fd and writes with the parent's MR. The bytes are written by the
+ * parent after the fork, so only the parent's pages hold them: the child's private copy
+ * of the buffer does not, and the transfer can only have read the parent's. */
+Test(verbs, import_device_across_processes)
+{
+	static const char msg[] = "the parent's bytes, moved by the child";
+	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 4, .max_recv_wr = 4,
+					      .max_send_sge = 1, .max_recv_sge = 1}};
+	char *buf;
+	struct ibv_pd *lpd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int p2c[2], c2p[2], st;
+	uint32_t cqpn, go = 1;
+	pid_t pid;
+
+	if (reference_lacks_import())
+		return;
+	buf = aligned_alloc(4096, 8192);
+	lpd = ibv_alloc_pd(ctx);
+	cr_assert(buf && lpd);
+	memset(buf, 0, 8192);
+	mr = ibv_reg_mr(lpd, buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	cr_assert(mr && cq);
+	ia.send_cq = ia.recv_cq = cq;
+	qp = ibv_create_qp(lpd, &ia);
+	cr_assert_not_null(qp);
+	cr_assert(pipe(p2c) == 0 && pipe(c2p) == 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = dup(ctx->cmd_fd);
+
+		close(p2c[1]);
+		close(c2p[0]);
+		_exit(fd < 0 ? 9 : import_child(fd, lpd->handle, mr->handle, buf, sizeof(msg),
+						 p2c[0], c2p[1]));
+	}
+	close(p2c[0]);
+	close(c2p[1]);
+	cr_assert_eq(read(c2p[0], &cqpn, sizeof(cqpn)), (ssize_t)sizeof(cqpn),
+		     "the child made no QP");
+	qp_to_init(qp);
+	qp_to_rtr(qp, cqpn);
+	cr_assert_eq(write(p2c[1], &qp->qp_num, sizeof(qp->qp_num)), (ssize_t)sizeof(uint32_t));
+	memcpy(buf, msg, sizeof(msg));
+	cr_assert_eq(write(p2c[1], &go, sizeof(go)), (ssize_t)sizeof(go));
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed at step %d",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	cr_assert_eq(memcmp(buf + 4096, msg, sizeof(msg)), 0,
+		     "the child's WRITE moved the parent's bytes");
+	close(p2c[1]);
+	close(c2p[0]);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+	cr_assert_eq(ibv_dereg_mr(mr), 0, "the MR outlived the child's unimport");
+	cr_assert_eq(ibv_dealloc_pd(lpd), 0);
+	free(buf);
 }
 
 /* ibv_reg_mr_iova: the MR's addresses as the peer names them start at the iova. */
