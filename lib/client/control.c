@@ -422,6 +422,22 @@ int uroce_client_query_gid(struct uroce_client_ctx *ctx, uint8_t port, int index
 	return 0;
 }
 
+int uroce_client_resolve_l2(struct uroce_client_ctx *ctx, const struct ibv_ah_attr *attr,
+			    uint8_t mac[6], uint16_t *vid)
+{
+	struct uroce_ctrl_resolve_l2_req req = {.attr = *attr};
+	struct uroce_ctrl_resolve_l2_rep rep;
+	int rc = cl_call(ctx, UROCE_CTRL_RESOLVE_L2, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+			 NULL, 0);
+
+	if (rc)
+		return -rc;
+	memcpy(mac, rep.mac, 6);
+	if (vid)
+		*vid = rep.vid;
+	return 0;
+}
+
 int uroce_client_async_fd(const struct uroce_client_ctx *ctx)
 {
 	return ctx->async_fd;

@@ -142,6 +142,11 @@ int uroce_client_query_port(struct uroce_client_ctx *ctx, uint8_t port,
 			    struct ibv_port_attr *attr);
 int uroce_client_query_gid(struct uroce_client_ctx *ctx, uint8_t port, int index,
 			   union ibv_gid *gid);
+/** ibv_resolve_eth_l2_from_gid: the next hop's MAC for @p attr's destination GID and the
+ *  port's VLAN ID (0xffff: none). @return 0, EINVAL (no GRH, another port, no such
+ *  source GID), EHOSTUNREACH (no neighbour answered the daemon's ARP or ND). */
+int uroce_client_resolve_l2(struct uroce_client_ctx *ctx, const struct ibv_ah_attr *attr,
+			    uint8_t mac[6], uint16_t *vid);
 
 /** The async event fd (readable when ibv_get_async_event would not block): an epoll fd
  *  over the daemon's event count and the control socket. */

@@ -44,7 +44,8 @@ extern "C" {
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
 				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
 				* WQEs, REREG_MR; 8: REGION_FD; 9: IMPORT_CONTEXT,
-				* IMPORT_PD, IMPORT_MR, UNIMPORT_PD, UNIMPORT_MR */
+				* IMPORT_PD, IMPORT_MR, UNIMPORT_PD, UNIMPORT_MR,
+				* RESOLVE_L2 */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -182,7 +183,8 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(IMPORT_PD, import_pd, handle, 0, handle, 0, 0)                                      \
 	X(IMPORT_MR, import_mr, handle, 0, import_mr_rep, 0, 0)                               \
 	X(UNIMPORT_PD, unimport_pd, handle, 0, none, 0, 0)                                    \
-	X(UNIMPORT_MR, unimport_mr, handle, 0, none, 0, 0)
+	X(UNIMPORT_MR, unimport_mr, handle, 0, none, 0, 0)                                    \
+	X(RESOLVE_L2, resolve_l2, resolve_l2_req, 0, resolve_l2_rep, 0, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -341,6 +343,18 @@ struct uroce_ctrl_import_mr_rep {
 	uint32_t access;
 	uint64_t length;
 	uint64_t iova; /**< what WQEs and peers address */
+};
+
+/* RESOLVE_L2 (ibv_resolve_eth_l2_from_gid): the next hop's MAC for the address's
+ * destination GID, by the daemon's ARP/ND as for CREATE_AH (the reply waits for it), and
+ * the port's VLAN ID (0xffff: untagged, as rdma-core's). -EINVAL: no GRH, another port,
+ * no such source GID; -EHOSTUNREACH: no neighbour answered. */
+struct uroce_ctrl_resolve_l2_req {
+	struct ibv_ah_attr attr;
+};
+struct uroce_ctrl_resolve_l2_rep {
+	uint8_t mac[6];
+	uint16_t vid;
 };
 
 /* ALLOC_MW: a memory window of the PD (enum ibv_mw_type); its R_Key changes with each
@@ -777,6 +791,8 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_reg_mr_rep, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_rereg_mr_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_import_mr_rep, 32);
+UROCE_CTRL_SIZE(struct uroce_ctrl_resolve_l2_req, 32);
+UROCE_CTRL_SIZE(struct uroce_ctrl_resolve_l2_rep, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_rep, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_req, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_rep, 24);

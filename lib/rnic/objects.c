@@ -1362,6 +1362,29 @@ void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	reply_handle(c, h, handle);
 }
 
+/* RESOLVE_L2: what CREATE_AH resolves, answered instead of kept in an AH. */
+void rnic_cmd_resolve_l2(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_resolve_l2_req *req = payload;
+	struct uroce_ctrl_resolve_l2_rep rep = {0};
+	int rc;
+
+	if (req->attr.grh.sgid_index >= c->rnic->ngids) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = resolve(c, h, req, &req->attr, rep.mac);
+	if (rc == 0)
+		return; /* it waits in c->pending (resolve) */
+	if (rc < 0) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	rep.vid = c->rnic->conf.port.vlan ? (uint16_t)c->rnic->conf.port.vlan : 0xffff;
+	REPLY(c, h, 0, &rep, sizeof(rep));
+}
+
 void rnic_cmd_rereg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		       const void *payload, const int *fds RNIC_UNUSED)
 {

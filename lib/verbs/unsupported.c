@@ -44,15 +44,6 @@ UV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return uv_err(EOPNOTSUPP);
 }
 
-/* The peer's MAC for an AH: uroced resolves neighbours itself (ARP/ND) when an AH or a
- * connected QP is created, so applications never need it. */
-UV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
-					  uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid)
-{
-	(void)context, (void)attr, (void)eth_mac, (void)vid;
-	return uv_err(EOPNOTSUPP);
-}
-
 /* ---- IBVERBS_PRIVATE_34: the provider interface ------------------------------------------ */
 
 /* Providers (libmlx5, libefa... which perftest links) register from their constructors:

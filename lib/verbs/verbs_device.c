@@ -370,6 +370,14 @@ int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, unio
 	return 0;
 }
 
+/* The daemon resolves the neighbour (ARP/ND), as it does for an AH. rdma-core returns a
+ * negative errno here (-EINVAL, -EHOSTUNREACH), errno untouched: so does this. */
+UV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
+					  uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid)
+{
+	return -uroce_client_resolve_l2(uv_cl(context), attr, eth_mac, vid);
+}
+
 static int uv_gid_tbl_len(struct ibv_context *ctx, uint8_t port)
 {
 	struct ibv_port_attr a;

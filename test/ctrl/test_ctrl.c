@@ -82,6 +82,7 @@ static const struct expected_cmd {
 	{58, "IMPORT_MR", HANDLE, 0, SZ(import_mr_rep), 0, 0},
 	{59, "UNIMPORT_PD", HANDLE, 0, 0, 0, 0},
 	{60, "UNIMPORT_MR", HANDLE, 0, 0, 0, 0},
+	{61, "RESOLVE_L2", SZ(resolve_l2_req), 0, SZ(resolve_l2_rep), 0, 0},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -106,6 +107,7 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_REGION_FD, 55);
 	cr_assert_eq(UROCE_CTRL_IMPORT_CONTEXT, 56);
 	cr_assert_eq(UROCE_CTRL_UNIMPORT_MR, 60);
+	cr_assert_eq(UROCE_CTRL_RESOLVE_L2, 61);
 	cr_assert_eq(UROCE_CTRL_VERSION, 9);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);

@@ -2889,6 +2889,36 @@ Test(verbs, import_device_across_processes)
 	free(buf);
 }
 
+/* ibv_resolve_eth_l2_from_gid: the daemon resolves the next hop as for an AH. The
+ * device's own address is itself: its MAC is the one its link-local GID (index 0) is made
+ * from (EUI-64). An address nobody answers for is -EHOSTUNREACH after the ARP probes; no
+ * GRH is -EINVAL. rdma-core's codes are negative and leave errno alone. */
+Test(verbs, resolve_eth_l2_from_gid)
+{
+	struct ibv_ah_attr attr = {.is_global = 1, .port_num = 1};
+	union ibv_gid ll;
+	uint8_t mac[6], want[6];
+	uint16_t vid = 0;
+
+	cr_assert_eq(ibv_query_gid(ctx, 1, 0, &ll), 0);
+	want[0] = ll.raw[8] ^ 2;
+	memcpy(want + 1, ll.raw + 9, 2);
+	memcpy(want + 3, ll.raw + 13, 3);
+	attr.grh.dgid = gid;
+	attr.grh.sgid_index = (uint8_t)gidx;
+	cr_assert_eq(ibv_resolve_eth_l2_from_gid(ctx, &attr, mac, &vid), 0);
+	cr_assert_eq(memcmp(mac, want, 6), 0, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1],
+		     mac[2], mac[3], mac[4], mac[5]);
+	cr_assert_eq(vid, 0xffff, "an untagged port: vid %#x", vid);
+	attr.grh.dgid.raw[15] ^= 0x40; /* a neighbour on the subnet that is not there */
+	cr_assert_eq(ibv_resolve_eth_l2_from_gid(ctx, &attr, mac, NULL), -EHOSTUNREACH);
+	attr.is_global = 0;
+	cr_assert_eq(ibv_resolve_eth_l2_from_gid(ctx, &attr, mac, &vid), -EINVAL);
+	attr.is_global = 1;
+	attr.grh.sgid_index = 200;
+	cr_assert_eq(ibv_resolve_eth_l2_from_gid(ctx, &attr, mac, &vid), -EINVAL);
+}
+
 /* ibv_reg_mr_iova: the MR's addresses as the peer names them start at the iova. */
 Test(verbs, reg_mr_iova)
 {
