@@ -9,6 +9,8 @@
  *   uroce [-S socket] cm-drop REQ|MRA|REJ|REP|RTU|DREQ|DREP|SIDR_REQ|SIDR_REP [COUNT]
  *   uroce [-S socket] log-level error|warning|info|debug
  *   uroce [-S socket] devinfo
+ *   uroce [-S socket] env [-d DEV]
+ *   uroce [-S socket] exec [-d DEV] [--] PROGRAM [ARGS...]
  */
 
 #include <arpa/inet.h>
@@ -25,6 +27,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "cli.h"
 #include "uroce_client.h"
 #include "uroce_cm.h"
 #include "uroce_conf.h"
@@ -69,7 +72,12 @@ static void usage(FILE *f)
 	print_log_levels(f, "|");
 	fprintf(f, "\n"
 "  devinfo                     device, port and GID table\n"
-"The socket: -S, else $UROCE_SOCKET, else " UROCE_CTRL_DEFAULT_SOCKET ".\n");
+"  env [-d DEV]                the shell exports that run an RDMA program over uroce\n"
+"  exec [-d DEV] [--] PROGRAM [ARGS...]\n"
+"                              run an unmodified RDMA program over uroce (the drop-in\n"
+"                              libibverbs/librdmacm, the daemon of -S or of device DEV)\n"
+"The socket: -S, else $UROCE_SOCKET, else " UROCE_CTRL_DEFAULT_SOCKET
+"\n(env and exec: else every running daemon, as the libraries find them).\n");
 }
 
 static struct uroce_client_ctx *open_ctx(const char *sock)
@@ -420,6 +428,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[optind++];
+	/* These run a program, or say how to: no connection of their own to keep open. */
+	if (!strcmp(cmd, "env"))
+		return uroce_cli_env(sock, argc - optind, argv + optind);
+	if (!strcmp(cmd, "exec"))
+		return uroce_cli_exec(sock, argc - optind, argv + optind);
 	if (strcmp(cmd, "stat") && strcmp(cmd, "capture") && strcmp(cmd, "fault") &&
 	    strcmp(cmd, "cm-drop") &&
 	    strcmp(cmd, "log-level") && strcmp(cmd, "devinfo")) {
