@@ -24,7 +24,6 @@ rm -f "$dir/stop"
 hog=
 stop_hog() { [ -n "$hog" ] && kill "$hog" 2>/dev/null && wait "$hog" 2>/dev/null; hog=; }
 trap stop_hog EXIT
-head=$(git -C "$top" rev-parse --short HEAD)
 failed=0
 for ((r = 1; r <= runs; r++)); do
 	[ -e "$dir/stop" ] && break
@@ -32,6 +31,8 @@ for ((r = 1; r <= runs; r++)); do
 	clone=$dir/run-$r
 	rm -rf "$clone"
 	git clone -q "$top" "$clone" || exit 1
+	# HEAD may move while the loop runs: each run names the commit it cloned.
+	head=$(git -C "$clone" rev-parse --short HEAD)
 	if ((r % 2 == 0)); then
 		load="busy loop"
 		(while :; do :; done) &
