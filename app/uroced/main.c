@@ -355,7 +355,7 @@ int main(int argc, char **argv)
 	if (setup() != 0)
 		goto out;
 	{
-		char ip[64] = "";
+		char ip[64] = "", state[256];
 
 		if (uroced.conf.host.n_ipv4)
 			inet_ntop(AF_INET, &uroced.conf.host.ipv4[0], ip, sizeof(ip));
@@ -365,9 +365,15 @@ int main(int argc, char **argv)
 		       uroced.mac[2], uroced.mac[3], uroced.mac[4], uroced.mac[5], uroced.port.mtu,
 		       128 << uroce_rnic_active_mtu(uroced.rnic), ip, uroced.socket_path);
 		fflush(stdout);
+		/* After the control socket listens, as for the line above: a unit ordered
+		 * after uroced@.service may connect at once. */
+		snprintf(state, sizeof(state), "READY=1\nMAINPID=%d\nSTATUS=port %s, socket %s",
+			 (int)getpid(), uroced.port.name, uroced.socket_path);
+		uroced_notify(state);
 	}
 	poll_loop();
 	UROCED_INFO("stopping");
+	uroced_notify("STOPPING=1");
 	rc = 0;
 out:
 	uroced_control_fini();

@@ -16,7 +16,7 @@
  * Files: main.c (configuration, EAL, the poll loop, start and stop), net.c (all packet
  * I/O: port, loopback, fault injection, capture, host stack, kernel interface, and the
  * RNIC's ops), kernel_iface.c (the kernel interface's tap), control.c (the socket:
- * connections, credentials, messages).
+ * connections, credentials, messages), notify.c (readiness to the service manager).
  */
 
 #include <signal.h>
@@ -49,6 +49,16 @@ void uroced_log(int level, const char *fmt, ...) __attribute__((format(printf, 2
 #define UROCED_WARN(...) uroced_log(UROCE_CONF_LOG_WARNING, __VA_ARGS__)
 #define UROCED_INFO(...) uroced_log(UROCE_CONF_LOG_INFO, __VA_ARGS__)
 #define UROCED_DBG(...)	 uroced_log(UROCE_CONF_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- the service manager ------------------------------------------------------------ */
+
+/*
+ * Tells the service manager that started us (systemd, Type=notify) @p state, e.g.
+ * "READY=1" once applications can connect, "STOPPING=1" when the loop ends. Nothing
+ * happens when $NOTIFY_SOCKET is unset. @return 0; -EINVAL: $NOTIFY_SOCKET names no
+ * socket; or the negative errno of socket()/sendto() (logged).
+ */
+int uroced_notify(const char *state);
 
 /* ---- connections ---------------------------------------------------------------------- */
 

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The service manager's readiness protocol (systemd's sd_notify(3), Type=notify): one
+ * datagram of newline-separated VAR=value assignments to the AF_UNIX socket named by
+ * $NOTIFY_SOCKET, a path or, with a leading '@', an abstract name. Written here rather
+ * than linked from libsystemd: the protocol is one sendto(), and the daemon must build
+ * and run where systemd is absent (containers, CI, other init systems).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "uroced.h"
+
+int uroced_notify(const char *state)
+{
+	const char *name = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	socklen_t len;
+	size_t n;
+	int fd, rc = 0;
+
+	if (!name || !*name)
+		return 0;
+	n = strlen(name);
+	if ((name[0] != '/' && name[0] != '@') || n >= sizeof(sa.sun_path)) {
+		UROCED_ERR("NOTIFY_SOCKET %s is not a socket path or @abstract name", name);
+		return -EINVAL;
+	}
+	memcpy(sa.sun_path, name, n);
+	if (name[0] == '@')
+		sa.sun_path[0] = 0; /* abstract: no terminating NUL, the length says where */
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (name[0] == '/'));
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, len) < 0) {
+		rc = -errno;
+		UROCED_ERR("cannot notify the service manager at %s: %s", name, strerror(-rc));
+	}
+	close(fd);
+	return rc;
+}
