@@ -662,6 +662,34 @@ static void devnode_remove(void)
 	uroced.devnode[0] = '\0';
 }
 
+/*
+ * Whether a daemon serves @p path now: a connect() there is answered. The socket of a
+ * daemon that was killed refuses (ECONNREFUSED) and is replaced; a live daemon's must
+ * not be, or its applications would silently reach this one instead. A connect that would
+ * block (its backlog full) is a live daemon too. @return its pid (SO_PEERCRED), or 0.
+ */
+static pid_t socket_served(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct ucred cred = {0};
+	socklen_t len = sizeof(cred);
+	pid_t pid = 0;
+	int fd;
+
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid
+			      ? cred.pid
+			      : -1;
+	else if (errno == EAGAIN)
+		pid = -1;
+	close(fd);
+	return pid;
+}
+
 int uroced_control_init(void)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -669,6 +697,7 @@ int uroced_control_init(void)
 	const char *path = uroced.conf.control.socket, *name;
 	char dir[sizeof(sa.sun_path)];
 	struct birth_identity saved;
+	pid_t other;
 	int rc;
 
 	name = strrchr(path, '/');
@@ -694,6 +723,13 @@ int uroced_control_init(void)
 			     strcmp(dir, "/") ? dir : "", name) >= sizeof(uroced.socket_path)) {
 		UROCED_ERR("control.socket: real path too long: %s/%s", dir, name);
 		return -ENAMETOOLONG;
+	}
+	other = socket_served(uroced.socket_path);
+	if (other) {
+		UROCED_ERR("control.socket %s is in use by a running uroced (pid %d): stop it, or "
+			   "give this one another control.socket",
+			   uroced.socket_path, (int)other);
+		return -EADDRINUSE;
 	}
 	uroced.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (uroced.epfd < 0)
