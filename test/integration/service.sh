@@ -106,10 +106,11 @@ run_notified() {
 	done
 	return 1
 }
-field() { python3 -c 'import json, sys
-for l in open(sys.argv[1]):
-    m = json.loads(l)
-    if sys.argv[2] in m: print(m[sys.argv[2]]); break' "$1" "$2"; }
+field() {
+	python3 -c 'import json, sys
+print(next((m[sys.argv[2]] for m in map(json.loads, open(sys.argv[1])) if sys.argv[2] in m), ""))' \
+		"$1" "$2"
+}
 
 for notify in "$IT_DIR/notify.sock" "@uroce-it-notify-$IT_ID"; do
 	tag=path
