@@ -708,7 +708,14 @@ int uroced_control_init(void)
 	if (name) {
 		snprintf(dir, sizeof(dir), "%.*s", (int)(name == path ? 1 : name - path), path);
 		name++;
-		mkdir(dir, 0755); /* /run/uroce on a fresh host */
+		/* /run/uroce on a fresh host */
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+			rc = -errno;
+			UROCED_ERR("control.socket: cannot create folder %s: %s: run uroced as "
+				   "root, or set control.socket in a folder this user owns",
+				   dir, strerror(-rc));
+			return rc;
+		}
 	} else {
 		strcpy(dir, ".");
 		name = path;
@@ -755,7 +762,10 @@ int uroced_control_init(void)
 	rc = bind(uroced.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ? -errno : 0;
 	birth_identity_leave(&saved);
 	if (rc) {
-		UROCED_ERR("control: cannot bind %s: %s", sa.sun_path, strerror(-rc));
+		UROCED_ERR("control: cannot bind %s: %s%s", sa.sun_path, strerror(-rc),
+			   rc == -EACCES ? ": run uroced as root, or set control.socket in a "
+					   "folder this user owns"
+					 : "");
 		return rc;
 	}
 	rc = birth_check(sa.sun_path, S_IFSOCK, mode);

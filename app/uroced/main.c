@@ -85,6 +85,9 @@ static void usage(FILE *f)
 		   "EAL example: --no-pci --vdev=net_af_packet0,iface=eth1 --file-prefix=uroce0\n");
 }
 
+/* What to do after a configuration error, on its line. */
+#define CONF_HINT " (every key with its range and default: uroced -- --print-config)"
+
 static int parse_args(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -105,7 +108,9 @@ static int parse_args(int argc, char **argv)
 		if (o == 'c') {
 			rc = uroce_conf_load(&uroced.conf, optarg, err, sizeof(err));
 			if (rc) {
-				fprintf(stderr, "uroced: %s\n", err);
+				/* -EINVAL: its content; else it could not be read */
+				fprintf(stderr, "uroced: %s%s\n", err,
+					rc == -EINVAL ? CONF_HINT : "");
 				return -1;
 			}
 		} else if (o == 'h') {
@@ -121,7 +126,8 @@ static int parse_args(int argc, char **argv)
 		if (o == 's') {
 			rc = uroce_conf_set(&uroced.conf, optarg, err, sizeof(err));
 			if (rc) {
-				fprintf(stderr, "uroced: --set %s: %s\n", optarg, err);
+				/* err names the --set */
+				fprintf(stderr, "uroced: %s%s\n", err, CONF_HINT);
 				return -1;
 			}
 		} else if (o == 'p') {
@@ -175,6 +181,14 @@ static int setup(void)
 	pc.rx_ring = (uint16_t)uroced.conf.port.rx_ring;
 	pc.tx_ring = (uint16_t)uroced.conf.port.tx_ring;
 	rc = uroce_eth_port_open(&uroced.port, &pc);
+	if (rc == -ENODEV && !uroce_eth_port_count()) {
+		UROCED_ERR("no port: name one in the EAL arguments, "
+			   "--vdev=net_af_packet0,iface=IFACE for any interface or -a PCI_ADDRESS "
+			   "for a NIC bound to vfio-pci (one named that failed to start says why "
+			   "above)%s",
+			   geteuid() ? "; af_packet and af_xdp need root or CAP_NET_RAW" : "");
+		return rc;
+	}
 	if (rc) {
 		UROCED_ERR("cannot open port %s: %s", pc.name ? pc.name : "0", strerror(-rc));
 		return rc;
@@ -339,7 +353,9 @@ int main(int argc, char **argv)
 
 	n = uroce_eth_eal_init(argc, argv);
 	if (n < 0) {
-		fprintf(stderr, "uroced: EAL initialisation failed\n");
+		fprintf(stderr,
+			"uroced: DPDK's EAL did not start: the EAL lines above say why; a second "
+			"uroced on this host needs its own --file-prefix\n");
 		return 1;
 	}
 	argc -= n;

@@ -367,6 +367,11 @@ void uroce_eth_rx_awake(struct uroce_eth_port *p, uint16_t queue)
 			 strerror(errno));
 }
 
+uint16_t uroce_eth_port_count(void)
+{
+	return rte_eth_dev_count_avail();
+}
+
 int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cfg *cfg)
 {
 	struct rte_eth_dev_info info;

@@ -145,6 +145,9 @@ struct uroce_eth_port {
  * @return 0; -ENODEV (no such port), -EINVAL (bad cfg), -ENOMEM, or the ethdev error.
  */
 int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cfg *cfg);
+/** How many ports the EAL made from its arguments (0: none was named, or each named one
+ *  failed to start, as its driver logged). */
+uint16_t uroce_eth_port_count(void);
 /** Flushes and frees pending frames, stops and closes the device, frees the pool.
  *  Safe on a zeroed or already closed port. */
 void uroce_eth_port_close(struct uroce_eth_port *p);
