@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_log.h>
 
 #include "uroced.h"
@@ -83,6 +84,13 @@ static void usage(FILE *f)
 		   "  -s, --set K=V       override one key, e.g. --set host.ipv4=10.0.0.1\n"
 		   "  --print-config      print the configuration in effect and exit\n"
 		   "EAL example: --no-pci --vdev=net_af_packet0,iface=eth1 --file-prefix=uroce0\n");
+}
+
+/* DPDK's EAL answers --help itself, wherever it stands, and exits: it prints this first. */
+static void usage_hook(const char *prgname)
+{
+	(void)prgname;
+	usage(stdout);
 }
 
 /* What to do after a configuration error, on its line. */
@@ -351,6 +359,7 @@ int main(int argc, char **argv)
 {
 	int n, rc = 1;
 
+	rte_set_application_usage_hook(usage_hook);
 	n = uroce_eth_eal_init(argc, argv);
 	if (n < 0) {
 		fprintf(stderr,
