@@ -22,7 +22,7 @@ packages=(
 	libdpdk-dev libisal-dev libibverbs-dev librdmacm-dev libcriterion-dev
 	tshark
 	clang libclang-rt-dev
-	iproute2 iputils-ping procps systemd
+	iproute2 iputils-ping procps systemd man-db
 	ibverbs-utils perftest rdmacm-utils python3-pyverbs
 )
 

@@ -899,3 +899,45 @@ void uroce_conf_table_markdown(const struct uroce_conf_table *t, FILE *out)
 			*k->def ? k->def : "(empty)", *k->def ? "`" : "", k->doc);
 	}
 }
+
+/* Text for roff: a backslash is \e, a '-' is \- (a minus, not a hyphen that may break
+ * the line: these are option names and values), and a line never starts with '.' or '\''
+ * (a request). */
+static void man_text(const char *s, FILE *out)
+{
+	if (*s == '.' || *s == '\'')
+		fputs("\\&", out);
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\e", out);
+		else if (*s == '-')
+			fputs("\\-", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+void uroce_conf_table_man(const struct uroce_conf_table *t, FILE *out)
+{
+	char d[256];
+
+	for (size_t i = 0; i < t->nkeys; i++) {
+		const struct uroce_conf_key *k = &t->keys[i];
+
+		if (i == 0 || strcmp(k->section, t->keys[i - 1].section) != 0) {
+			fputs(".SS [", out);
+			man_text(k->section, out);
+			fputs("]\n", out);
+		}
+		describe(k, d, sizeof(d));
+		fputs(".TP\n.BR ", out);
+		man_text(k->name, out);
+		fputs(" \" = ", out);
+		man_text(*k->def ? k->def : "(empty)", out);
+		fputs("\"\n", out);
+		man_text(k->doc, out);
+		fputs(k->doc[0] && k->doc[strlen(k->doc) - 1] == '.' ? "\n(" : ".\n(", out);
+		man_text(d, out);
+		fputs(")\n", out);
+	}
+}

@@ -100,6 +100,9 @@ int uroce_conf_table_set(const struct uroce_conf_table *t, void *obj,
 void uroce_conf_table_print(const struct uroce_conf_table *t, const void *obj, FILE *out);
 /** Prints the key reference as Markdown tables, one per section. */
 void uroce_conf_table_markdown(const struct uroce_conf_table *t, FILE *out);
+/** Prints the key reference as roff for a man page (man(7)): a subsection per section, a
+ *  tagged paragraph per key with its default, type and range. */
+void uroce_conf_table_man(const struct uroce_conf_table *t, FILE *out);
 /** Formats one key's value in @p obj as the file would write it (unquoted). */
 void uroce_conf_format_value(const struct uroce_conf_key *k, const void *obj, char *buf,
 			     size_t len);
