@@ -252,6 +252,39 @@ void uroce_cm_id_destroy(struct uroce_cm_id *id, uint64_t now_ns)
 void uroce_cm_id_set_user(struct uroce_cm_id *id, void *user) { id->user = user; }
 void *uroce_cm_id_user(const struct uroce_cm_id *id) { return id->user; }
 enum ibv_qp_type uroce_cm_id_qp_type(const struct uroce_cm_id *id) { return id->qpt; }
+enum rdma_port_space uroce_cm_id_ps(const struct uroce_cm_id *id) { return id->ps; }
+uint32_t uroce_cm_id_qpn(const struct uroce_cm_id *id) { return id->local_qpn; }
+
+const char *cm_state_name(enum cm_state state)
+{
+	static const char *const names[] = {
+		[CM_IDLE] = "IDLE",
+		[CM_LISTEN] = "LISTEN",
+		[CM_REQ_SENT] = "REQ_SENT",
+		[CM_REQ_RCVD] = "REQ_RCVD",
+		[CM_MRA_REQ_SENT] = "MRA_REQ_SENT",
+		[CM_MRA_REQ_RCVD] = "MRA_REQ_RCVD",
+		[CM_REP_SENT] = "REP_SENT",
+		[CM_REP_RCVD] = "REP_RCVD",
+		[CM_MRA_REP_SENT] = "MRA_REP_SENT",
+		[CM_MRA_REP_RCVD] = "MRA_REP_RCVD",
+		[CM_ESTABLISHED] = "ESTABLISHED",
+		[CM_DREQ_SENT] = "DREQ_SENT",
+		[CM_DREQ_RCVD] = "DREQ_RCVD",
+		[CM_TIMEWAIT] = "TIMEWAIT",
+		[CM_SIDR_REQ_SENT] = "SIDR_REQ_SENT",
+		[CM_SIDR_REQ_RCVD] = "SIDR_REQ_RCVD",
+	};
+
+	return (unsigned int)state < sizeof(names) / sizeof(names[0]) && names[state]
+		       ? names[state]
+		       : "?";
+}
+
+const char *uroce_cm_id_state_name(const struct uroce_cm_id *id)
+{
+	return cm_state_name(id->state);
+}
 const struct uroce_cm_path *uroce_cm_id_path(const struct uroce_cm_id *id) { return &id->path; }
 
 /* ---- events ----------------------------------------------------------------------- */

@@ -39,6 +39,10 @@ enum cm_state {
 	CM_SIDR_REQ_RCVD,
 };
 
+/** The state's name as IBA and Linux's ib_cm spell it ("REQ_SENT"), for traces and
+ *  `uroce res show cm_id`; "?" for a value out of the enum. */
+const char *cm_state_name(enum cm_state state);
+
 /* What rdma_cm thinks of the id (Linux enum rdma_cm_state, the part that matters here). */
 enum cma_state {
 	CMA_IDLE,

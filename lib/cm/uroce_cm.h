@@ -197,6 +197,12 @@ void uroce_cm_id_destroy(struct uroce_cm_id *id, uint64_t now_ns);
 void uroce_cm_id_set_user(struct uroce_cm_id *id, void *user);
 void *uroce_cm_id_user(const struct uroce_cm_id *id);
 enum ibv_qp_type uroce_cm_id_qp_type(const struct uroce_cm_id *id);
+enum rdma_port_space uroce_cm_id_ps(const struct uroce_cm_id *id);
+/** The QPN the id's connection announces (REQ/REP); 0 before one. */
+uint32_t uroce_cm_id_qpn(const struct uroce_cm_id *id);
+/** The IB CM state of the id's connection, named as IBA vol 1 12.9.6 does ("LISTEN",
+ *  "REQ_SENT", "ESTABLISHED", "TIMEWAIT", ...). */
+const char *uroce_cm_id_state_name(const struct uroce_cm_id *id);
 
 /** Binds to an IPv4/IPv6 address (any: wildcard) and port (0: an ephemeral one).
  *  @return 0, -EADDRINUSE, -EINVAL (already bound, bad family). */
