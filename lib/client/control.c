@@ -567,6 +567,53 @@ int uroce_client_stats(struct uroce_client_ctx *ctx, uint32_t flags,
 	return n;
 }
 
+int uroce_client_res_list(struct uroce_client_ctx *ctx, uint32_t type,
+			  struct uroce_ctrl_res_row **rows)
+{
+	struct uroce_ctrl_res_list_req req = {.type = type};
+	size_t cap = UROCE_CTRL_MSG_MAX - sizeof(struct uroce_ctrl_hdr);
+	struct uroce_ctrl_res_list_rep *rep = malloc(cap);
+	struct uroce_ctrl_res_row *all = NULL, *grown;
+	size_t n = 0;
+	int rc;
+
+	if (!rep)
+		return -ENOMEM;
+	do {
+		rc = cl_call(ctx, UROCE_CTRL_RES_LIST, &req, sizeof(req), NULL, 0, rep, cap, NULL,
+			     0);
+		if (rc < 0)
+			goto fail;
+		if ((size_t)rc < sizeof(*rep) ||
+		    (size_t)rc != sizeof(*rep) + (size_t)rep->count * sizeof(rep->row[0]) ||
+		    (rep->next && rep->next <= req.start)) { /* a page must move on */
+			rc = -EPROTO;
+			goto fail;
+		}
+		grown = realloc(all, (n + rep->count) * sizeof(*all) + 1);
+		if (!grown) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		all = grown;
+		memcpy(all + n, rep->row, (size_t)rep->count * sizeof(*all));
+		for (uint32_t i = 0; i < rep->count; i++) {
+			all[n + i].comm[sizeof(all->comm) - 1] = '\0';
+			if (type == UROCE_CTRL_RES_CM_ID)
+				all[n + i].cm_id.state[sizeof(all->cm_id.state) - 1] = '\0';
+		}
+		n += rep->count;
+		req.start = rep->next;
+	} while (req.start);
+	free(rep);
+	*rows = all;
+	return (int)n;
+fail:
+	free(rep);
+	free(all);
+	return rc;
+}
+
 int uroce_client_admin(struct uroce_client_ctx *ctx, const struct uroce_ctrl_admin_req *req)
 {
 	return cl_call(ctx, UROCE_CTRL_ADMIN, req, sizeof(*req), NULL, 0, NULL, 0, NULL, 0);

@@ -301,6 +301,13 @@ const char *uroce_client_wc_status_str(enum ibv_wc_status status);
 struct uroce_ctrl_stat;
 int uroce_client_stats(struct uroce_client_ctx *ctx, uint32_t flags,
 		       struct uroce_ctrl_stat **stats);
+/** The device's objects of one kind (uroce res show): @p type an enum uroce_ctrl_res_type.
+ *  Rows of other users' processes are left out unless the caller is an administrator.
+ *  @return the count (the caller frees *rows), or -errno: -EINVAL no such type, -EPROTO a
+ *  malformed reply. */
+struct uroce_ctrl_res_row;
+int uroce_client_res_list(struct uroce_client_ctx *ctx, uint32_t type,
+			  struct uroce_ctrl_res_row **rows);
 /**
  * Operator commands (capture stop, fault injection, log level, cm-drop); see enum
  * uroce_ctrl_admin_op. @return 0 or -errno: -EPERM unless the caller is root or in

@@ -39,13 +39,13 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 9u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+#define UROCE_CTRL_VERSION 10u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
 				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
 				* WQEs, REREG_MR; 8: REGION_FD; 9: IMPORT_CONTEXT,
 				* IMPORT_PD, IMPORT_MR, UNIMPORT_PD, UNIMPORT_MR,
-				* RESOLVE_L2 */
+				* RESOLVE_L2; 10: RES_LIST */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -184,7 +184,8 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(IMPORT_MR, import_mr, handle, 0, import_mr_rep, 0, 0)                               \
 	X(UNIMPORT_PD, unimport_pd, handle, 0, none, 0, 0)                                    \
 	X(UNIMPORT_MR, unimport_mr, handle, 0, none, 0, 0)                                    \
-	X(RESOLVE_L2, resolve_l2, resolve_l2_req, 0, resolve_l2_rep, 0, 0)
+	X(RESOLVE_L2, resolve_l2, resolve_l2_req, 0, resolve_l2_rep, 0, 0)                   \
+	X(RES_LIST, res_list, res_list_req, 0, res_list_rep, 0, UROCE_CTRL_CMD_REP_TAIL)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -514,6 +515,70 @@ struct uroce_ctrl_stats_rep {
 	struct uroce_ctrl_stat stat[];
 };
 
+/*
+ * RES_LIST (`uroce res show`): the device's objects of one kind, a row each with the
+ * process that made it, as iproute2's `rdma res show` lists a kernel device's. As with
+ * the per-QP counters, a user sees the objects of its own uid's processes, an
+ * administrator every one (a QPN and its pid are what a forged packet aims at). A reply
+ * holds the rows that fit; a request with `start` = the last reply's `next` goes on
+ * (next 0: that was the end). Objects made or destroyed between two requests may be
+ * missed or listed twice, as in a netlink dump. -EINVAL: no such type.
+ */
+enum uroce_ctrl_res_type {
+	UROCE_CTRL_RES_QP = 1,
+	UROCE_CTRL_RES_CQ,
+	UROCE_CTRL_RES_MR,
+	UROCE_CTRL_RES_PD,
+	UROCE_CTRL_RES_CM_ID,
+};
+struct uroce_ctrl_res_list_req {
+	uint32_t type; /**< enum uroce_ctrl_res_type */
+	uint32_t start;
+};
+#define UROCE_CTRL_CM_STATE_NAME_MAX 16
+struct uroce_ctrl_res_row {
+	uint32_t pid;
+	uint32_t handle; /**< its number in the process's connection (pdn, cqn, mrn, ...) */
+	char comm[UROCE_CTRL_NAME_MAX]; /**< the program's name, as its library said (HELLO) */
+	union {
+		struct {
+			uint32_t lqpn, rqpn;
+			uint32_t type;  /**< enum ibv_qp_type */
+			uint32_t state; /**< enum ibv_qp_state */
+			uint32_t sq_psn, rq_psn;
+			uint32_t send_cq, recv_cq, srq; /**< handles; srq 0: none */
+			uint32_t reserved;
+		} qp;
+		struct {
+			uint32_t cqe;
+			uint32_t users; /**< QPs that complete into it */
+			uint32_t channel; /**< handle of its completion channel, 0: none */
+			uint32_t reserved;
+		} cq;
+		struct {
+			uint32_t lkey, rkey, access, reserved;
+			uint64_t iova, length;
+		} mr;
+		struct {
+			uint32_t refs; /**< handles that name it, over all processes */
+			uint32_t reserved;
+		} pd;
+		struct {
+			uint32_t lqpn;
+			uint32_t ps;      /**< enum rdma_port_space */
+			uint32_t qp_type; /**< enum ibv_qp_type */
+			uint32_t reserved;
+			char state[UROCE_CTRL_CM_STATE_NAME_MAX]; /**< the IB CM's: "ESTABLISHED" */
+			struct sockaddr_storage src, dst;
+		} cm_id;
+	};
+};
+struct uroce_ctrl_res_list_rep {
+	uint32_t count;
+	uint32_t next;
+	struct uroce_ctrl_res_row row[];
+};
+
 /* ADMIN (and CAPTURE_START): operations for operators and tests. Only root and the
  * members of control.admin_group may use them, as the kernel tells the daemon who is on
  * the other end (SO_PEERCRED); anyone else gets -EPERM and nothing changes. */
@@ -793,6 +858,9 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_rereg_mr_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_import_mr_rep, 32);
 UROCE_CTRL_SIZE(struct uroce_ctrl_resolve_l2_req, 32);
 UROCE_CTRL_SIZE(struct uroce_ctrl_resolve_l2_rep, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_res_list_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_res_row, 328);
+UROCE_CTRL_SIZE(struct uroce_ctrl_res_list_rep, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_alloc_mw_rep, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_req, 16);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_cq_rep, 24);

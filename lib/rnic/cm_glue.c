@@ -592,6 +592,19 @@ static void channel_free(struct uroce_rnic_client *c, uint32_t handle, struct rn
 	free(ch);
 }
 
+void rnic_cm_id_res(const struct rnic_cm_id *id, struct uroce_ctrl_res_row *r)
+{
+	r->cm_id.src = id->src;
+	r->cm_id.dst = id->dst;
+	if (!id->cm)
+		return;
+	r->cm_id.lqpn = uroce_cm_id_qpn(id->cm);
+	r->cm_id.ps = uroce_cm_id_ps(id->cm);
+	r->cm_id.qp_type = uroce_cm_id_qp_type(id->cm);
+	snprintf(r->cm_id.state, sizeof(r->cm_id.state), "%s", uroce_cm_id_state_name(id->cm));
+	uroce_cm_id_addrs(id->cm, &r->cm_id.src, &r->cm_id.dst);
+}
+
 void rnic_cm_free_client(struct uroce_rnic_client *c)
 {
 	uint32_t h;

@@ -375,6 +375,8 @@ void rnic_cm_process(struct uroce_rnic *nic);
 void rnic_cm_gsi_rx(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
 /* Destroys the connection's CM ids (REJ/DREQ on the wire) and channels. */
 void rnic_cm_free_client(struct uroce_rnic_client *c);
+/* The CM id's row of `uroce res show cm_id` (res.c) into @p r's cm_id part. */
+void rnic_cm_id_res(const struct rnic_cm_id *id, struct uroce_ctrl_res_row *r);
 /* A neighbour resolution for a CM id has settled; false if @p cookie is not a CM id's. */
 bool rnic_cm_neigh_resolved(struct uroce_rnic *nic, uint64_t cookie, const uint8_t *mac, int err);
 /* Drops the next @count MADs with attribute @attr that we send (uroce cm-drop). */

@@ -83,6 +83,7 @@ static const struct expected_cmd {
 	{59, "UNIMPORT_PD", HANDLE, 0, 0, 0, 0},
 	{60, "UNIMPORT_MR", HANDLE, 0, 0, 0, 0},
 	{61, "RESOLVE_L2", SZ(resolve_l2_req), 0, SZ(resolve_l2_rep), 0, 0},
+	{62, "RES_LIST", SZ(res_list_req), 0, SZ(res_list_rep), 0, UROCE_CTRL_CMD_REP_TAIL},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -108,7 +109,8 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_IMPORT_CONTEXT, 56);
 	cr_assert_eq(UROCE_CTRL_UNIMPORT_MR, 60);
 	cr_assert_eq(UROCE_CTRL_RESOLVE_L2, 61);
-	cr_assert_eq(UROCE_CTRL_VERSION, 9);
+	cr_assert_eq(UROCE_CTRL_RES_LIST, 62);
+	cr_assert_eq(UROCE_CTRL_VERSION, 10);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);
 }

@@ -1211,3 +1211,76 @@ Test(rnic, import_shares_pd_and_mr_between_clients)
 	close(b_token);
 	host_fini(&h);
 }
+
+/* RES_LIST rows of @p type as @p c sees them, starting at @p start: their count, the
+ * reply's `next` in *@p next, and the rows copied to @p rows (room for @p max). */
+static uint32_t res_list(struct host *h, struct uroce_rnic_client *c, uint32_t type,
+			 uint32_t start, uint32_t *next, struct uroce_ctrl_res_row *rows,
+			 uint32_t max)
+{
+	struct uroce_ctrl_res_list_req req = {.type = type, .start = start};
+	struct uroce_ctrl_res_list_rep rep;
+
+	cr_assert_eq(request(h, c, UROCE_CTRL_RES_LIST, &req, sizeof(req)), 0);
+	memcpy(&rep, reply_payload(h), sizeof(rep));
+	cr_assert_leq(rep.count, max);
+	memcpy(rows, (const uint8_t *)reply_payload(h) + sizeof(rep),
+	       rep.count * sizeof(*rows));
+	*next = rep.next;
+	return rep.count;
+}
+
+/* `uroce res show`: each object a row with its process; a user sees its own uid's, the
+ * administrator every one (as the per-QP counters); a long listing comes in pages. */
+Test(rnic, res_list_shows_each_object_with_its_process)
+{
+	struct host h;
+	struct uroce_rnic_client *a, *b, *admin;
+	struct uroce_ctrl_res_row rows[400];
+	struct uroce_ctrl_res_list_req bad = {.type = 9};
+	uint32_t qpn_a, qpn_b, next, n, seen;
+
+	host_init(&h, 1, 1);
+	ud_qp_of(&h, &a, 1000, false, &qpn_a);
+	ud_qp_of(&h, &b, 2000, false, &qpn_b);
+	ud_qp_of(&h, &admin, 3000, true, NULL);
+
+	n = res_list(&h, a, UROCE_CTRL_RES_QP, 0, &next, rows, 400);
+	cr_assert_eq(n, 1u, "user 1000 sees its own QP only");
+	cr_assert_eq(next, 0u);
+	cr_assert_eq(rows[0].qp.lqpn, qpn_a);
+	cr_assert_eq(rows[0].qp.type, IBV_QPT_UD);
+	cr_assert_eq(rows[0].qp.state, IBV_QPS_RESET);
+	cr_assert_eq(rows[0].pid, (uint32_t)getpid());
+	cr_assert_str_eq(rows[0].comm, "qk");
+	cr_assert_neq(rows[0].qp.send_cq, 0u);
+	n = res_list(&h, admin, UROCE_CTRL_RES_QP, 0, &next, rows, 400);
+	cr_assert_eq(n, 3u, "the administrator sees every QP");
+	cr_assert_eq(rows[1].qp.lqpn, qpn_b);
+
+	n = res_list(&h, a, UROCE_CTRL_RES_CQ, 0, &next, rows, 400);
+	cr_assert_eq(n, 1u);
+	cr_assert_eq(rows[0].cq.users, 1u, "one QP completes into it");
+	cr_assert_geq(rows[0].cq.cqe, 16u);
+	n = res_list(&h, a, UROCE_CTRL_RES_PD, 0, &next, rows, 400);
+	cr_assert_eq(n, 1u);
+	cr_assert_eq(rows[0].pd.refs, 1u);
+	cr_assert_eq(res_list(&h, a, UROCE_CTRL_RES_MR, 0, &next, rows, 400), 0u);
+	cr_assert_eq(request(&h, a, UROCE_CTRL_RES_LIST, &bad, sizeof(bad)), -EINVAL);
+
+	/* More PDs than one reply holds: the pages add up to every one, once. */
+	for (int i = 0; i < 300; i++)
+		cr_assert_eq(request(&h, admin, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	seen = 0;
+	next = 0;
+	do {
+		uint32_t start = next;
+
+		n = res_list(&h, admin, UROCE_CTRL_RES_PD, start, &next, rows, 400);
+		cr_assert(next == 0 || next == start + n, "page at %u: %u rows, next %u", start,
+			  n, next);
+		seen += n;
+	} while (next);
+	cr_assert_eq(seen, 303u);
+	host_fini(&h);
+}
