@@ -58,7 +58,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: uroce [-S socket] COMMAND\n"
-"  stat [--json] [--qp]        the daemon's named counters (per QP with --qp)\n"
+"  stat [--json] [--qp|qp N]   the daemon's named counters (per QP with --qp; QP N's)\n"
 "  capture start FILE          write RoCE frames to a pcap file (path seen by the daemon)\n"
 "  capture stop\n"
 "  fault [NAME=RATE ...]       fault injection rates in [0,1]: rx_drop rx_dup rx_reorder\n"
@@ -72,6 +72,9 @@ static void usage(FILE *f)
 	print_log_levels(f, "|");
 	fprintf(f, "\n"
 "  devinfo                     device, port and GID table\n"
+"  res [show] [qp|cq|mr|pd|cm_id] [--json]\n"
+"                              the device's objects with their processes, as rdma res show\n"
+"  link [show] [--json]        the port: state, MTU, GIDs, as rdma link show\n"
 "  env [-d DEV]                the shell exports that run an RDMA program over uroce\n"
 "  exec [-d DEV] [--] PROGRAM [ARGS...]\n"
 "                              run an unmodified RDMA program over uroce (the drop-in\n"
@@ -93,7 +96,7 @@ static struct uroce_client_ctx *open_ctx(const char *sock)
 	return ctx;
 }
 
-static void json_str(const char *s)
+void uroce_cli_json_str(const char *s)
 {
 	putchar('"');
 	for (; *s; s++) {
@@ -110,6 +113,7 @@ static void json_str(const char *s)
 static int cmd_stat(struct uroce_client_ctx *ctx, int argc, char **argv)
 {
 	struct uroce_ctrl_stat *st = NULL;
+	char qp_prefix[24] = "";
 	bool json = false;
 	uint32_t flags = 0;
 	int i, n, width = 0;
@@ -119,7 +123,18 @@ static int cmd_stat(struct uroce_client_ctx *ctx, int argc, char **argv)
 			json = true;
 		else if (!strcmp(argv[i], "--qp"))
 			flags |= UROCE_CTRL_STATS_PER_QP;
-		else {
+		else if (!strcmp(argv[i], "qp") && i + 1 < argc && !qp_prefix[0]) {
+			/* `stat qp N`: that QP's counters only */
+			char *end;
+			unsigned long qpn = strtoul(argv[++i], &end, 0);
+
+			if (!*argv[i] || *end || qpn > 0xffffff) {
+				fprintf(stderr, "uroce stat qp: '%s' is not a QPN\n", argv[i]);
+				return 2;
+			}
+			flags |= UROCE_CTRL_STATS_PER_QP;
+			snprintf(qp_prefix, sizeof(qp_prefix), "qp.%lu.", qpn);
+		} else {
 			fprintf(stderr, "uroce stat: unknown argument '%s'\n", argv[i]);
 			return 2;
 		}
@@ -128,6 +143,20 @@ static int cmd_stat(struct uroce_client_ctx *ctx, int argc, char **argv)
 	if (n < 0) {
 		fprintf(stderr, "uroce stat: %s\n", strerror(-n));
 		return 1;
+	}
+	if (qp_prefix[0]) {
+		int kept = 0;
+
+		for (i = 0; i < n; i++)
+			if (!strncmp(st[i].name, qp_prefix, strlen(qp_prefix)))
+				st[kept++] = st[i];
+		if (!kept) {
+			fprintf(stderr, "uroce stat: no QP %.*s (or not one of yours)\n",
+				(int)strlen(qp_prefix) - 4, qp_prefix + 3);
+			free(st);
+			return 1;
+		}
+		n = kept;
 	}
 	for (i = 0; i < n; i++) {
 		int l = (int)strnlen(st[i].name, UROCE_CTRL_STAT_NAME_MAX);
@@ -143,7 +172,7 @@ static int cmd_stat(struct uroce_client_ctx *ctx, int argc, char **argv)
 			memcpy(name, st[i].name, UROCE_CTRL_STAT_NAME_MAX);
 			name[UROCE_CTRL_STAT_NAME_MAX] = '\0';
 			printf("%s\n  ", i ? "," : "");
-			json_str(name);
+			uroce_cli_json_str(name);
 			printf(": %lu", (unsigned long)st[i].value);
 		}
 		printf("%s}\n", n ? "\n" : "");
@@ -312,7 +341,7 @@ static int cmd_log_level(struct uroce_client_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
-static const char *port_state_str(enum ibv_port_state s)
+const char *uroce_cli_port_state_str(enum ibv_port_state s)
 {
 	switch (s) {
 	case IBV_PORT_DOWN: return "PORT_DOWN";
@@ -324,7 +353,7 @@ static const char *port_state_str(enum ibv_port_state s)
 	}
 }
 
-static int mtu_bytes(enum ibv_mtu m)
+int uroce_cli_mtu_bytes(enum ibv_mtu m)
 {
 	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
 }
@@ -378,9 +407,10 @@ static int cmd_devinfo(struct uroce_client_ctx *ctx, int argc, char **argv)
 			return 1;
 		}
 		printf("\t\tport:\t%d\n", port);
-		printf("\t\t\tstate:\t\t\t%s (%d)\n", port_state_str(pa.state), pa.state);
-		printf("\t\t\tmax_mtu:\t\t%d (%d)\n", mtu_bytes(pa.max_mtu), pa.max_mtu);
-		printf("\t\t\tactive_mtu:\t\t%d (%d)\n", mtu_bytes(pa.active_mtu), pa.active_mtu);
+		printf("\t\t\tstate:\t\t\t%s (%d)\n", uroce_cli_port_state_str(pa.state), pa.state);
+		printf("\t\t\tmax_mtu:\t\t%d (%d)\n", uroce_cli_mtu_bytes(pa.max_mtu), pa.max_mtu);
+		printf("\t\t\tactive_mtu:\t\t%d (%d)\n", uroce_cli_mtu_bytes(pa.active_mtu),
+		       pa.active_mtu);
 		printf("\t\t\tsm_lid:\t\t\t%d\n", pa.sm_lid);
 		printf("\t\t\tport_lid:\t\t%d\n", pa.lid);
 		printf("\t\t\tport_lmc:\t\t0x%02x\n", pa.lmc);
@@ -434,8 +464,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "exec"))
 		return uroce_cli_exec(sock, argc - optind, argv + optind);
 	if (strcmp(cmd, "stat") && strcmp(cmd, "capture") && strcmp(cmd, "fault") &&
-	    strcmp(cmd, "cm-drop") &&
-	    strcmp(cmd, "log-level") && strcmp(cmd, "devinfo")) {
+	    strcmp(cmd, "cm-drop") && strcmp(cmd, "log-level") && strcmp(cmd, "devinfo") &&
+	    strcmp(cmd, "res") && strcmp(cmd, "link")) {
 		fprintf(stderr, "uroce: unknown command '%s'\n", cmd);
 		usage(stderr);
 		return 2;
@@ -455,6 +485,10 @@ int main(int argc, char **argv)
 		r = cmd_cm_drop(ctx, argc, argv);
 	else if (!strcmp(cmd, "log-level"))
 		r = cmd_log_level(ctx, argc, argv);
+	else if (!strcmp(cmd, "res"))
+		r = uroce_cli_res(ctx, argc, argv);
+	else if (!strcmp(cmd, "link"))
+		r = uroce_cli_link(ctx, argc, argv);
 	else
 		r = cmd_devinfo(ctx, argc, argv);
 	uroce_client_close(ctx);
