@@ -124,3 +124,8 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 	}
 	return (int)o.n;
 }
+
+int uroce_rnic_stats(struct uroce_rnic *nic, struct uroce_ctrl_stat *out, uint32_t max)
+{
+	return rnic_stats(nic, NULL, 0, out, max); /* no viewer: without per-QP lines */
+}

@@ -229,6 +229,9 @@ struct uroce_rnic_client *uroce_rnic_neigh_resolved(struct uroce_rnic *nic, uint
 unsigned int uroce_rnic_doorbells(struct uroce_rnic *nic);
 /** One received RoCE frame (the IP stack said UROCE_IP_ROCE). */
 void uroce_rnic_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len);
+/** The device's named counters, as STATS gives them without per-QP lines (for the host's
+ *  telemetry). @return how many were written to @p out (at most @p max). */
+int uroce_rnic_stats(struct uroce_rnic *nic, struct uroce_ctrl_stat *out, uint32_t max);
 /** Runs the transport's and the CM's timers that are due, and deferred CM work. */
 void uroce_rnic_process(struct uroce_rnic *nic);
 /** The earliest time uroce_rnic_process() has work (UINT64_MAX: none). */
