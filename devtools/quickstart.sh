@@ -19,7 +19,7 @@ export UROCE_PCAP_DIR=${UROCE_PCAP_DIR:-$(cd "$top/.." && pwd)/shared/pcaps}
 # Everything comes from Debian 12's archive; doc/dependencies.md says why each is here.
 packages=(
 	gcc libc6-dev pkg-config meson ninja-build python3
-	libdpdk-dev libisal-dev libibverbs-dev librdmacm-dev libcriterion-dev
+	libdpdk-dev libisal-dev libibverbs-dev librdmacm-dev libcriterion-dev dpdk-dev
 	tshark
 	clang libclang-rt-dev
 	iproute2 iputils-ping procps systemd man-db

@@ -303,13 +303,14 @@ static void accept_clients(void)
 /* The epoll data of the descriptors that only end a sleep (uroced_control_watch): the
  * address of its enum uroced_woke bit, never a struct uroced_conn. */
 static const unsigned int woke_bits[] = {UROCED_WOKE_DOORBELL, UROCED_WOKE_FRAME,
-					  UROCED_WOKE_KERNEL};
+					  UROCED_WOKE_KERNEL, UROCED_WOKE_TELEMETRY};
 
 int uroced_control_watch(int fd, enum uroced_woke what)
 {
-	const unsigned int *bit = what == UROCED_WOKE_DOORBELL ? &woke_bits[0]
-				  : what == UROCED_WOKE_FRAME  ? &woke_bits[1]
-							       : &woke_bits[2];
+	const unsigned int *bit = what == UROCED_WOKE_DOORBELL	? &woke_bits[0]
+				  : what == UROCED_WOKE_FRAME	? &woke_bits[1]
+				  : what == UROCED_WOKE_KERNEL	? &woke_bits[2]
+								: &woke_bits[3];
 
 	if (epoll_ctl(uroced.epfd, EPOLL_CTL_ADD, fd,
 		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = (void *)bit}) != 0)

@@ -232,6 +232,8 @@ static int setup(void)
 		rc = uroced_control_watch(uroced_net_wake_fd(), UROCED_WOKE_FRAME);
 	if (rc == 0 && uroced_kernel_fd() >= 0)
 		rc = uroced_control_watch(uroced_kernel_fd(), UROCED_WOKE_KERNEL);
+	if (rc == 0)
+		rc = uroced_telemetry_init();
 	return rc;
 }
 
@@ -274,6 +276,8 @@ static bool sleep_until_work(uint64_t max_ns, uint64_t nap_ns)
 	uroced_net_awake();
 	if (woke & UROCED_WOKE_KERNEL)
 		uroced_net_kernel_rx();
+	uroced_telemetry_serve(now_ns(), woke & UROCED_WOKE_TELEMETRY);
+	uroced_telemetry_publish(now_ns());
 	if (woke & UROCED_WOKE_DOORBELL)
 		uroced.cnt.woke_doorbell++;
 	if (woke & UROCED_WOKE_FRAME)
@@ -326,6 +330,8 @@ static void poll_loop(void)
 
 			if (uroced_net_next_deadline() < until)
 				until = uroced_net_next_deadline();
+			if (uroced_telemetry_next_deadline() < until)
+				until = uroced_telemetry_next_deadline();
 			if (next_link < until)
 				until = next_link;
 			if (until > uroced.now_ns) {
@@ -348,29 +354,64 @@ static void poll_loop(void)
 		/* The control sockets and the kernel interface: neither is on the data
 		 * path, so they are looked at every control_poll_us, not every turn. */
 		if (uroced.now_ns >= next_ctrl) {
-			if (uroced_control_poll(0) & UROCED_WOKE_KERNEL)
+			unsigned int woke = uroced_control_poll(0);
+
+			if (woke & UROCED_WOKE_KERNEL)
 				uroced_net_kernel_rx();
+			/* also when not woken: a silent scraper's deadline */
+			uroced_telemetry_serve(uroced.now_ns, woke & UROCED_WOKE_TELEMETRY);
+			uroced_telemetry_publish(uroced.now_ns);
 			next_ctrl = uroced.now_ns + ctrl_every;
 		}
 	}
 }
 
-int main(int argc, char **argv)
+/*
+ * Starts DPDK's EAL with the arguments before "--" (argv[1, dash)), and with its
+ * telemetry socket as telemetry.dpdk says unless those arguments say otherwise. @return 0
+ * or -1 (said on stderr). The argument vector is kept: the EAL may point into it.
+ */
+static int eal_start(int dash, char **argv)
 {
-	int n, rc = 1;
+	static char tel_on[] = "--telemetry", tel_off[] = "--no-telemetry";
+	char **eal = calloc((size_t)dash + 2, sizeof(*eal));
+	bool told = false;
+	int n = 0;
 
+	if (!eal) {
+		fprintf(stderr, "uroced: out of memory\n");
+		return -1;
+	}
+	eal[n++] = argv[0];
+	for (int i = 1; i < dash; i++)
+		told |= !strcmp(argv[i], tel_on) || !strcmp(argv[i], tel_off);
+	if (!told)
+		eal[n++] = uroced.conf.telemetry.dpdk ? tel_on : tel_off;
+	for (int i = 1; i < dash; i++)
+		eal[n++] = argv[i];
 	rte_set_application_usage_hook(usage_hook);
-	n = uroce_eth_eal_init(argc, argv);
-	if (n < 0) {
+	if (uroce_eth_eal_init(n, eal) < 0) {
 		fprintf(stderr,
 			"uroced: DPDK's EAL did not start: the EAL lines above say why; a second "
 			"uroced on this host needs its own --file-prefix\n");
-		return 1;
+		return -1;
 	}
-	argc -= n;
-	argv += n;
-	if (parse_args(argc, argv) != 0)
-		goto out;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char *own_none[] = {argv[0], NULL};
+	int dash, rc = 1;
+
+	/* Ours first (after "--", which stands in for the program name): the configuration
+	 * decides how the EAL starts, and a bad one is said before DPDK's lines. */
+	for (dash = 1; dash < argc && strcmp(argv[dash], "--"); dash++)
+		;
+	if ((dash < argc ? parse_args(argc - dash, argv + dash) : parse_args(1, own_none)) != 0)
+		return 1;
+	if (eal_start(dash, argv) != 0)
+		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -401,6 +442,7 @@ int main(int argc, char **argv)
 	uroced_notify("STOPPING=1");
 	rc = 0;
 out:
+	uroced_telemetry_fini();
 	uroced_control_fini();
 	uroce_rnic_destroy(uroced.rnic);
 	uroced_kernel_close();

@@ -16,7 +16,8 @@
  * Files: main.c (configuration, EAL, the poll loop, start and stop), net.c (all packet
  * I/O: port, loopback, fault injection, capture, host stack, kernel interface, and the
  * RNIC's ops), kernel_iface.c (the kernel interface's tap), control.c (the socket:
- * connections, credentials, messages), notify.c (readiness to the service manager).
+ * connections, credentials, messages), notify.c (readiness to the service manager),
+ * telemetry.c (counters for DPDK's telemetry and Prometheus).
  */
 
 #include <signal.h>
@@ -112,7 +113,8 @@ struct uroced_loop_frame {
 	X(woke_doorbell)  /* ... and an application's post woke it */              \
 	X(woke_frame)     /* ... a frame from the port */                          \
 	X(woke_control)   /* ... a control request or connection */                \
-	X(woke_timer)     /* ... nothing: a timer or the longest sleep was due */
+	X(woke_timer)     /* ... nothing: a timer or the longest sleep was due */ \
+	X(prometheus_scrapes) /* GET /metrics answered (telemetry.prometheus_listen) */
 
 struct uroced_counters {
 #define UROCED_COUNTER_FIELD(n) uint64_t n;
@@ -208,6 +210,18 @@ void uroced_kernel_close(void);
 /* Its descriptor (non-blocking, one frame per read and write), or -1: none. */
 int uroced_kernel_fd(void);
 
+/* telemetry.c: the counters for DPDK's telemetry socket and Prometheus (see there).
+ * init: 0 or -errno (logged: the listen address is bad or taken). publish: refreshes the
+ * telemetry thread's snapshot when it is due; serve: answers scrapers (@p woke: the
+ * control poll said UROCED_WOKE_TELEMETRY), else only drops those past their deadline,
+ * without a system call. All on the poll lcore. */
+int uroced_telemetry_init(void);
+void uroced_telemetry_publish(uint64_t now_ns);
+void uroced_telemetry_serve(uint64_t now_ns, bool woke);
+/* When a scraper that has not finished its request is to be dropped (UINT64_MAX: none). */
+uint64_t uroced_telemetry_next_deadline(void);
+void uroced_telemetry_fini(void);
+
 /* control.c */
 int uroced_control_init(void);
 void uroced_control_fini(void);
@@ -217,6 +231,7 @@ enum uroced_woke {
 	UROCED_WOKE_DOORBELL = 1u << 1, /* an application posted (uroce_rnic_wake_fd) */
 	UROCED_WOKE_FRAME = 1u << 2,    /* the port received (uroced_net_wake_fd) */
 	UROCED_WOKE_KERNEL = 1u << 3,   /* the kernel sent on its interface */
+	UROCED_WOKE_TELEMETRY = 1u << 4, /* a Prometheus scraper connected or wrote */
 };
 /* Adds @p fd to the set uroced_control_poll() waits on, as a reason @p what to wake
  * (its reader drains it). 0 or -errno. */

@@ -168,6 +168,14 @@ static const struct uroce_conf_key keys[] = {
 	{.section = "log", .name = "level", .type = UROCE_CONF_CHOICE, .off = OFF(log.level),
 	 .size = SZ(log.level), .choices = log_levels, .def = "info",
 	 .doc = "least severe messages logged"},
+
+	{.section = "telemetry", .name = "dpdk", .type = UROCE_CONF_BOOL,
+	 .off = OFF(telemetry.dpdk), .size = SZ(telemetry.dpdk), .def = "yes",
+	 .doc = "DPDK's telemetry socket (/var/run/dpdk/<file-prefix>/dpdk_telemetry.v2, read "
+		"by dpdk-telemetry.py) answers /uroce/stats with the counters of uroce stat"},
+	STR(telemetry, prometheus_listen, "",
+	    "IPv4 ADDRESS:PORT where the daemon serves its counters as Prometheus text "
+	    "(GET /metrics), e.g. 127.0.0.1:9464; empty: none"),
 };
 
 _Static_assert(sizeof(enum uroce_conf_log_level) == sizeof(int), "CHOICE fields are ints");

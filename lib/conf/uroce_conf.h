@@ -193,6 +193,10 @@ struct uroce_conf {
 	struct {
 		enum uroce_conf_log_level level;
 	} log;
+	struct {
+		bool dpdk;
+		char prometheus_listen[64]; /**< "ADDRESS:PORT"; "": none */
+	} telemetry;
 };
 
 /** The table of uroced.conf. */

@@ -105,13 +105,15 @@ Test(conf, defaults)
 	cr_expect_eq(c.capture.snaplen, 65535);
 	cr_expect_eq(c.log.level, UROCE_CONF_LOG_INFO);
 	cr_expect_str_eq(uroce_conf_log_level_name(c.log.level), "info");
+	cr_expect(c.telemetry.dpdk);
+	cr_expect_str_eq(c.telemetry.prometheus_listen, "");
 }
 
 Test(conf, table_is_sane)
 {
 	const struct uroce_conf_table *t = &uroce_conf_uroced;
 
-	cr_expect_eq(t->nkeys, 62);
+	cr_expect_eq(t->nkeys, 64);
 	for (size_t i = 0; i < t->nkeys; i++) {
 		const struct uroce_conf_key *k = &t->keys[i];
 
@@ -232,7 +234,7 @@ Test(conf, syntax_errors)
 	expect_error("[port] x\n", "t.conf:1: text after the section header");
 	expect_error("\n[ports]\n",
 		     "t.conf:2: unknown section [ports]; sections: port host control limits "
-		     "transport cm lcore fault capture log");
+		     "transport cm lcore fault capture log telemetry");
 	expect_error("[port]\nmtu 1500\n",
 		     "t.conf:2: expected key = value or [section]: 'mtu 1500'");
 	expect_error("[port]\n= 1500\n", "t.conf:2: no key before '='");
