@@ -12,6 +12,8 @@
 #     it sends READY=1 with MAINPID its pid, only once its control socket accepts (the
 #     listener connects the moment READY=1 arrives), serves `uroce devinfo`, sends
 #     STOPPING=1 on SIGTERM and exits 0; the same with an abstract NOTIFY_SOCKET (@name);
+#   - a program built with `pkg-config --cflags --libs uroce-client` from the installed
+#     tree (headers, static libraries, .pc) talks to the daemon the unit runs;
 #   - a configuration error: exit non-zero with file:line, and no READY=1.
 #   service.sh   (root; $UROCED, $UROCE_CLI, $BUILD_ROOT from meson)
 # Exit: 0 passed, 1 failed, 77 not root, no systemd-analyze, not built.
@@ -131,6 +133,37 @@ for notify in "$IT_DIR/notify.sock" "@uroce-it-notify-$IT_ID"; do
 	for t in $(seq 50); do grep -q STOPPING "$out" && break; sleep 0.1; done
 	it_check "$tag: STOPPING=1 came" grep -q '"STOPPING": "1"' "$out"
 done
+
+# A program of the installed client library's, against the daemon the unit runs.
+libdir=$(abs "$(opt libdir)")
+cat >"$IT_DIR/client.c" <<'CEOF'
+#include <stdio.h>
+#include <uroce_client.h>
+
+int main(int argc, char **argv)
+{
+	struct uroce_client_ctx *ctx = uroce_client_open(argv[argc - 1]);
+	struct ibv_device_attr attr;
+
+	if (!ctx || uroce_client_query_device(ctx, &attr) != 0)
+		return 1;
+	printf("%s max_qp %d\n", uroce_client_dev_name(ctx), attr.max_qp);
+	uroce_client_close(ctx);
+	return 0;
+}
+CEOF
+pc_flags=$(PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$root$libdir/pkgconfig \
+	pkg-config --cflags --libs uroce-client)
+it_check "pkg-config uroce-client from the installed tree ($pc_flags)" [ -n "$pc_flags" ]
+# shellcheck disable=SC2086
+cc -o "$IT_DIR/client" "$IT_DIR/client.c" $pc_flags >"$IT_DIR/cc.out" 2>&1
+it_check "a program builds against it" eval '[ -x "$IT_DIR/client" ] || { cat "$IT_DIR/cc.out"; false; }'
+run_notified client "$IT_DIR/notify-client.sock"
+"$IT_DIR/client" "$ctrl" >"$IT_DIR/client.out" 2>&1
+it_check "and talks to the unit's daemon ($(cat "$IT_DIR/client.out"))" \
+	grep -Eq '^uroce0 max_qp [1-9][0-9]*$' "$IT_DIR/client.out"
+kill -TERM "$pid"
+wait "$pid"
 
 # A configuration error: the daemon says where and never announces readiness.
 echo "no_such_key = 1" >>"$conf"
