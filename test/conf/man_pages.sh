@@ -5,10 +5,12 @@
 # --defaults lists them), uroce(8) every command `uroce --help` lists, uroced(8) every
 # option `uroced -- --help` lists (that one needs root for DPDK's EAL; without it the
 # check is skipped and said).
-#   man_pages.sh CONF_5 UROCED_8 UROCE_8 CONF_GEN UROCE UROCED
+#   man_pages.sh CONF_5 UROCED_8 UROCE_8 CONF_GEN UROCE UROCED [OTHER_PAGE...]
+# (the other pages are only rendered)
 # Exit: 0 passed, 1 failed, 77 no man (Debian's man-db).
 set -uo pipefail
 conf5=$1 uroced8=$2 uroce8=$3 gen=$4 cli=$5 daemon=$6
+shift 6
 if ! command -v man >/dev/null; then
 	echo "man_pages: man not installed (man-db); skipped"
 	exit 77
@@ -21,7 +23,7 @@ fail() {
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for page in "$conf5" "$uroced8" "$uroce8"; do
+for page in "$conf5" "$uroced8" "$uroce8" "$@"; do
 	name=$(basename "$page")
 	if ! MANWIDTH=100 man --warnings -E UTF-8 -l "$page" >"$tmp/$name.txt" 2>"$tmp/$name.err"; then
 		fail "$name: man -l exits $?"
