@@ -22,7 +22,7 @@ packages=(
 	libdpdk-dev libisal-dev libibverbs-dev librdmacm-dev libcriterion-dev dpdk-dev
 	tshark
 	clang libclang-rt-dev
-	iproute2 iputils-ping procps systemd man-db
+	iproute2 iputils-ping procps systemd man-db debhelper debootstrap
 	ibverbs-utils perftest rdmacm-utils python3-pyverbs
 )
 
@@ -34,6 +34,9 @@ rxe_vm_packages=(qemu-system-x86 linux-image-amd64 debootstrap)
 # test command too; a case whose package cannot be had is skipped.
 eco_packages=(ucx-utils openmpi-bin libopenmpi-dev mpich libmpich-dev qperf
 	libfabric-dev sockperf)
+
+# lintian, for the Debian package's test (a check it reports; skipped without it).
+package_packages=(lintian)
 
 say() { printf '\n==> %s\n' "$*"; }
 
@@ -143,6 +146,8 @@ test_all() {
 	fi
 	install_optional "${eco_packages[@]}" ||
 		say "middleware packages unavailable: their eco tests will be skipped"
+	install_optional "${package_packages[@]}" ||
+		say "lintian unavailable: the package test will not run it"
 
 	say "build (release) and tests (the integration suite runs here, as root)"
 	build build
