@@ -437,6 +437,11 @@ static int run_pingpong(const struct rb_opts *o)
 	       " median_us=%.2f p99_us=%.2f min_us=%.2f max_us=%.2f\n",
 	       o->size, got, lost, us(rtt[got / 2]), us(rtt[(got * 99) / 100]), us(rtt[0]),
 	       us(rtt[got - 1]));
+	/* Percentiles 0..100 of the half round trip, for a CDF (doc/benchmarks.md). */
+	printf("pingpong: cdf_half_rtt_us=");
+	for (int q = 0; q <= 100; q++)
+		printf("%s%.2f", q ? "," : "", us(rtt[(got - 1) * (uint64_t)q / 100]) / 2);
+	printf("\n");
 	rc = got == o->count && lost == 0 ? 0 : 1;
 out:
 	free(rtt);

@@ -363,6 +363,12 @@ int xfer_lat(const struct xfer_opts *o)
 		       (unsigned long)size, (unsigned long)iters, rtt[iters / 2] / 2000.0,
 		       rtt[(iters * 99) / 100 < iters ? (iters * 99) / 100 : iters - 1] / 2000.0,
 		       rtt[0] / 2000.0, rtt[iters - 1] / 2000.0, (double)sum / iters / 2000.0);
+		/* Percentiles 0..100 of the half round trip, for a CDF (doc/benchmarks.md). */
+		printf("lat: cdf_half_rtt_us=");
+		for (int q = 0; q <= 100; q++)
+			printf("%s%.2f", q ? "," : "",
+			       rtt[(iters - 1) * (uint64_t)q / 100] / 2000.0);
+		printf("\n");
 		fflush(stdout);
 	}
 	ret = perf_sync(&p, o->timeout_ms) ? 1 : 0;

@@ -459,6 +459,12 @@ static int run_pingpong(int fd, const struct ub_opts *o, uint64_t end)
 		       len, (unsigned long long)got, (unsigned long long)lost,
 		       o->busy ? "busy" : "block", (unsigned long long)res.v1, med, p99, min,
 		       med / 2, p99 / 2, min / 2);
+		/* Percentiles 0..100 of the half round trip, for a CDF (doc/benchmarks.md). */
+		printf("udp-pingpong: cdf_half_rtt_us=");
+		for (int q = 0; q <= 100; q++)
+			printf("%s%.2f", q ? "," : "",
+			       (double)rtt[(got - 1) * (uint64_t)q / 100] / 2e3);
+		printf("\n");
 		printf("udp-pingpong: %u B UDP ping-pong: round trip median %.2f us, p99 %.2f us; "
 		       "half round trip (RTT/2, as uroce-xfer lat prints) median %.2f us, "
 		       "p99 %.2f us\n", len, med, p99, med / 2, p99 / 2);
