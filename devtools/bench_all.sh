@@ -35,7 +35,15 @@ run() { # NAME COMMAND...: runs it, keeps its output, prints from its last table
 }
 echo "bench_all: $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) CPUs, output in $out"
 run idle bash test/bench/idle.sh --build "$build"
-run two_hosts bash test/bench/two_hosts.sh --build "$build"
+# The latency CDFs of B2 (each run's percentiles, kept by two_hosts.sh) as a table and a
+# PNG beside the outputs: copy both into doc/bench to publish them.
+CDF_DIR=$out/cdf run two_hosts bash test/bench/two_hosts.sh --build "$build"
+python3 devtools/plot_cdf.py table "$out/cdf" veth.raw="raw DPDK, 64 B" \
+	veth.udp="kernel UDP, busy-poll, 8 B" veth.uroce-event="uroce, apps polling, 8 B" \
+	veth.udpblk="kernel UDP, blocking, 8 B" veth.uroce-event-e="uroce, apps blocking, 8 B" \
+	>"$out/latency.cdf.tsv" &&
+	python3 devtools/plot_cdf.py draw "$out/latency.cdf.tsv" "$out/latency.cdf.png" ||
+	{ echo "== latency CDF: not drawn"; failed=1; }
 run cpu_per_op bash test/bench/cpu_per_op.sh --build "$build"
 run transport "$build/test/bench/uroce-bench-transport" --reps 5
 exit $failed

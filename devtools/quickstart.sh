@@ -22,7 +22,7 @@ packages=(
 	libdpdk-dev libisal-dev libibverbs-dev librdmacm-dev libcriterion-dev dpdk-dev
 	tshark
 	clang libclang-rt-dev
-	iproute2 iputils-ping procps systemd man-db debhelper debootstrap
+	iproute2 iputils-ping procps systemd man-db debhelper debootstrap gnuplot-nox
 	ibverbs-utils perftest rdmacm-utils python3-pyverbs
 )
 

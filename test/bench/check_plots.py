@@ -3,12 +3,15 @@
 """The plots in doc/bench are what devtools/plot_bench.py draws from the figures beside
 them: each SVG is redrawn from its TSV and must be identical (a figure changed without
 its plot, or the other way round, fails here), with one bar per row; and a malformed
-file is refused with exit status 2.
+file is refused with exit status 2. The latency CDFs (NAME.cdf.tsv, drawn by
+devtools/plot_cdf.py with gnuplot as NAME.cdf.png) are redrawn and compared the same way
+when gnuplot is installed.
 
     check_plots.py ROOT
 """
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +25,8 @@ def fail(msg):
 
 def main(root):
     script = os.path.join(root, "devtools", "plot_bench.py")
-    tsvs = sorted(glob.glob(os.path.join(root, "doc", "bench", "*.tsv")))
+    tsvs = sorted(t for t in glob.glob(os.path.join(root, "doc", "bench", "*.tsv"))
+                  if not t.endswith(".cdf.tsv"))
     if not tsvs:
         fail("no doc/bench/*.tsv")
     for tsv in tsvs:
@@ -42,6 +46,25 @@ def main(root):
         if len(bars) != len(rows):
             fail(f"{svg_path}: {len(bars)} bars for {len(rows)} rows")
         print(f"ok {os.path.relpath(svg_path, root)}: {len(rows)} rows")
+    for tsv in sorted(glob.glob(os.path.join(root, "doc", "bench", "*.cdf.tsv"))):
+        png = tsv[:-4] + ".png"
+        if not os.path.exists(png):
+            fail(f"{png} missing: draw it with plot_cdf.py draw")
+        if not shutil.which("gnuplot"):
+            print(f"{os.path.relpath(png, root)}: not redrawn (no gnuplot: gnuplot-nox)")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            # Drawn from a copy at the same relative path: the script names its input.
+            drawn = os.path.join(tmp, "drawn.png")
+            done = subprocess.run([sys.executable, os.path.join(root, "devtools", "plot_cdf.py"),
+                                   "draw", os.path.relpath(tsv, root), drawn],
+                                  capture_output=True, text=True, cwd=root)
+            if done.returncode != 0:
+                fail(f"{tsv}: plot_cdf exit {done.returncode}: {done.stderr.strip()}")
+            with open(drawn, "rb") as a, open(png, "rb") as b:
+                if a.read() != b.read():
+                    fail(f"{png} is not what {os.path.basename(tsv)} draws: redraw it")
+        print(f"ok {os.path.relpath(png, root)}")
     with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as bad:
         bad.write("B9\ttoo few columns\t1\n")
     refused = subprocess.run([sys.executable, script, bad.name], capture_output=True,

@@ -272,6 +272,14 @@ spread() { # KEY -> (max - min) / median in %, or "-" (fewer than 2 values)
 		if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
 		if (m == 0) print "-"; else printf "%.0f%%\n", 100 * (v[NR] - v[1]) / m }'
 }
+# cdf KEY FILE PREFIX: the latency percentiles (0..100) a program printed on its line
+# "PREFIX: cdf_half_rtt_us=...", added as one line per repetition to $CDF_DIR/KEY.cdf
+# when CDF_DIR is set (devtools/bench_all.sh sets it and draws the CDFs).
+cdf() {
+	[ -n "${CDF_DIR:-}" ] || return 0
+	mkdir -p "$CDF_DIR" && grep -m1 "^$3: cdf_half_rtt_us=" "$2" | sed 's/.*=//' \
+		>>"$CDF_DIR/$1.cdf"
+}
 # kv FILE LINE_REGEX KEY: the value of KEY=... on the first line matching LINE_REGEX
 kv() {
 	grep -m1 "$2" "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1
@@ -334,6 +342,7 @@ raw_pair() { # LINK WRAP_S VDEV_S WRAP_C VDEV_C
 	v=$(kv "$RAW_OUT" "^pingpong: size" p99_us)
 	[ -n "$v" ] && record "$link.raw.p99" "$(awk -v x="$v" 'BEGIN { print x / 2 }')"
 	log "  raw DPDK $link 64 B ping-pong: $(grep -m1 '^pingpong: size' "$RAW_OUT")"
+	cdf "$link.raw" "$RAW_OUT" pingpong
 	rawbench "$link" blast "$2" "$3" "$4" "$5" --mode blast --size $RAW_BLAST_SIZE \
 		--duration "$BLAST_SECS"
 	v=$(kv "$RAW_OUT" "^blast-result" server_mpps)
@@ -377,11 +386,13 @@ udp_all() {
 	record veth.udp.lat "$(kv "$UDP_OUT" "^udp-pingpong: size" half_rtt_median_us)"
 	record veth.udp.p99 "$(kv "$UDP_OUT" "^udp-pingpong: size" half_rtt_p99_us)"
 	log "  kernel UDP 8 B ping-pong, busy: $(grep -m1 '^udp-pingpong: size' "$UDP_OUT")"
+	cdf veth.udp "$UDP_OUT" udp-pingpong
 	UDP_SERVER_WAIT="--wait block"
 	udp_run pp-block --mode pingpong --size 8 --iters "$UDP_BLOCK_ROUNDS" --wait block
 	record veth.udpblk.lat "$(kv "$UDP_OUT" "^udp-pingpong: size" half_rtt_median_us)"
 	record veth.udpblk.p99 "$(kv "$UDP_OUT" "^udp-pingpong: size" half_rtt_p99_us)"
 	log "  kernel UDP 8 B ping-pong, blocking: $(grep -m1 '^udp-pingpong: size' "$UDP_OUT")"
+	cdf veth.udpblk "$UDP_OUT" udp-pingpong
 	UDP_SERVER_WAIT="--wait busy"
 	udp_run blast --mode blast --size $UDP_BLAST_SIZE --duration "$BLAST_SECS" --wait block
 	v=$(kv "$UDP_OUT" "^udp-blast: size" rx_payload_gbps)
@@ -590,6 +601,7 @@ uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 	record "$k.lat" "${v% *}"
 	record "$k.p99" "${v#* }"
 	log "  uroced $link $cfg: $(grep -m1 '^lat:' "$XFER_OUT")"
+	cdf "$k" "$XFER_OUT" lat
 	if [ "$idle" = "$VERBS_CFG" ]; then
 		# B2: the applications block on their completion channel between messages.
 		xfer "$link" "$idle" lat -e -s 8 -n "$n" -m 1024
@@ -597,6 +609,7 @@ uroced_pair() { # LINK IDLE WRAP_A VDEV_A WRAP_B VDEV_B IP_A IP_B
 		record "$k-e.lat" "${v% *}"
 		record "$k-e.p99" "${v#* }"
 		log "  uroced $link $cfg, lat -e: $(grep -m1 '^lat:' "$XFER_OUT")"
+		cdf "$k-e" "$XFER_OUT" lat
 		# B2, applications that poll, with lib/client's blocking wait policy: an
 		# empty poll_cq sleeps until a completion (doc/verbs.md).
 		UROCE_CQ_WAIT=block xfer "$link" "$idle" lat -s 8 -n "$n" -m 1024
