@@ -24,7 +24,12 @@ tarball=$cache/bookworm-minbase.tar
 root=$IT_DIR/chroot
 mounted=()
 chroot_cleanup() {
-	local m
+	local m p
+	# Whatever still runs in the chroot (a daemon of a failed step) goes first: it would
+	# otherwise outlive the test, and load the machine for every test after it.
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+	done
 	for ((m = ${#mounted[@]} - 1; m >= 0; m--)); do
 		umount -l "${mounted[m]}" 2>/dev/null
 	done
@@ -90,8 +95,11 @@ it_check "no library of the package in the linker's path" \
 # ---- it runs ------------------------------------------------------------------------------
 prefix=ux${IT_ID}deb
 IT_PREFIXES+=("$prefix")
-in_root /usr/sbin/uroced --no-pci --no-huge -m 512 "--file-prefix=$prefix" --vdev=net_null0 \
-	-- --set host.ipv4=10.83.0.1 --set lcore.idle_sleep_us=1000 >"$IT_DIR/D.log" 2>&1 &
+# chroot itself, not in_root: a function in the background is a subshell, and $! would
+# be the subshell's pid, not the daemon's (an earlier version left its daemons running).
+chroot "$root" env -i PATH=/usr/sbin:/usr/bin /usr/sbin/uroced --no-pci --no-huge -m 512 \
+	"--file-prefix=$prefix" --vdev=net_null0 -- --set host.ipv4=10.83.0.1 \
+	>"$IT_DIR/D.log" 2>&1 &
 dpid=$!
 IT_PIDS+=("$dpid")
 for t in $(seq 300); do
@@ -110,6 +118,9 @@ it_check "uroce exec ibv_devinfo shows uroce0, its port active" \
 	grep -q "state:[[:space:]]*PORT_ACTIVE" "$IT_DIR/exec.out"'
 kill -TERM "$dpid"
 it_reap "$dpid"
+it_check "SIGTERM stopped it: nothing of the package still runs" \
+	eval '! ps -eo args | grep -q "^/usr/sbin/uroced .*--file-prefix=$prefix"'
+
 
 # ---- and goes ------------------------------------------------------------------------------
 in_root dpkg --purge uroce >"$IT_DIR/purge.log" 2>&1
