@@ -102,11 +102,7 @@ chroot "$root" env -i PATH=/usr/sbin:/usr/bin /usr/sbin/uroced --no-pci --no-hug
 	>"$IT_DIR/D.log" 2>&1 &
 dpid=$!
 IT_PIDS+=("$dpid")
-for t in $(seq 300); do
-	grep -q '^uroced: ready' "$IT_DIR/D.log" && break
-	kill -0 "$dpid" 2>/dev/null || break
-	sleep 0.1
-done
+it_wait_ready "$IT_DIR/D.log" "$dpid"
 it_check "uroced starts in the chroot" grep -q '^uroced: ready' "$IT_DIR/D.log" ||
 	tail -n 20 "$IT_DIR/D.log"
 in_root ibv_devinfo >"$IT_DIR/system.out" 2>&1

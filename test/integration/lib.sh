@@ -206,21 +206,24 @@ it_daemon() {
 	local pid=$!
 	IT_PIDS+=("$pid")
 	printf -v "IT_PID_$name" '%s' "$pid"
+	it_wait_ready "$log" "$pid"
+	case $? in
+	1) it_log "uroced $name exited before ready:"; cat "$log"; return 1 ;;
+	2) it_log "uroced $name not ready in ${IT_READY_TIMEOUT} s"; return 1 ;;
+	esac
+	it_log "uroced $name: $(grep -m1 '^uroced: ready' "$log")"
+}
+
+# it_wait_ready LOG PID: until LOG says "uroced: ready". 0: ready; 1: PID ended first;
+# 2: not within IT_READY_TIMEOUT seconds.
+it_wait_ready() {
 	local t=0
-	while ! grep -q '^uroced: ready' "$log" 2>/dev/null; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			it_log "uroced $name exited before ready:"
-			cat "$log"
-			return 1
-		fi
+	until grep -q '^uroced: ready' "$1" 2>/dev/null; do
+		kill -0 "$2" 2>/dev/null || return 1
 		t=$((t + 1))
-		if [ "$t" -gt $((IT_READY_TIMEOUT * 10)) ]; then
-			it_log "uroced $name not ready in ${IT_READY_TIMEOUT} s"
-			return 1
-		fi
+		[ "$t" -gt $((IT_READY_TIMEOUT * 10)) ] && return 2
 		sleep 0.1
 	done
-	it_log "uroced $name: $(grep -m1 '^uroced: ready' "$log")"
 }
 
 # it_stop_daemon NAME: SIGTERM, then SIGKILL after 5 s.

@@ -110,11 +110,7 @@ unshare -m --propagation private sh -c '
 	--set "control.socket=$sockn" >"$log" 2>&1 &
 pid=$!
 IT_PIDS+=("$pid")
-for t in $(seq 300); do
-	grep -q '^uroced: ready' "$log" && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
+it_wait_ready "$log" "$pid"
 it_check "no hugepages: it warns and says how to reserve them" \
 	grep -Eq "^uroce_ethdev: warning: no (free hugepages|hugetlbfs mounted): falling back to --no-huge -m 512; reserve some with echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages" "$log"
 it_check "no hugepages: and runs" grep -q '^uroced: ready' "$log"
