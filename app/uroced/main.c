@@ -276,8 +276,12 @@ static bool sleep_until_work(uint64_t max_ns, uint64_t nap_ns)
 	uroced_net_awake();
 	if (woke & UROCED_WOKE_KERNEL)
 		uroced_net_kernel_rx();
-	uroced_telemetry_serve(now_ns(), woke & UROCED_WOKE_TELEMETRY);
-	uroced_telemetry_publish(now_ns());
+	{
+		uint64_t now = now_ns();
+
+		uroced_telemetry_serve(now, woke & UROCED_WOKE_TELEMETRY);
+		uroced_telemetry_publish(now);
+	}
 	if (woke & UROCED_WOKE_DOORBELL)
 		uroced.cnt.woke_doorbell++;
 	if (woke & UROCED_WOKE_FRAME)

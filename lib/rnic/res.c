@@ -26,8 +26,7 @@ static uint32_t res_handle_of(const struct uroce_rnic_client *c, enum rnic_obj_t
 	return 0;
 }
 
-static void res_fill_qp(const struct uroce_rnic_client *c, const struct rnic_qp *q,
-			struct uroce_ctrl_res_row *r)
+static void res_fill_qp(const struct rnic_qp *q, struct uroce_ctrl_res_row *r)
 {
 	struct ibv_qp_attr attr;
 	struct ibv_qp_init_attr init;
@@ -44,7 +43,6 @@ static void res_fill_qp(const struct uroce_rnic_client *c, const struct rnic_qp 
 	r->qp.send_cq = q->send_cq ? q->send_cq->handle : 0;
 	r->qp.recv_cq = q->recv_cq ? q->recv_cq->handle : 0;
 	r->qp.srq = q->srq ? q->srq->handle : 0;
-	(void)c;
 }
 
 static void res_fill_cq(const struct uroce_rnic_client *c, const struct rnic_cq *q,
@@ -80,7 +78,7 @@ static void res_fill(const struct uroce_rnic_client *c, uint32_t type, uint32_t 
 	r->comm[sizeof(r->comm) - 1] = '\0';
 	switch (type) {
 	case UROCE_CTRL_RES_QP:
-		res_fill_qp(c, p, r);
+		res_fill_qp(p, r);
 		break;
 	case UROCE_CTRL_RES_CQ:
 		res_fill_cq(c, p, r);
