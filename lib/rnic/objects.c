@@ -1147,6 +1147,12 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
+	/* Raw packet QPs need their flows (ibv_create_flow), which do not reach the
+	 * daemon yet: without them such a QP could never receive. */
+	if (req->qp_type == IBV_QPT_RAW_PACKET) {
+		REPLY(c, h, -EOPNOTSUPP, NULL, 0);
+		return;
+	}
 	memset(&init, 0, sizeof(init));
 	init.qp_type = (enum ibv_qp_type)req->qp_type;
 	init.send_cq = scq->tp;

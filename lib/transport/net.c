@@ -254,7 +254,8 @@ void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, u
 		return;
 	}
 	qp = uroce_tp_qp_lookup(dev, pkt.hdr.bth.dqpn);
-	if (qp == NULL) {
+	/* A raw packet QP has no transport: its QPN names no RoCE endpoint. */
+	if (qp == NULL || qp->type == IBV_QPT_RAW_PACKET) {
 		dev->cnt.rcvd_unknown_qp++;
 		return;
 	}

@@ -46,6 +46,8 @@ static enum ibv_wc_status check_local(struct uroce_tp_qp *qp, const struct tp_se
 
 	if (qp->type == IBV_QPT_UD && s->length > qp->mtu)
 		return IBV_WC_LOC_LEN_ERR;
+	if (qp->type == IBV_QPT_RAW_PACKET && s->length > tp_raw_frame_max(qp->dev))
+		return IBV_WC_LOC_LEN_ERR;
 	if (w->send_flags & IBV_SEND_INLINE)
 		return IBV_WC_SUCCESS;
 	for (uint32_t i = 0; i < w->num_sge; i++)
@@ -128,6 +130,8 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	bool last;
 	int rc;
 
+	if (qp->type == IBV_QPT_RAW_PACKET)
+		return tp_raw_send(qp, s); /* a whole frame: no header, PSN or ACK */
 	if (qp->type == IBV_QPT_UD) {
 		h = qp->sq_av[s - qp->sq];
 		h.bth.dqpn = w->remote_qpn;

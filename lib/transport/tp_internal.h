@@ -251,6 +251,8 @@ struct uroce_tp_qp {
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
 	uint32_t nmcast;            /* multicast groups it is attached to */
+	uint32_t nflows;            /* raw packet: flows steering to it (it stays while any do) */
+	uint64_t flow_seen;         /* raw packet: the frame it last got (flow.c, once per frame) */
 	uint32_t nmw;               /* type 2 memory windows bound to it */
 	uint32_t mtu;               /* path MTU in bytes */
 	struct uroce_wire_hdr tmpl; /* RC/UC: Ethernet, IP, UDP and BTH of the path */
@@ -284,9 +286,33 @@ struct tp_mcast_group {
 	struct uroce_tp_qp *qp[UROCE_TP_MAX_MCAST_QP_ATTACH];
 };
 
+/* A flow rule (flow.c): a flat mask and value over the fields verbs' specs name, network
+ * order as in the frame. */
+struct tp_flow_match {
+	uint8_t dmac[6], smac[6];
+	uint16_t ether_type, vlan_tci;
+	uint8_t src_ip[16], dst_ip[16]; /* IPv4: the first 4 bytes */
+	uint32_t flow_label;
+	uint8_t proto, tos, ttl;
+	uint16_t sport, dport;
+};
+
+struct uroce_tp_flow {
+	struct tp_node node;         /* on the device's list, in priority order */
+	struct uroce_tp_qp *qp;
+	enum ibv_flow_attr_type type;
+	uint16_t priority;
+	bool dont_trap;
+	uint8_t ip_version;          /* 4 or 6: an IP spec was given; 0 none */
+	uint8_t l4_proto;            /* 6 or 17: a TCP or UDP spec; 0 none */
+	struct tp_flow_match mask, val;
+};
+
 struct uroce_tp_dev {
 	struct uroce_tp_dev_cfg cfg;
 	struct uroce_tp_counters cnt;
+	struct tp_node flows;      /* flow.c: every rule, NORMAL ones by priority */
+	uint64_t flow_frames;      /* frames given to the rules, to give each QP one copy */
 	struct tp_qpn_page *qpn_pages[TP_QPN_PAGES];
 	struct uroce_tp_qp *qps; /* list of every QP */
 	struct tp_node pds, cqs, srqs, ahs;
@@ -309,7 +335,9 @@ struct uroce_tp_dev {
 	struct uroce_tp_qp **heap;     /* QPs with an armed timer, a min-heap by tp_qp_timer */
 	uint32_t nqps;
 	uint32_t heap_n, heap_cap;
-	uint8_t frame[UROCE_HDR_MAX + 4096 + 4 + UROCE_ICRC_LEN]; /* one outgoing frame */
+	/* One outgoing frame: a RoCE packet, or a raw packet QP's frame. */
+	uint8_t frame[UROCE_TP_RAW_FRAME_MAX > UROCE_HDR_MAX + 4096 + 4 + UROCE_ICRC_LEN ?
+			      UROCE_TP_RAW_FRAME_MAX : UROCE_HDR_MAX + 4096 + 4 + UROCE_ICRC_LEN];
 };
 
 /* One packet of the visiting QP's budget spent; @return whether any is left. */
@@ -439,6 +467,25 @@ int tp_sched_reserve(struct uroce_tp_dev *dev, uint32_t nqps);
 void tp_qp_schedule(struct uroce_tp_qp *qp);
 /* Takes the QP off the work list and out of the heap (destroy, reset). */
 void tp_qp_unschedule(struct uroce_tp_qp *qp);
+
+/* ---- raw.c ---- */
+/* The largest frame a raw packet QP of @dev sends or receives. */
+static inline uint32_t tp_raw_frame_max(const struct uroce_tp_dev *dev)
+{
+	uint32_t mtu = dev->cfg.eth_mtu ? dev->cfg.eth_mtu : 1500;
+	uint32_t m = mtu + UROCE_ETH_HLEN + UROCE_VLAN_HLEN;
+
+	return m < UROCE_TP_RAW_FRAME_MAX ? m : UROCE_TP_RAW_FRAME_MAX;
+}
+/* Sends the frame of a raw packet QP's WQE @s (checked by the requester): 0 (the WQE is
+ * done), -EAGAIN (the link is full: nothing changed), -EFAULT (an SGE failed its check). */
+int tp_raw_send(struct uroce_tp_qp *qp, struct tp_send_slot *s);
+/* A frame for a raw packet QP, into its next receive WQE. */
+void tp_raw_rx(struct uroce_tp_qp *qp, const uint8_t *frame, uint32_t len);
+
+/* ---- flow.c ---- */
+/* The device goes: every rule with it. */
+void tp_flow_destroy_all(struct uroce_tp_dev *dev);
 
 /* ---- requester.c ---- */
 /* Sends what the QP may send now. Returns false when tx pushed back. */

@@ -56,6 +56,7 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 	tp_list_init(&dev->srqs);
 	tp_list_init(&dev->ahs);
 	tp_list_init(&dev->work);
+	tp_list_init(&dev->flows);
 	/* QPN 0 and 1 are the SMI and GSI QPs (IBA 10.2.5): never handed out. */
 	dev->next_qpn = 0x10 + (uint32_t)(tp_rand(dev) % 0x1000);
 	return dev;
@@ -66,6 +67,7 @@ void uroce_tp_dev_destroy(struct uroce_tp_dev *dev)
 	if (dev == NULL)
 		return;
 	/* In the order verbs would destroy them, each release making the next possible. */
+	tp_flow_destroy_all(dev);
 	while (dev->qps)
 		uroce_tp_destroy_qp(dev->qps);
 	while (dev->ahs.next != &dev->ahs)

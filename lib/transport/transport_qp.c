@@ -67,14 +67,14 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	struct uroce_tp_qp *qp;
 	uint32_t sq_n, rq_n;
 
-	if (init->qp_type == IBV_QPT_RAW_PACKET || init->qp_type == IBV_QPT_XRC_SEND ||
-	    init->qp_type == IBV_QPT_XRC_RECV || init->qp_type == IBV_QPT_DRIVER) {
+	if (init->qp_type == IBV_QPT_XRC_SEND || init->qp_type == IBV_QPT_XRC_RECV ||
+	    init->qp_type == IBV_QPT_DRIVER) {
 		/* Programs and test suites read EOPNOTSUPP as "skip": a known type we lack. */
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC &&
-	     init->qp_type != IBV_QPT_UD) ||
+	     init->qp_type != IBV_QPT_UD && init->qp_type != IBV_QPT_RAW_PACKET) ||
 	    init->send_cq == NULL || init->recv_cq == NULL ||
 	    cap->max_send_wr > UROCE_TP_MAX_QP_WR || cap->max_recv_wr > UROCE_TP_MAX_QP_WR ||
 	    cap->max_send_sge > UROCE_TP_MAX_SGE || cap->max_recv_sge > UROCE_TP_MAX_SGE ||
@@ -159,6 +159,8 @@ int uroce_tp_destroy_qp(struct uroce_tp_qp *qp)
 {
 	struct uroce_tp_dev *dev = qp->dev;
 
+	if (qp->nflows)
+		return -EBUSY; /* a rule still points at it: destroy the flows first */
 	tp_qp_unschedule(qp);
 	tp_mcast_detach_all(qp);
 	/* No window may keep pointing at the QP: those bound to it are free again. */
@@ -391,12 +393,13 @@ int uroce_tp_query_qp(const struct uroce_tp_qp *qp, struct ibv_qp_attr *attr,
 static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 {
 	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND: /* a raw packet QP's only one: its data is the frame */
 		return true;
+	case IBV_WR_SEND_WITH_IMM:
+		return type != IBV_QPT_RAW_PACKET;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return type != IBV_QPT_UD;
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -466,7 +469,7 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 			return -EINVAL;
 		len = tp_sge_len(wqe->sg_list, wqe->num_sge);
 	}
-	if (len > TP_MAX_MSG)
+	if (len > TP_MAX_MSG || (qp->type == IBV_QPT_RAW_PACKET && len < UROCE_ETH_HLEN))
 		return -EINVAL;
 	/* 8-byte operands on 8-byte aligned remote addresses (IBA 9.4.5). An Atomic Write's
 	 * 8 bytes are its data, from SGEs (8 in all) or inline: verbs' ibv_wr_atomic_write

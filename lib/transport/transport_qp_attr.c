@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The QP state machine's legality table: IBA vol 1 section 10.3 / 11.2.4.2, table 94
  * ("QP state transition properties"), in the form Linux gives it in qp_state_table /
- * ib_modify_qp_is_ok() (drivers/infiniband/core/verbs.c), restricted to RC, UC and UD. */
+ * ib_modify_qp_is_ok() (drivers/infiniband/core/verbs.c), restricted to RC, UC, UD and
+ * raw packet. */
 #include <errno.h>
 #include <stdbool.h>
 
 #include "transport_qp_attr.h"
 
 /* Column of a QP type in the table. */
-enum { T_RC, T_UC, T_UD, T_NUM };
+enum { T_RC, T_UC, T_UD, T_RAW, T_NUM };
 
 /* Short names for the attribute bits, only to keep the table readable. */
 enum {
@@ -46,8 +47,9 @@ struct qp_attr_rule {
  * the state changes, optional when it does not). A pair that is absent does not exist.
  * Going to RESET or ERR takes no attribute; RESET->ERR is absent, as in Linux.
  * IBV_QP_CAP never appears: Linux allows no resize through modify_qp.
- * Not covered: XRC, raw packet (IBV_QP_RATE_LIMIT lives there) and QP0/QP1, whose Linux
- * columns (SMI/GSI) are UD's without IBV_QP_PORT in RESET->INIT and INIT->INIT.
+ * Not covered: XRC, a raw packet QP's IBV_QP_RATE_LIMIT (no rate limiter here: refused)
+ * and QP0/QP1, whose Linux columns (SMI/GSI) are UD's without IBV_QP_PORT in RESET->INIT
+ * and INIT->INIT.
  */
 static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 	[IBV_QPS_RESET] = {
@@ -58,6 +60,7 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 				[T_RC] = PKEY | PORT | ACC,
 				[T_UC] = PKEY | PORT | ACC,
 				[T_UD] = PKEY | PORT | QKEY,
+				[T_RAW] = PORT,
 			},
 		},
 	},
@@ -69,6 +72,7 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 				[T_RC] = PKEY | PORT | ACC,
 				[T_UC] = PKEY | PORT | ACC,
 				[T_UD] = PKEY | PORT | QKEY,
+				[T_RAW] = PORT,
 			},
 		},
 		/* the responder side: connected QPs learn their peer; UD needs nothing */
@@ -170,6 +174,8 @@ static int type_column(enum ibv_qp_type type)
 		return T_UC;
 	case IBV_QPT_UD:
 		return T_UD;
+	case IBV_QPT_RAW_PACKET:
+		return T_RAW;
 	default:
 		return -1;
 	}

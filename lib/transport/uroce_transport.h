@@ -42,6 +42,8 @@ extern "C" {
 #define UROCE_TP_MAX_QP_WR 16384
 #define UROCE_TP_MAX_CQE 65536
 #define UROCE_TP_MAX_RD_ATOMIC 128
+/** Largest frame a raw packet QP sends or receives: a 9000-byte MTU, header and tag. */
+#define UROCE_TP_RAW_FRAME_MAX 9018
 
 /**
  * The power of two at or above @p n (1 for 0), @p n at most 2^31: how many entries the
@@ -64,6 +66,7 @@ struct uroce_tp_cq;
 struct uroce_tp_srq;
 struct uroce_tp_qp;
 struct uroce_tp_ah;
+struct uroce_tp_flow;
 
 /* ------------------------------------------------------------------------------------- */
 /* Device                                                                                 */
@@ -98,7 +101,10 @@ struct uroce_tp_ah;
 	X(rcvd_ack_past_go_back)                                                          \
 	X(uc_dropped_msgs)                                                                \
 	X(ud_dropped_no_rwqe)                                                             \
-	X(tx_busy)
+	X(tx_busy)                                                                        \
+	X(raw_sent_pkts)                                                                  \
+	X(raw_rcvd_pkts)                                                                  \
+	X(raw_dropped_no_rwqe)
 
 struct uroce_tp_counters {
 #define UROCE_TP_COUNTER_FIELD(name) uint64_t name;
@@ -204,6 +210,10 @@ struct uroce_tp_dev_cfg {
 	uint16_t vlan_id;
 	/** Skip computing and checking the ICRC (benchmarks only: not RoCEv2 then). */
 	bool no_icrc;
+	/** The port's Ethernet MTU (0: 1500): a raw packet QP sends and receives frames of at
+	 *  most eth_mtu + 18 bytes (Ethernet header and one VLAN tag), and never more than
+	 *  UROCE_TP_RAW_FRAME_MAX. */
+	uint32_t eth_mtu;
 };
 
 /** Fills @p cfg with the defaults (rxe's values). */
@@ -437,7 +447,7 @@ int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_
 /* Queue pairs (IBA 10.3, 11.2.4)                                                         */
 
 struct uroce_tp_qp_init {
-	enum ibv_qp_type qp_type; /**< IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
+	enum ibv_qp_type qp_type; /**< IBV_QPT_RC, UC, UD or RAW_PACKET */
 	struct uroce_tp_cq *send_cq;
 	struct uroce_tp_cq *recv_cq;
 	struct uroce_tp_srq *srq; /**< or NULL */
@@ -446,8 +456,18 @@ struct uroce_tp_qp_init {
 };
 
 /** @return the QP, or NULL with errno (EOPNOTSUPP: a type verbs defines that this
- *  transport has not (raw packet, XRC, driver); EINVAL: any other type but RC, UC and
- *  UD, capacity over the device limits, missing CQ; ENOMEM). */
+ *  transport has not (XRC, driver); EINVAL: any other type but RC, UC, UD and raw
+ *  packet, capacity over the device limits, missing CQ; ENOMEM).
+ *  A raw packet QP (IBV_QPT_RAW_PACKET) sends whole Ethernet frames and receives the
+ *  frames its flows steer to it (below): RESET->INIT takes IBV_QP_PORT, INIT->RTR and
+ *  RTR->RTS nothing more, as on Linux. Its only work request is IBV_WR_SEND, whose data
+ *  is the frame (14 bytes at least, else -EINVAL; longer than the device's raw frame
+ *  size: IBV_WC_LOC_LEN_ERR and ERR); IBV_SEND_IP_CSUM fills in the IPv4 header and the
+ *  TCP/UDP checksums (uroce_wire_csum_fill). A frame received into a WQE completes as
+ *  IBV_WC_RECV with byte_len the frame's length, IBV_WC_IP_CSUM_OK when its checksums
+ *  verify (uroce_wire_csum_ok); one longer than the WQE completes with
+ *  IBV_WC_LOC_LEN_ERR, the QP staying as it is (as UD); without a WQE it is dropped and
+ *  counted (raw_dropped_no_rwqe). */
 struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_qp_init *init);
 uint32_t uroce_tp_qp_num(const struct uroce_tp_qp *qp);
 enum ibv_qp_state uroce_tp_qp_state(const struct uroce_tp_qp *qp);
@@ -465,7 +485,8 @@ int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, i
 		       const uint8_t *dmac, uint64_t now_ns);
 int uroce_tp_query_qp(const struct uroce_tp_qp *qp, struct ibv_qp_attr *attr,
 		      struct ibv_qp_init_attr *init);
-/** @return 0, or -EBUSY (never: destroying flushes nothing to the CQs, like verbs). */
+/** @return 0, or -EBUSY while a flow steers frames to it (as the kernel's uverbs);
+ *  destroying flushes nothing to the CQs, like verbs. */
 int uroce_tp_destroy_qp(struct uroce_tp_qp *qp);
 
 /** Work requests posted and not yet retired (completed, or retired unsignaled): what
@@ -485,6 +506,40 @@ void *uroce_tp_srq_user(const struct uroce_tp_srq *srq);
 
 /** The QP the device knows by @p qpn, or NULL. */
 struct uroce_tp_qp *uroce_tp_qp_lookup(struct uroce_tp_dev *dev, uint32_t qpn);
+
+/* ------------------------------------------------------------------------------------- */
+/* Flow steering (verbs' ibv_create_flow): rules that give received frames to raw packet  */
+/* QPs (flow.c).                                                                          */
+
+/**
+ * A rule for @p qp, a raw packet QP: @p attr, followed by its specs, attr->size bytes in
+ * all, as ibv_create_flow takes it. Specs: IBV_FLOW_SPEC_ETH, IPV4, IPV4_EXT, IPV6, TCP
+ * and UDP, each at most once, values and masks in network order as verbs gives them; a
+ * frame matches when every field it masks is equal. An IPv4/IPv6 spec matches only IP
+ * frames of that version, TCP/UDP only that protocol with its header in the frame.
+ * Types: IBV_FLOW_ATTR_NORMAL (its specs); ALL_DEFAULT and MC_DEFAULT (the unicast,
+ * multicast frames no NORMAL rule took; no specs); SNIFFER (a copy of every frame
+ * uroce_tp_flow_rx sees, taken or not; no specs). Among NORMAL rules the lowest priority
+ * value wins, the oldest among equals; IBV_FLOW_ATTR_FLAGS_DONT_TRAP gives the frame a
+ * copy and leaves it to the next rule and to the caller.
+ * @return the rule, or NULL with errno: EINVAL (not a raw packet QP, port other than 1,
+ *   sizes that do not add up, a spec twice, specs on a type that takes none),
+ *   EOPNOTSUPP (other spec types, IBV_FLOW_SPEC_INNER, actions, the EGRESS flag,
+ *   comp_mask), ENOMEM.
+ */
+struct uroce_tp_flow *uroce_tp_create_flow(struct uroce_tp_qp *qp,
+					   const struct ibv_flow_attr *attr);
+/** @return 0. */
+int uroce_tp_destroy_flow(struct uroce_tp_flow *flow);
+/**
+ * A received frame, to the rules: copies go to SNIFFER and DONT_TRAP rules' QPs, then the
+ * frame to the first NORMAL rule that matches, else to an ALL_DEFAULT or MC_DEFAULT
+ * rule's; @p claimable false: to the copies only (a frame the caller needs itself, e.g.
+ * RoCE for this device). Each QP gets a frame once, into its next receive WQE.
+ * @return true when a rule took the frame: the caller does nothing more with it.
+ */
+bool uroce_tp_flow_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len,
+		      bool claimable);
 
 /* ------------------------------------------------------------------------------------- */
 /* Multicast (IBA 10.5, 11.2.7): UD QPs attached to a group get a copy of every UD SEND   */

@@ -480,6 +480,42 @@ static inline bool uroce_psn_before(uint32_t a, uint32_t b) { return uroce_psn_d
 static inline bool uroce_psn_after(uint32_t a, uint32_t b) { return uroce_psn_diff(a, b) > 0; }
 
 /* ------------------------------------------------------------------------------------- */
+/* Any Ethernet frame (frames.c): where its layers are, and its IP checksums. What raw     */
+/* packet QPs send and receive, and what their flow rules match.                          */
+
+/** The layers of a frame, as far as they are Ethernet (one optional 802.1Q tag), IPv4 or
+ *  IPv6 (no extension headers are followed) and TCP or UDP. */
+struct uroce_wire_layers {
+	uint16_t ether_type; /**< after the tag, if there is one */
+	uint16_t vlan_tci;   /**< the tag's PCP, DEI and VID; 0 untagged */
+	uint8_t ip_version;  /**< 4 or 6: a whole IP header at l3_off; 0: not IP */
+	uint8_t proto;       /**< IPv4 protocol, IPv6 next header */
+	uint8_t tos;         /**< IPv4 TOS, IPv6 traffic class */
+	uint8_t ttl;         /**< IPv4 TTL, IPv6 hop limit */
+	uint32_t flow_label; /**< IPv6 */
+	uint16_t l3_off;
+	/** TCP (6) or UDP (17) header whole at l4_off, in an unfragmented datagram or its
+	 *  first fragment. */
+	bool l4;
+	uint16_t l4_off;
+	uint32_t l4_len;     /**< bytes from l4_off to the end of the IP datagram */
+	bool fragment;       /**< IPv4 MF set or offset non-zero */
+};
+
+/** Reads @p frame's layers into @p out; never reads outside [frame, frame + len). A frame
+ *  shorter than an Ethernet header has ether_type 0. */
+void uroce_wire_layers(const uint8_t *frame, uint32_t len, struct uroce_wire_layers *out);
+/** Writes an IPv4 frame's header checksum and, in an unfragmented TCP segment or UDP
+ *  datagram over IPv4 or IPv6, the TCP or UDP checksum (a UDP checksum of 0 is sent as
+ *  0xffff): what a NIC's checksum offload does (verbs' IBV_SEND_IP_CSUM). Other frames
+ *  are left as they are. */
+void uroce_wire_csum_fill(uint8_t *frame, uint32_t len);
+/** True when @p frame is IPv4 or IPv6, its IPv4 header checksum verifies, and it is an
+ *  unfragmented TCP segment or UDP datagram whose checksum verifies (a UDP checksum of 0
+ *  over IPv4: none to verify): verbs' IBV_WC_IP_CSUM_OK. */
+bool uroce_wire_csum_ok(const uint8_t *frame, uint32_t len);
+
+/* ------------------------------------------------------------------------------------- */
 /* UDP source port, as rxe and rdma-core choose it (gives RSS/ECMP entropy per QP)          */
 
 /** Connected QPs (RC, UC): from the flow label, or one derived from both QPNs when the

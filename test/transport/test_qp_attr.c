@@ -16,14 +16,16 @@
 /* The bits rdma-core 44 defines, 0 .. 20 (21..24 are reserved, 25 is RATE_LIMIT). */
 #define DEFINED_LOW_BITS 21
 
-static const enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD};
+static const enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
+					 IBV_QPT_RAW_PACKET};
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
 static const char *const state_names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
 
 static const char *type_name(enum ibv_qp_type t)
 {
-	return t == IBV_QPT_RC ? "RC" : t == IBV_QPT_UC ? "UC" : t == IBV_QPT_UD ? "UD" : "?";
+	return t == IBV_QPT_RC ? "RC" : t == IBV_QPT_UC ? "UC" : t == IBV_QPT_UD ? "UD" :
+	       t == IBV_QPT_RAW_PACKET ? "RAW_PACKET" : "?";
 }
 
 static int bit(int i)
@@ -258,8 +260,8 @@ Test(qp_attr, absent_transitions_refuse_every_mask, .timeout = 120)
 
 Test(qp_attr, bad_types_and_states_are_refused)
 {
-	static const int bad_types[] = {0, 1, IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND,
-					 IBV_QPT_XRC_RECV, IBV_QPT_DRIVER, -1};
+	static const int bad_types[] = {0, 1, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
+					 IBV_QPT_DRIVER, -1};
 	static const int bad_states[] = {IBV_QPS_UNKNOWN, NSTATES + 1, -1, 1 << 30};
 
 	for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
@@ -411,6 +413,30 @@ static const struct row expected_rows[] = {
 	{IBV_QPT_RC, IBV_QPS_ERR, IBV_QPS_ERR, 0, S},
 	{IBV_QPT_UC, IBV_QPS_ERR, IBV_QPS_ERR, 0, S},
 	{IBV_QPT_UD, IBV_QPS_ERR, IBV_QPS_ERR, 0, S},
+	/* raw packet (Linux's IB_QPT_RAW_PACKET column): the port, and nothing else; its
+	 * IB_QP_RATE_LIMIT is left out (no rate limiter) */
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_RESET, 0, S},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT, S | PORT, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_INIT, IBV_QPS_RESET, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_INIT, IBV_QPS_INIT, 0, S | PORT},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_INIT, IBV_QPS_RTR, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_INIT, IBV_QPS_ERR, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_RESET, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_RTS, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_ERR, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RTS, IBV_QPS_RESET, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RTS, IBV_QPS_RTS, 0, S},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RTS, IBV_QPS_SQD, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_RTS, IBV_QPS_ERR, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_SQD, IBV_QPS_RESET, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_SQD, IBV_QPS_RTS, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_SQD, IBV_QPS_SQD, 0, S},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_SQD, IBV_QPS_ERR, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_SQE, IBV_QPS_RESET, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_SQE, IBV_QPS_RTS, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_SQE, IBV_QPS_ERR, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_ERR, IBV_QPS_RESET, S, 0},
+	{IBV_QPT_RAW_PACKET, IBV_QPS_ERR, IBV_QPS_ERR, 0, S},
 };
 
 Test(qp_attr, every_row_matches_the_kernel_table)
