@@ -57,33 +57,44 @@ static void capture(const uint8_t *frame, uint32_t len)
 
 /* A received frame the kernel interface gets: one for our MAC or a group, since the
  * tap shares our MAC (the port is promiscuous). A full tap queue loses it, as a NIC's
- * full ring would. A sender on this machine (a VM, a container on a veth) may have left
- * its TCP or UDP checksum for offload: it is filled in, as the device would have, or the
- * kernel would drop the frame as corrupt (uroce_ipstack.h). */
+ * full ring would. */
 static void to_kernel(const uint8_t *frame, uint32_t len)
 {
-	static uint8_t completed[UROCED_FRAME_MAX + 64];
 	int fd = uroced_kernel_fd();
 
 	if (fd < 0 || len < 14 || (!(frame[0] & 1) && memcmp(frame, uroced.mac, 6) != 0))
 		return;
-	if (len <= sizeof(completed) && uroce_ip_csum_partial(frame, len)) {
-		memcpy(completed, frame, len);
-		uroce_ip_csum_complete(completed, len);
-		frame = completed;
-		uroced.cnt.kernel_csum_completed++;
-	}
 	if (write(fd, frame, len) == (ssize_t)len)
 		uroced.cnt.kernel_rx++;
 	else
 		uroced.cnt.kernel_drops++;
 }
 
-/* What the rx fault injector lets through. */
+/* What the rx fault injector lets through. The raw packet QPs' flow rules may take
+ * what neither the RNIC nor the host stack needs (else they only get a copy, if they
+ * sniff): RoCE for this device and ARP/ND/echo stay where they were. */
 static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 {
+	static uint8_t completed[UROCED_FRAME_MAX + 64];
+	enum uroce_ip_verdict v = uroce_ip_input(uroced.ip, frame, len, uroced.now_ns);
+
 	(void)ctx;
-	switch (uroce_ip_input(uroced.ip, frame, len, uroced.now_ns)) {
+	/* A sender on this machine (a VM, a container on a veth) may have left its TCP or
+	 * UDP checksum for offload: it is filled in, as the device would have, before the
+	 * kernel (which would drop the frame as corrupt) or a raw packet QP (which would
+	 * see no IBV_WC_IP_CSUM_OK) gets it (uroce_ipstack.h). RoCE and what the host stack
+	 * answers are not TCP or UDP for anyone else. */
+	if (v == UROCE_IP_DROP && len <= sizeof(completed) && uroce_ip_csum_partial(frame, len)) {
+		memcpy(completed, frame, len);
+		uroce_ip_csum_complete(completed, len);
+		frame = completed;
+		uroced.cnt.kernel_csum_completed++;
+	}
+	if (uroce_rnic_flow_rx(uroced.rnic, frame, len, v == UROCE_IP_DROP)) {
+		uroced.cnt.rx_flow_steered++;
+		return 0;
+	}
+	switch (v) {
 	case UROCE_IP_ROCE:
 		capture(frame, len);
 		uroce_rnic_rx(uroced.rnic, frame, len);
@@ -129,6 +140,16 @@ static int tx_wire(void *ctx, const uint8_t *frame, uint32_t len)
 	return port_tx(ctx, frame, len);
 }
 
+/* RoCEv2: UDP to port 4791. */
+static bool is_rocev2(const uint8_t *frame, uint32_t len)
+{
+	struct uroce_wire_layers l;
+
+	uroce_wire_layers(frame, len, &l);
+	return l.l4 && l.proto == 17 &&
+	       (frame[l.l4_off + 2] << 8 | frame[l.l4_off + 3]) == UROCE_UDP_PORT_ROCEV2;
+}
+
 /* A RoCE frame to a multicast group this host joined. */
 static bool mcast_local(const uint8_t *frame, uint32_t len)
 {
@@ -158,6 +179,7 @@ static int rnic_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 		f = &uroced.loop[uroced.loop_tail++ % UROCED_LOOP_SLOTS];
 		memcpy(f->data, frame, len);
 		f->len = len;
+		f->flows_only = false;
 		capture(frame, len);
 		return 0;
 	}
@@ -165,12 +187,21 @@ static int rnic_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 	/* A multicast frame also goes to our own members (IBA 10.5.2.5?: a port's attached QPs
 	 * receive the port's own multicast sends, as rxe does through the kernel's multicast
 	 * loopback), through the loopback queue. */
-	if ((frame[0] & 1) && len <= UROCED_FRAME_MAX && mcast_local(frame, len) &&
+	if ((frame[0] & 1) && len <= UROCED_FRAME_MAX &&
 	    uroced.loop_tail - uroced.loop_head < UROCED_LOOP_SLOTS) {
-		struct uroced_loop_frame *f = &uroced.loop[uroced.loop_tail++ % UROCED_LOOP_SLOTS];
+		/* And a raw packet QP's multicast frame (anything but RoCE) to this port's own
+		 * flow rules, as a NIC loops a QP's multicast back to its local receivers:
+		 * rdma-core's flow tests send to a multicast MAC and receive on the same port. */
+		bool raw = !is_rocev2(frame, len);
 
-		memcpy(f->data, frame, len);
-		f->len = len;
+		if (raw || mcast_local(frame, len)) {
+			struct uroced_loop_frame *f =
+				&uroced.loop[uroced.loop_tail++ % UROCED_LOOP_SLOTS];
+
+			memcpy(f->data, frame, len);
+			f->len = len;
+			f->flows_only = raw;
+		}
 	}
 	return uroce_fault_frame(&uroced.tx_fault, uroced.now_ns, frame, len);
 }
@@ -248,7 +279,10 @@ unsigned int uroced_net_rx(void)
 	while (uroced.loop_head != uroced.loop_tail && done < UROCE_ETH_BURST_MAX) {
 		struct uroced_loop_frame *f = &uroced.loop[uroced.loop_head % UROCED_LOOP_SLOTS];
 
-		uroce_rnic_rx(uroced.rnic, f->data, f->len);
+		/* A raw packet QP's frame to this port's own MAC is received as one from the
+		 * wire would be: the flow rules may take it (never RoCE: the RNIC's). */
+		if (!uroce_rnic_flow_rx(uroced.rnic, f->data, f->len, true) && !f->flows_only)
+			uroce_rnic_rx(uroced.rnic, f->data, f->len);
 		uroced.loop_head++;
 		uroced.cnt.loopback_frames++;
 		done++;

@@ -85,6 +85,7 @@ struct uroced_conn {
 
 struct uroced_loop_frame {
 	uint32_t len;
+	bool flows_only; /* a raw packet QP's multicast frame: a copy for the flow rules */
 	uint8_t data[UROCED_FRAME_MAX];
 };
 
@@ -97,11 +98,12 @@ struct uroced_loop_frame {
 	X(tx_in_place)     /* frames built in a port mbuf, not copied into one */  \
 	X(tx_zero_copy)    /* ... whose payload the mbufs point at in the MR */     \
 	X(link_changes)    /* the link went up or down (PORT_ACTIVE / PORT_ERR) */ \
+	X(rx_flow_steered) /* frames a raw packet QP's flow rule took */          \
 	X(rx_non_roce)     /* frames the host stack dropped (see ip.* for why) */  \
 	X(kernel_rx)       /* ... of them and ARP, given to host.kernel_iface */   \
 	X(kernel_tx)       /* frames the kernel sent out through the port */       \
 	X(kernel_drops)    /* ... that the tap or the port refused */              \
-	X(kernel_csum_completed) /* kernel_rx whose offloaded checksum was filled */ \
+	X(kernel_csum_completed) /* frames whose offloaded checksum was filled */ \
 	X(clients_accepted)                                                        \
 	X(clients_refused)                                                         \
 	X(clients_silent) /* closed for saying no HELLO within 10 s */              \

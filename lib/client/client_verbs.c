@@ -908,6 +908,43 @@ int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, 
 	return 0;
 }
 
+int uroce_client_create_flow(struct uroce_client_qp *qp, const struct ibv_flow_attr *attr,
+			     uint32_t *handle)
+{
+	struct uroce_ctrl_create_flow_req req = {.qp = qp->handle};
+	const uint8_t *at = (const uint8_t *)(attr + 1);
+	struct ibv_flow_attr copy = *attr;
+	struct uroce_ctrl_handle rep;
+	uint32_t len = sizeof(*attr);
+	int rc;
+
+	/* The rule's length is its specs' (attr->size is not read, as by rdma-core, which
+	 * walks them by their own sizes): each at least its header, all within the room. */
+	for (uint8_t i = 0; i < attr->num_of_specs; i++) {
+		struct ibv_flow_spec sp;
+
+		memcpy(&sp.hdr, at, sizeof(sp.hdr));
+		if (sp.hdr.size < sizeof(sp.hdr) || len + sp.hdr.size > sizeof(req.attr))
+			return EINVAL;
+		len += sp.hdr.size;
+		at += sp.hdr.size;
+	}
+	copy.size = (uint16_t)len;
+	memcpy(req.attr, &copy, sizeof(copy));
+	memcpy(req.attr + sizeof(copy), attr + 1, len - sizeof(copy));
+	req.attr_size = len;
+	rc = cl_call(qp->ctx, UROCE_CTRL_CREATE_FLOW, &req, sizeof(req), NULL, 0, &rep,
+		     sizeof(rep), NULL, 0);
+	if (rc == 0)
+		*handle = rep.handle;
+	return -rc;
+}
+
+int uroce_client_destroy_flow(struct uroce_client_ctx *ctx, uint32_t handle)
+{
+	return -cl_release(ctx, UROCE_CTRL_DESTROY_FLOW, handle);
+}
+
 int uroce_client_mcast(struct uroce_client_qp *qp, const union ibv_gid *gid, uint16_t lid,
 		       bool attach)
 {
@@ -1014,6 +1051,9 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 	    wr->opcode != IBV_WR_ATOMIC_WRITE)
 		return EINVAL;
 	if (qp->ibv.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+	/* A raw packet QP sends whole frames, nothing else: an Ethernet header at least. */
+	if (qp->ibv.qp_type == IBV_QPT_RAW_PACKET && (wr->opcode != IBV_WR_SEND || len < 14))
 		return EINVAL;
 
 	memset(w, 0, offsetof(struct uroce_ctrl_send_wqe, sg_list));

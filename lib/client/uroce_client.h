@@ -265,6 +265,15 @@ struct uroce_client_qp *uroce_client_qp_from_ibv(struct ibv_qp *qp);
  *  caller's to fill). */
 struct ibv_qp_ex *uroce_client_qp_ibv_ex(struct uroce_client_qp *qp);
 void **uroce_client_qp_priv(struct uroce_client_qp *qp);
+/** ibv_create_flow: a rule steering received frames to raw packet QP @p qp, @p attr and
+ *  its num_of_specs specs (by their own sizes, as rdma-core reads them; attr->size is
+ *  not read), at most UROCE_CTRL_FLOW_ATTR_MAX bytes in all, else EINVAL. @return 0 with
+ *  the rule's handle in @p handle, or a positive errno (EINVAL, EOPNOTSUPP as
+ *  ibv_create_flow gives them; see uroce_tp_create_flow). */
+int uroce_client_create_flow(struct uroce_client_qp *qp, const struct ibv_flow_attr *attr,
+			     uint32_t *handle);
+/** ibv_destroy_flow. @return 0 or a positive errno (EINVAL: no such rule). */
+int uroce_client_destroy_flow(struct uroce_client_ctx *ctx, uint32_t handle);
 /** ibv_post_send / ibv_post_recv: wr->wr.ud.ah points at a uroce_client_ah's ibv. */
 /** ibv_attach_mcast (@p attach) / ibv_detach_mcast. @return 0 or a positive errno. */
 int uroce_client_mcast(struct uroce_client_qp *qp, const union ibv_gid *gid, uint16_t lid,

@@ -39,13 +39,14 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 10u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+#define UROCE_CTRL_VERSION 11u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
 				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
 				* WQEs, REREG_MR; 8: REGION_FD; 9: IMPORT_CONTEXT,
 				* IMPORT_PD, IMPORT_MR, UNIMPORT_PD, UNIMPORT_MR,
-				* RESOLVE_L2; 10: RES_LIST */
+				* RESOLVE_L2; 10: RES_LIST; 11: CREATE_FLOW,
+				* DESTROY_FLOW, raw packet QPs */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -185,7 +186,9 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(UNIMPORT_PD, unimport_pd, handle, 0, none, 0, 0)                                    \
 	X(UNIMPORT_MR, unimport_mr, handle, 0, none, 0, 0)                                    \
 	X(RESOLVE_L2, resolve_l2, resolve_l2_req, 0, resolve_l2_rep, 0, 0)                   \
-	X(RES_LIST, res_list, res_list_req, 0, res_list_rep, 0, UROCE_CTRL_CMD_REP_TAIL)
+	X(RES_LIST, res_list, res_list_req, 0, res_list_rep, 0, UROCE_CTRL_CMD_REP_TAIL)    \
+	X(CREATE_FLOW, create_flow, create_flow_req, 0, handle, 0, 0)                         \
+	X(DESTROY_FLOW, destroy_flow, handle, 0, none, 0, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -489,6 +492,18 @@ struct uroce_ctrl_mcast_req {
 	uint16_t lid;
 	uint16_t reserved;
 	union ibv_gid gid;
+};
+
+/* CREATE_FLOW (ibv_create_flow): a rule for a raw packet QP, verbs' struct ibv_flow_attr
+ * and its specs as the application laid them out, attr_size bytes of attr (the attribute
+ * and num_of_specs specs by their own sizes, as rdma-core walks them). The daemon checks
+ * every size (lib/transport's uroce_tp_create_flow): -EINVAL, -EOPNOTSUPP as
+ * ibv_create_flow answers. */
+#define UROCE_CTRL_FLOW_ATTR_MAX 256
+struct uroce_ctrl_create_flow_req {
+	uint32_t qp;
+	uint32_t attr_size;
+	uint8_t attr[UROCE_CTRL_FLOW_ATTR_MAX];
 };
 
 struct uroce_ctrl_create_ah_req {
@@ -877,6 +892,7 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_modify_qp_req, 152);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_qp_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_qp_rep, 176);
 UROCE_CTRL_SIZE(struct uroce_ctrl_mcast_req, 24);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_flow_req, 264);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_ah_req, 40);
 UROCE_CTRL_SIZE(struct uroce_ctrl_stats_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_stat, 56);

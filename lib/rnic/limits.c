@@ -39,6 +39,7 @@ static uint64_t limit_of(const struct uroce_conf *conf, enum rnic_obj_type type,
 	case RNIC_OBJ_SRQ:
 		return LIMIT(srqs);
 	case RNIC_OBJ_QP:
+	case RNIC_OBJ_FLOW: /* a QP's rules: as many as it may have QPs */
 		return LIMIT(qps);
 	case RNIC_OBJ_AH:
 		return LIMIT(ahs);

@@ -192,11 +192,21 @@ int rnic_mcast_detach(struct rnic_qp *q, const union ibv_gid *gid)
 	return 0;
 }
 
+static void destroy_flow(struct uroce_rnic_client *c, uint32_t h, struct rnic_flow *f)
+{
+	uroce_tp_destroy_flow(f->tp);
+	f->qp->nflows--;
+	rnic_obj_del(c, h);
+	free(f);
+}
+
 static int destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q)
 {
 	struct uroce_rnic *nic = c->rnic;
 	int rc;
 
+	if (q->nflows)
+		return -EBUSY; /* as the kernel's uverbs: the flows go first */
 	while (q->nmcast)
 		rnic_mcast_detach(q, &q->mcast[0]);
 	rc = uroce_tp_destroy_qp(q->tp);
@@ -447,8 +457,8 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	 * error state first: their WQEs flush, and a connected peer sees what it sees when
 	 * an RNIC's QP fails (no more responses: its retries run out). */
 	static const enum rnic_obj_type order[] = {
-		RNIC_OBJ_AH, RNIC_OBJ_MW,     RNIC_OBJ_QP,	RNIC_OBJ_SRQ, RNIC_OBJ_CQ,
-		RNIC_OBJ_MR, RNIC_OBJ_REGION, RNIC_OBJ_CHANNEL, RNIC_OBJ_PD};
+		RNIC_OBJ_FLOW, RNIC_OBJ_AH, RNIC_OBJ_MW, RNIC_OBJ_QP,	   RNIC_OBJ_SRQ,
+		RNIC_OBJ_CQ,   RNIC_OBJ_MR, RNIC_OBJ_REGION, RNIC_OBJ_CHANNEL, RNIC_OBJ_PD};
 	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
 	size_t k;
 	uint32_t h;
@@ -461,6 +471,9 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 			if (o->type != order[k])
 				continue;
 			switch (o->type) {
+			case RNIC_OBJ_FLOW:
+				destroy_flow(c, h, o->p);
+				break;
 			case RNIC_OBJ_AH:
 				uroce_tp_destroy_ah(o->p);
 				rnic_obj_del(c, h);
@@ -1147,10 +1160,10 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
-	/* Raw packet QPs need their flows (ibv_create_flow), which do not reach the
-	 * daemon yet: without them such a QP could never receive. */
-	if (req->qp_type == IBV_QPT_RAW_PACKET) {
-		REPLY(c, h, -EOPNOTSUPP, NULL, 0);
+	/* A raw packet QP sends any frame and its flows can see every tenant's: Linux
+	 * gives it only to CAP_NET_RAW (EPERM otherwise). */
+	if (req->qp_type == IBV_QPT_RAW_PACKET && !c->net_raw) {
+		REPLY(c, h, -EPERM, NULL, 0);
 		return;
 	}
 	memset(&init, 0, sizeof(init));
@@ -1368,6 +1381,55 @@ void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	reply_handle(c, h, handle);
 }
 
+/* CREATE_FLOW: the rule as verbs laid it out, copied out of the message into memory
+ * aligned for its structs; the transport checks every size and field in it, within the
+ * bytes the client sent. */
+void rnic_cmd_create_flow(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			  const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_create_flow_req *req = payload;
+	struct rnic_qp *q = rnic_obj_get(c, req->qp, RNIC_OBJ_QP);
+	union {
+		struct ibv_flow_attr attr;
+		uint8_t b[UROCE_CTRL_FLOW_ATTR_MAX];
+	} r;
+	struct rnic_flow *f;
+	uint32_t handle;
+	int rc;
+
+	if (!q || req->attr_size < sizeof(r.attr) || req->attr_size > sizeof(r.b)) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	memcpy(r.b, req->attr, req->attr_size);
+	rc = rnic_limit_object(c, RNIC_OBJ_FLOW);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	f->qp = q;
+	f->tp = uroce_tp_create_flow(q->tp, &r.attr, req->attr_size);
+	if (!f->tp) {
+		rc = -errno;
+		free(f);
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	handle = rnic_obj_add(c, RNIC_OBJ_FLOW, f);
+	if (!handle) {
+		uroce_tp_destroy_flow(f->tp);
+		free(f);
+	} else {
+		q->nflows++;
+	}
+	reply_handle(c, h, handle);
+}
+
 /* RESOLVE_L2: what CREATE_AH resolves, answered instead of kept in an AH. */
 void rnic_cmd_resolve_l2(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			 const void *payload, const int *fds RNIC_UNUSED)
@@ -1523,6 +1585,10 @@ static void cmd_destroy(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		if (!rc)
 			rnic_obj_del(c, req->handle);
 		break;
+	case RNIC_OBJ_FLOW:
+		destroy_flow(c, req->handle, p);
+		rc = 0;
+		break;
 	default:
 		rc = -EINVAL;
 	}
@@ -1547,6 +1613,7 @@ RNIC_CMD_DESTROY(destroy_srq, RNIC_OBJ_SRQ)
 RNIC_CMD_DESTROY(destroy_qp, RNIC_OBJ_QP)
 RNIC_CMD_DESTROY(destroy_ah, RNIC_OBJ_AH)
 RNIC_CMD_DESTROY(dealloc_mw, RNIC_OBJ_MW)
+RNIC_CMD_DESTROY(destroy_flow, RNIC_OBJ_FLOW)
 #undef RNIC_CMD_DESTROY
 
 void rnic_cmd_modify_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,

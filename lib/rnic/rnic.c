@@ -170,6 +170,7 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 	tc.tx_burst = nic->conf.transport.tx_burst;
 	tc.port_mtu = nic->active_mtu;
 	tc.vlan_id = (uint16_t)nic->conf.port.vlan;
+	tc.eth_mtu = nic->conf.port.mtu;
 	nic->dev = uroce_tp_dev_create(&tc);
 	if (!nic->dev) {
 		rc = -errno;
@@ -235,6 +236,7 @@ struct uroce_rnic_client *uroce_rnic_client_new(struct uroce_rnic *nic,
 	c->uid = peer->uid;
 	c->gid = peer->gid;
 	c->admin = peer->admin;
+	c->net_raw = peer->net_raw;
 	c->id = ++nic->next_client_id;
 	c->async_efd = -1;
 	c->region.fd = -1;
@@ -404,6 +406,12 @@ unsigned int uroce_rnic_doorbells(struct uroce_rnic *nic)
 void uroce_rnic_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len)
 {
 	uroce_tp_rx(nic->dev, frame, len, rnic_now(nic));
+}
+
+bool uroce_rnic_flow_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len,
+			bool claimable)
+{
+	return uroce_tp_flow_rx(nic->dev, frame, len, claimable);
 }
 
 void uroce_rnic_process(struct uroce_rnic *nic)

@@ -53,6 +53,7 @@ enum rnic_obj_type {
 	RNIC_OBJ_CM_CHANNEL,
 	RNIC_OBJ_CM_ID,
 	RNIC_OBJ_MW,
+	RNIC_OBJ_FLOW, /* a raw packet QP's rule: struct rnic_flow */
 	RNIC_OBJ_TYPES
 };
 
@@ -143,6 +144,12 @@ struct rnic_qp {
 	/* multicast groups attached (the host stack's membership is counted per attach) */
 	union ibv_gid mcast[UROCE_TP_MAX_MCAST_QP_ATTACH];
 	uint32_t nmcast;
+	uint32_t nflows; /* rules steering to it (raw packet): it stays while any do */
+};
+
+struct rnic_flow {
+	struct uroce_tp_flow *tp;
+	struct rnic_qp *qp;
 };
 
 /* A queue with doorbells: a QP or an SRQ (a client's doorbell slot, an entry of the
@@ -176,6 +183,7 @@ struct uroce_rnic_client {
 	uid_t uid;
 	gid_t gid;
 	bool admin; /* the host's policy: may use ADMIN, CAPTURE_START */
+	bool net_raw; /* may create raw packet QPs (CAP_NET_RAW) */
 	char name[UROCE_CTRL_NAME_MAX];
 	struct rnic_obj *objs; /* handle h is objs[h - 1] */
 	uint32_t nobjs, cap_objs;

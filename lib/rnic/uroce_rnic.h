@@ -176,6 +176,9 @@ struct uroce_rnic_peer {
 	uid_t uid;
 	gid_t gid;
 	bool admin; /**< may use the ADMIN-flagged commands (the host's policy) */
+	/** may create raw packet QPs, whose flows see other tenants' frames: Linux's rule,
+	 *  CAP_NET_RAW in the peer's effective set */
+	bool net_raw;
 };
 
 /**
@@ -229,6 +232,12 @@ struct uroce_rnic_client *uroce_rnic_neigh_resolved(struct uroce_rnic *nic, uint
 unsigned int uroce_rnic_doorbells(struct uroce_rnic *nic);
 /** One received RoCE frame (the IP stack said UROCE_IP_ROCE). */
 void uroce_rnic_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len);
+/** A received frame, to the raw packet QPs' flow rules (ibv_create_flow; lib/transport's
+ *  uroce_tp_flow_rx): @p claimable false for a frame the host needs itself (ARP, ND,
+ *  echo), which the rules' sniffers only get a copy of; RoCEv2 is never taken. @return
+ *  true when a rule took it: the host does nothing more with it. */
+bool uroce_rnic_flow_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len,
+			bool claimable);
 /** The device's named counters, as STATS gives them without per-QP lines (for the host's
  *  telemetry). @return how many were written to @p out (at most @p max). */
 int uroce_rnic_stats(struct uroce_rnic *nic, struct uroce_ctrl_stat *out, uint32_t max);

@@ -120,8 +120,8 @@ static int add_spec(struct uroce_tp_flow *f, const struct ibv_flow_spec *sp, uin
 	return 0;
 }
 
-/* Parses @attr and its specs into @f. 0, -EINVAL, -EOPNOTSUPP. */
-static int parse_attr(struct uroce_tp_flow *f, const struct ibv_flow_attr *attr)
+/* Parses @attr and its specs, within @len bytes, into @f. 0, -EINVAL, -EOPNOTSUPP. */
+static int parse_attr(struct uroce_tp_flow *f, const struct ibv_flow_attr *attr, uint32_t len)
 {
 	const uint8_t *p = (const uint8_t *)(attr + 1);
 	uint32_t left, seen = 0;
@@ -131,7 +131,7 @@ static int parse_attr(struct uroce_tp_flow *f, const struct ibv_flow_attr *attr)
 		return -EOPNOTSUPP;
 	if (attr->flags & ~(uint32_t)IBV_FLOW_ATTR_FLAGS_DONT_TRAP)
 		return attr->flags & IBV_FLOW_ATTR_FLAGS_EGRESS ? -EOPNOTSUPP : -EINVAL;
-	if (attr->port != 1 || attr->size < sizeof(*attr))
+	if (attr->port != 1 || len < sizeof(*attr))
 		return -EINVAL;
 	switch (attr->type) {
 	case IBV_FLOW_ATTR_NORMAL:
@@ -148,7 +148,9 @@ static int parse_attr(struct uroce_tp_flow *f, const struct ibv_flow_attr *attr)
 	f->type = attr->type;
 	f->priority = attr->priority;
 	f->dont_trap = attr->flags & IBV_FLOW_ATTR_FLAGS_DONT_TRAP;
-	left = attr->size - (uint32_t)sizeof(*attr);
+	/* attr->size is not read: rdma-core's ibv_cmd_create_flow walks the specs by their
+	 * own sizes, and programs (pyverbs for one) leave it 0. */
+	left = len - (uint32_t)sizeof(*attr);
 	for (uint32_t i = 0; i < attr->num_of_specs; i++) {
 		struct ibv_flow_spec sp = {0};
 
@@ -168,8 +170,6 @@ static int parse_attr(struct uroce_tp_flow *f, const struct ibv_flow_attr *attr)
 		p += sp.hdr.size;
 		left -= sp.hdr.size;
 	}
-	if (left)
-		return -EINVAL; /* attr->size says more than the specs hold */
 	/* The layers must agree: a TCP/UDP spec after an IPv4_EXT or IPv6 one that masks
 	 * another protocol would match nothing. */
 	if (f->l4_proto && f->mask.proto && (f->val.proto != (f->l4_proto & f->mask.proto)))
@@ -178,7 +178,7 @@ static int parse_attr(struct uroce_tp_flow *f, const struct ibv_flow_attr *attr)
 }
 
 struct uroce_tp_flow *uroce_tp_create_flow(struct uroce_tp_qp *qp,
-					   const struct ibv_flow_attr *attr)
+					   const struct ibv_flow_attr *attr, uint32_t len)
 {
 	struct uroce_tp_dev *dev = qp->dev;
 	struct uroce_tp_flow *f;
@@ -194,7 +194,7 @@ struct uroce_tp_flow *uroce_tp_create_flow(struct uroce_tp_qp *qp,
 		errno = ENOMEM;
 		return NULL;
 	}
-	rc = parse_attr(f, attr);
+	rc = parse_attr(f, attr, len);
 	if (rc) {
 		free(f);
 		errno = -rc;
@@ -303,6 +303,9 @@ bool uroce_tp_flow_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t l
 		return false;
 	dev->flow_frames++;
 	frame_fields(frame, len, &ff);
+	/* RoCEv2 (UDP to 4791) is the transport's, to whatever address: copies only. */
+	if (ff.l.l4 && ff.l.proto == PROTO_UDP && ff.m.dport == htons(UROCE_UDP_PORT_ROCEV2))
+		claimable = false;
 	for (n = dev->flows.next; n != &dev->flows; n = n->next) {
 		struct uroce_tp_flow *f = tp_container_of(n, struct uroce_tp_flow, node);
 

@@ -103,9 +103,12 @@ void uroce_tp_query_device(const struct uroce_tp_dev *dev, struct ibv_device_att
 	/* Memory windows of type 1 and 2B, as rxe. Not IBV_DEVICE_MEM_MGT_EXTENSIONS: there
 	 * are no fast-registered MRs, and a program that reads it (SPDK's NVMe-oF target then
 	 * answers with SEND with Invalidate of its MRs) would be refused. */
+	/* RAW_IP_CSUM and MANAGED_FLOW_STEERING: raw packet QPs' checksum offload and
+	 * ibv_create_flow (raw.c, flow.c), as mlx5 says them. */
 	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
 				 IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW |
-				 IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_RAW_IP_CSUM |
+				 IBV_DEVICE_MANAGED_FLOW_STEERING;
 	attr->max_sge = UROCE_TP_MAX_SGE;
 	attr->max_sge_rd = UROCE_TP_MAX_SGE;
 	attr->max_cq = 1 << 20;

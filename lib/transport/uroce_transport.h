@@ -512,10 +512,12 @@ struct uroce_tp_qp *uroce_tp_qp_lookup(struct uroce_tp_dev *dev, uint32_t qpn);
 /* QPs (flow.c).                                                                          */
 
 /**
- * A rule for @p qp, a raw packet QP: @p attr, followed by its specs, attr->size bytes in
- * all, as ibv_create_flow takes it. Specs: IBV_FLOW_SPEC_ETH, IPV4, IPV4_EXT, IPV6, TCP
- * and UDP, each at most once, values and masks in network order as verbs gives them; a
- * frame matches when every field it masks is equal. An IPv4/IPv6 spec matches only IP
+ * A rule for @p qp, a raw packet QP: @p attr followed by its num_of_specs specs, each as
+ * long as its size field says, all within @p len bytes, as ibv_create_flow takes it
+ * (attr->size is not read: rdma-core does not, and programs leave it 0). Specs:
+ * IBV_FLOW_SPEC_ETH, IPV4, IPV4_EXT, IPV6, TCP and UDP, each at most once, values and
+ * masks in network order as verbs gives them; a frame matches when every field it masks
+ * is equal. An IPv4/IPv6 spec matches only IP
  * frames of that version, TCP/UDP only that protocol with its header in the frame.
  * Types: IBV_FLOW_ATTR_NORMAL (its specs); ALL_DEFAULT and MC_DEFAULT (the unicast,
  * multicast frames no NORMAL rule took; no specs); SNIFFER (a copy of every frame
@@ -523,19 +525,20 @@ struct uroce_tp_qp *uroce_tp_qp_lookup(struct uroce_tp_dev *dev, uint32_t qpn);
  * value wins, the oldest among equals; IBV_FLOW_ATTR_FLAGS_DONT_TRAP gives the frame a
  * copy and leaves it to the next rule and to the caller.
  * @return the rule, or NULL with errno: EINVAL (not a raw packet QP, port other than 1,
- *   sizes that do not add up, a spec twice, specs on a type that takes none),
- *   EOPNOTSUPP (other spec types, IBV_FLOW_SPEC_INNER, actions, the EGRESS flag,
- *   comp_mask), ENOMEM.
+ *   a spec that does not fit @p len or has a wrong size, a spec twice, specs on a type
+ *   that takes none), EOPNOTSUPP (other spec types, IBV_FLOW_SPEC_INNER, actions, the
+ *   EGRESS flag, comp_mask), ENOMEM.
  */
 struct uroce_tp_flow *uroce_tp_create_flow(struct uroce_tp_qp *qp,
-					   const struct ibv_flow_attr *attr);
+					   const struct ibv_flow_attr *attr, uint32_t len);
 /** @return 0. */
 int uroce_tp_destroy_flow(struct uroce_tp_flow *flow);
 /**
  * A received frame, to the rules: copies go to SNIFFER and DONT_TRAP rules' QPs, then the
  * frame to the first NORMAL rule that matches, else to an ALL_DEFAULT or MC_DEFAULT
  * rule's; @p claimable false: to the copies only (a frame the caller needs itself, e.g.
- * RoCE for this device). Each QP gets a frame once, into its next receive WQE.
+ * ARP). A RoCEv2 frame (UDP to port 4791) is never taken, whatever @p claimable says.
+ * Each QP gets a frame once, into its next receive WQE.
  * @return true when a rule took the frame: the caller does nothing more with it.
  */
 bool uroce_tp_flow_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len,

@@ -25,8 +25,9 @@ int uv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex
 	if (rc)
 		return uv_err(rc);
 	/* No ODP, TSO, RSS, tag matching, timestamps, packet pacing or device memory:
-	 * their capabilities stay zero. */
+	 * their capabilities stay zero. Raw packet QPs check and fill IP checksums. */
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
+	a.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
 	if (attr_size <= sizeof(a)) {
 		memcpy(attr, &a, attr_size);
 	} else {
@@ -566,4 +567,36 @@ void uv_qp_ex_free(struct uv_qp *u)
 	free(u->wrs);
 	free(u->sges);
 	free(u->inl);
+}
+
+/* ---- flow steering (raw packet QPs) ------------------------------------------------------ */
+
+/* ibv_create_flow: NULL and errno as rdma-core's (EINVAL, EOPNOTSUPP, EPERM...). */
+struct ibv_flow *uv_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr)
+{
+	struct ibv_flow *flow = calloc(1, sizeof(*flow));
+	uint32_t handle;
+	int rc;
+
+	if (!flow)
+		return uv_null(ENOMEM);
+	rc = uroce_client_create_flow(uroce_client_qp_from_ibv(qp), attr, &handle);
+	if (rc) {
+		free(flow);
+		return uv_null(rc);
+	}
+	flow->context = qp->context;
+	flow->handle = handle;
+	return flow;
+}
+
+/* ibv_destroy_flow: 0, or a positive errno (the rule stays, and so does @flow). */
+int uv_destroy_flow(struct ibv_flow *flow)
+{
+	int rc = uroce_client_destroy_flow(uv_cl(flow->context), flow->handle);
+
+	if (rc)
+		return uv_err(rc);
+	free(flow);
+	return 0;
 }

@@ -184,6 +184,8 @@ int uv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex
 		       struct ibv_device_attr_ex *attr, size_t attr_size);
 struct ibv_cq_ex *uv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
 struct ibv_qp *uv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+struct ibv_flow *uv_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+int uv_destroy_flow(struct ibv_flow *flow);
 void uv_cq_ex_init(struct ibv_cq_ex *cq);
 void uv_qp_ex_init(struct ibv_qp_ex *qp);
 void uv_qp_ex_free(struct uv_qp *q);

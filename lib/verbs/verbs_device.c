@@ -238,6 +238,8 @@ static struct ibv_context *uv_context_new(struct uv_device *dev, struct uroce_cl
 	uc->vctx.query_device_ex = uv_query_device_ex;
 	uc->vctx.create_cq_ex = uv_create_cq_ex;
 	uc->vctx.create_qp_ex = uv_create_qp_ex;
+	uc->vctx.ibv_create_flow = uv_create_flow;
+	uc->vctx.ibv_destroy_flow = uv_destroy_flow;
 	uv_domains_init(uc);
 	uroce_client_set_ibv_context(cl, ctx);
 	return ctx;

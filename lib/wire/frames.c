@@ -31,8 +31,12 @@ void uroce_wire_layers(const uint8_t *frame, uint32_t len, struct uroce_wire_lay
 		uint32_t ihl = (ip[0] & 0xfu) * 4u;
 
 		ip_len = wire_be16(ip + 2);
-		if (ihl < UROCE_IPV4_HLEN || ip_len < ihl || off + ip_len > len)
+		if (ihl < UROCE_IPV4_HLEN || ip_len < ihl || off + ihl > len)
 			return;
+		if (off + ip_len > len) {
+			out->truncated = true;
+			ip_len = len - off;
+		}
 		out->ip_version = 4;
 		out->tos = ip[1];
 		out->ttl = ip[8];
@@ -48,8 +52,10 @@ void uroce_wire_layers(const uint8_t *frame, uint32_t len, struct uroce_wire_lay
 		const uint8_t *ip = frame + off;
 
 		ip_len = UROCE_IPV6_HLEN + wire_be16(ip + 4);
-		if (off + ip_len > len)
-			return;
+		if (off + ip_len > len) {
+			out->truncated = true;
+			ip_len = len - off;
+		}
 		out->ip_version = 6;
 		out->tos = (uint8_t)(wire_be16(ip) >> 4);
 		out->flow_label = wire_be32(ip) & 0xfffffu;
@@ -67,7 +73,7 @@ void uroce_wire_layers(const uint8_t *frame, uint32_t len, struct uroce_wire_lay
 /* Where the TCP or UDP checksum field is, in a whole segment or datagram: NULL if none. */
 static uint8_t *l4_csum_field(uint8_t *frame, const struct uroce_wire_layers *l)
 {
-	if (!l->l4 || l->fragment)
+	if (!l->l4 || l->fragment || l->truncated)
 		return NULL;
 	return frame + l->l4_off + (l->proto == IPPROTO_TCP_ ? 16 : 6);
 }
@@ -79,7 +85,7 @@ void uroce_wire_csum_fill(uint8_t *frame, uint32_t len)
 	uint16_t c;
 
 	uroce_wire_layers(frame, len, &l);
-	if (l.ip_version == 4) {
+	if (l.ip_version == 4 && !l.truncated) {
 		uint8_t *ip = frame + l.l3_off;
 		uint32_t ihl = (ip[0] & 0xfu) * 4u;
 
@@ -103,7 +109,7 @@ bool uroce_wire_csum_ok(const uint8_t *frame, uint32_t len)
 	const uint8_t *ip;
 
 	uroce_wire_layers(frame, len, &l);
-	if (l.ip_version == 0 || !l.l4 || l.fragment)
+	if (l.ip_version == 0 || !l.l4 || l.fragment || l.truncated)
 		return false;
 	ip = frame + l.l3_off;
 	if (l.ip_version == 4 && wire_csum_fold(wire_csum_add(0, ip, (ip[0] & 0xfu) * 4u)) != 0)

@@ -498,8 +498,12 @@ struct uroce_wire_layers {
 	 *  first fragment. */
 	bool l4;
 	uint16_t l4_off;
-	uint32_t l4_len;     /**< bytes from l4_off to the end of the IP datagram */
+	uint32_t l4_len;     /**< bytes from l4_off to the end of the IP datagram (or of the
+			      *   frame, when truncated) */
 	bool fragment;       /**< IPv4 MF set or offset non-zero */
+	/** The IP length says more than the frame holds: the headers are read (a NIC's flow
+	 *  steering matches them), but there is no whole datagram to checksum. */
+	bool truncated;
 };
 
 /** Reads @p frame's layers into @p out; never reads outside [frame, frame + len). A frame

@@ -84,6 +84,8 @@ static const struct expected_cmd {
 	{60, "UNIMPORT_MR", HANDLE, 0, 0, 0, 0},
 	{61, "RESOLVE_L2", SZ(resolve_l2_req), 0, SZ(resolve_l2_rep), 0, 0},
 	{62, "RES_LIST", SZ(res_list_req), 0, SZ(res_list_rep), 0, UROCE_CTRL_CMD_REP_TAIL},
+	{63, "CREATE_FLOW", SZ(create_flow_req), 0, HANDLE, 0, 0},
+	{64, "DESTROY_FLOW", HANDLE, 0, 0, 0, 0},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -110,7 +112,8 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_UNIMPORT_MR, 60);
 	cr_assert_eq(UROCE_CTRL_RESOLVE_L2, 61);
 	cr_assert_eq(UROCE_CTRL_RES_LIST, 62);
-	cr_assert_eq(UROCE_CTRL_VERSION, 10);
+	cr_assert_eq(UROCE_CTRL_DESTROY_FLOW, 64);
+	cr_assert_eq(UROCE_CTRL_VERSION, 11);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);
 }

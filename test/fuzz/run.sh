@@ -6,7 +6,8 @@
 #   - fuzz_transport_rx: lib/transport's receive path (responder and completer);
 #   - fuzz_ipstack_input: lib/ipstack (ARP, ND, echo, the neighbour cache);
 #   - fuzz_daemon_ctrl: uroced's control requests and shared-ring WQEs;
-#   - fuzz_cm_input: lib/cm on the MADs an attacker sends, between applications' calls.
+#   - fuzz_cm_input: lib/cm on the MADs an attacker sends, between applications' calls;
+#   - fuzz_flow: raw packet QPs' flow rules (applications' bytes) and frames (the wire's).
 # Configures build-fuzz (clang, ASan+UBSan, fuzz=true) if needed, builds the targets and
 # uroce-pcap, turns the pcaps into seed corpora, fuzzes one target after the other, and
 # exits non-zero if any crashed (all run regardless).
@@ -21,13 +22,14 @@ if ! [[ $secs =~ ^[1-9][0-9]*$ ]]; then
 	echo "usage: $0 [SECONDS]  (a positive integer, default 60)" >&2
 	exit 2
 fi
-# A fifth each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
-transport_secs=$((secs / 5))
+# A sixth each, at least 1 s (libFuzzer takes -max_total_time=0 as "no limit").
+transport_secs=$((secs / 6))
 ((transport_secs >= 1)) || transport_secs=1
 ipstack_secs=$transport_secs
 ctrl_secs=$transport_secs
 cm_secs=$transport_secs
-wire_secs=$((secs - 4 * transport_secs))
+flow_secs=$transport_secs
+wire_secs=$((secs - 5 * transport_secs))
 ((wire_secs >= 1)) || wire_secs=1
 
 build=build-fuzz
@@ -37,6 +39,7 @@ tseeds=$build/fuzz-transport-seeds
 ipseeds=$build/fuzz-ipstack-seeds
 ctrlseeds=$build/fuzz-ctrl-seeds
 cmseeds=$build/fuzz-cm-seeds
+flowseeds=$build/fuzz-flow-seeds
 
 if [[ ! -f $build/build.ninja ]]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \
@@ -45,6 +48,7 @@ fi
 # Only what this script runs, so that a half-edited target elsewhere does not stop it.
 ninja -C "$build" test/fuzz/fuzz_wire_parse test/fuzz/fuzz_transport_rx \
 	test/fuzz/fuzz_ipstack_input test/fuzz/fuzz_daemon_ctrl test/fuzz/fuzz_cm_input \
+	test/fuzz/fuzz_flow \
 	app/uroce-pcap/uroce-pcap
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -247,6 +251,33 @@ if ((ncmseeds == 0)); then
 	exit 1
 fi
 
+# fuzz_flow's input (see the top of fuzz_flow.c): records [kind, len / 8, bytes]. Seed: a
+# rule (Ethernet, IPv4, UDP port 5000) on QP 0, receive WQEs, a frame it takes, and the
+# same frame sent with IBV_SEND_IP_CSUM.
+rm -rf "$flowseeds"
+mkdir -p "$flowseeds"
+python3 - "$flowseeds" <<'PY'
+import os, struct, sys
+def rec(kind, body):
+    body += bytes(-len(body) % 8)
+    return bytes([kind, len(body) // 8]) + body
+eth = struct.pack('<IH', 0x20, 40) + bytes(12) + b'\x08\x00' + bytes(2)  # value
+eth += bytes(12) + b'\xff\xff' + bytes(2) + bytes(2)  # mask: the EtherType; padding
+ip = struct.pack('<IH', 0x30, 24) + bytes(2) + bytes(4) + bytes([10, 0, 0, 1])
+ip += bytes(4) + b'\xff' * 4
+udp = struct.pack('<IH', 0x41, 16) + struct.pack('>HH', 5000, 0) + struct.pack('>HH', 0xffff, 0) + bytes(2)
+specs = eth + ip + udp
+attr = struct.pack('<IIHHBBxxI', 0, 0, 20 + len(specs), 0, 3, 1, 0) + specs
+payload = bytes(range(64))
+udph = struct.pack('>HHHH', 4000, 5000, 8 + len(payload), 0)
+iph = bytes([0x45, 0]) + struct.pack('>H', 28 + len(payload)) + bytes(4) + bytes([64, 17, 0, 0])
+iph += bytes([10, 0, 0, 2, 10, 0, 0, 1])
+frame = bytes([2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 8, 0]) + iph + udph + payload
+seq = rec(0, attr) + rec(3, bytes([64] * 8)) + rec(2 | 8, frame) + rec(4 | 8, frame)
+with open(os.path.join(sys.argv[1], 'rule-and-frame'), 'wb') as f:
+    f.write(seq)
+PY
+
 # run_target NAME SECONDS MAX_LEN SEEDS CORPUS ARTIFACTS: fuzzes, prints the summary;
 # returns libFuzzer's exit status (non-zero on a crash, leak or timeout).
 run_target() {
@@ -298,9 +329,13 @@ run_target fuzz_daemon_ctrl "$ctrl_secs" 4096 "$ctrlseeds" \
 echo "fuzz_cm_input: $ncmseeds seeds from the captures' CM MADs, fuzzing for $cm_secs s"
 run_target fuzz_cm_input "$cm_secs" 4096 "$cmseeds" \
 	"$build/fuzz-cm-corpus" "$build/fuzz-cm-artifacts" || rc5=$?
+echo "fuzz_flow: fuzzing for $flow_secs s"
+run_target fuzz_flow "$flow_secs" 4096 "$flowseeds" \
+	"$build/fuzz-flow-corpus" "$build/fuzz-flow-artifacts" || rc6=$?
 ((rc != 0)) || rc=${rc3:-0}
 ((rc != 0)) || rc=${rc4:-0}
 ((rc != 0)) || rc=${rc5:-0}
+((rc != 0)) || rc=${rc6:-0}
 
 # The summary of all, last, whatever libFuzzer printed in between.
 for line in "${summary[@]}"; do

@@ -271,10 +271,8 @@ static struct uroce_tp_flow *flow(struct uroce_tp_qp *qp, enum ibv_flow_attr_typ
 	r.attr.priority = prio;
 	r.attr.flags = flags;
 	r.attr.port = 1;
-	r.attr.size = sizeof(r.attr);
 	if (dport >= 0) {
 		r.attr.num_of_specs = 3;
-		r.attr.size = sizeof(r);
 		r.eth.type = IBV_FLOW_SPEC_ETH;
 		r.eth.size = sizeof(r.eth);
 		if (eth_dmac) {
@@ -292,7 +290,7 @@ static struct uroce_tp_flow *flow(struct uroce_tp_qp *qp, enum ibv_flow_attr_typ
 		r.udp.val.dst_port = htons((uint16_t)dport);
 		r.udp.mask.dst_port = 0xffff;
 	}
-	return uroce_tp_create_flow(qp, &r.attr);
+	return uroce_tp_create_flow(qp, &r.attr, sizeof(r));
 }
 
 /* The rules decide who gets a frame: the matching NORMAL rule of lowest priority value
@@ -417,6 +415,12 @@ Test(raw, dont_trap_and_short_wqe)
 	cr_assert_eq(uroce_tp_qp_state(a), IBV_QPS_RTR, "the QP goes on, as UD's");
 	cr_assert_eq(poll1(e.rcq, &wc), 1);
 	cr_assert_eq(wc.wr_id, 3);
+
+	/* RoCEv2 (UDP to 4791) is the transport's: no rule takes it, the default neither. */
+	len = udp4_frame(f, 1, UROCE_UDP_PORT_ROCEV2, 40, false);
+	post_rwqe(b, &e, 4, 0, 1024);
+	cr_assert(!uroce_tp_flow_rx(e.dev, f, len, true));
+	cr_assert_eq(poll1(e.rcq, &wc), 0);
 	env_down(&e);
 }
 
@@ -434,6 +438,7 @@ Test(raw, flow_create_errors)
 	struct ibv_flow_spec_tcp_udp udp = {.type = IBV_FLOW_SPEC_UDP, .size = sizeof(udp)};
 	struct ibv_flow_spec_action_drop drop = {.type = IBV_FLOW_SPEC_ACTION_DROP,
 						 .size = sizeof(drop)};
+	uint32_t len;
 
 	env_up(&e, 1500);
 	raw = raw_qp(&e, IBV_QPS_INIT);
@@ -447,14 +452,14 @@ Test(raw, flow_create_errors)
 		r.attr.type = IBV_FLOW_ATTR_NORMAL;                                        \
 		r.attr.port = 1;                                                           \
 		r.attr.num_of_specs = (n);                                                 \
-		r.attr.size = (uint16_t)(sizeof(r.attr) + (n) * sizeof(udp));              \
+		len = (uint32_t)(sizeof(r.attr) + (n) * sizeof(udp));                      \
 		for (int k = 0; k < (n); k++)                                              \
 			memcpy(r.b + sizeof(r.attr) + k * sizeof(udp), &udp, sizeof(udp)); \
 	} while (0)
 #define REFUSED(qp, err, why)                                                              \
 	do {                                                                               \
 		errno = 0;                                                                 \
-		cr_assert_null(uroce_tp_create_flow(qp, &r.attr), why);                    \
+		cr_assert_null(uroce_tp_create_flow(qp, &r.attr, len), why);               \
 		cr_assert_eq(errno, err, "%s: errno %d", why, errno);                      \
 	} while (0)
 	RESET(1);
@@ -465,19 +470,21 @@ Test(raw, flow_create_errors)
 	RESET(2);
 	REFUSED(raw, EINVAL, "two UDP specs");
 	RESET(1);
-	r.attr.size += 4;
-	REFUSED(raw, EINVAL, "size beyond the specs");
+	len--;
+	REFUSED(raw, EINVAL, "a spec beyond the bytes given");
 	RESET(1);
 	r.b[sizeof(r.attr) + 4] = 8; /* the spec's size */
-	r.attr.size = sizeof(r.attr) + 8;
 	REFUSED(raw, EINVAL, "a spec of the wrong size");
+	RESET(1);
+	r.b[sizeof(r.attr) + 4] = 0;
+	REFUSED(raw, EINVAL, "a spec of no size");
 	RESET(1);
 	r.b[sizeof(r.attr) + 1] |= IBV_FLOW_SPEC_INNER >> 8;
 	REFUSED(raw, EOPNOTSUPP, "inner (tunnelled) headers");
 	RESET(0);
 	r.attr.num_of_specs = 1;
 	memcpy(r.b + sizeof(r.attr), &drop, sizeof(drop));
-	r.attr.size = sizeof(r.attr) + sizeof(drop);
+	len = sizeof(r.attr) + sizeof(drop);
 	REFUSED(raw, EOPNOTSUPP, "a drop action");
 	RESET(1);
 	r.attr.flags = IBV_FLOW_ATTR_FLAGS_EGRESS;
@@ -489,7 +496,9 @@ Test(raw, flow_create_errors)
 	r.attr.comp_mask = 1;
 	REFUSED(raw, EOPNOTSUPP, "comp_mask");
 	RESET(1);
-	cr_assert_not_null(uroce_tp_create_flow(raw, &r.attr), "and the same, well formed");
+	cr_assert_not_null(uroce_tp_create_flow(raw, &r.attr, len), "and the same, well formed");
+	r.attr.size = 0xffff;
+	cr_assert_not_null(uroce_tp_create_flow(raw, &r.attr, len), "attr->size is not read");
 	env_down(&e);
 #undef RESET
 #undef REFUSED
@@ -528,7 +537,9 @@ Test(raw, wire_checksums)
 	f[80] ^= 1;
 	cr_assert(!uroce_wire_csum_ok(f, len), "a payload byte changed");
 	uroce_wire_layers(f, len - 1, &l);
-	cr_assert_eq(l.ip_version, 0, "an IP datagram longer than the frame is not one");
+	cr_assert(l.ip_version == 6 && l.truncated && l.l4 && l.l4_len == 29,
+		  "an IP length beyond the frame: its headers, but no datagram to verify");
+	cr_assert(!uroce_wire_csum_ok(f, len - 1));
 
 	len = udp4_frame(f, 1, 2, 16, false);
 	f[20] = 0x20; /* MF */

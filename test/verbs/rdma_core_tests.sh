@@ -66,12 +66,37 @@ ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$IT_DIR/suite.log")
 skipped=$(grep -c " \.\.\. skipped " "$IT_DIR/suite.log")
 passed=$(grep -c " \.\.\. ok$" "$IT_DIR/suite.log")
 it_log "run_tests.py: exit $rc; ran ${ran:-0}, passed $passed, skipped $skipped"
-it_check "every case passed or skipped (run_tests.py exit 0)" test "$rc" -eq 0
+# Cases that fail on a device lacking a feature because the case does not turn the
+# device's EOPNOTSUPP into a skip, each with the error its traceback must show: anything
+# else, or the same case failing otherwise, fails the run.
+#   test_rss_traffic: it assumes a device with raw packet QPs has work queues and RSS
+#   (ibv_create_wq); uroce has raw packet QPs and flow steering, no WQs (doc/verbs.md).
+known_lacks='test_rss_traffic=Failed to create WQ. Errno: 95'
+unexplained=$(python3 - "$IT_DIR/suite.log" "$known_lacks" <<'PY'
+import re, sys
+log = open(sys.argv[1], errors="replace").read()
+known = dict(k.split("=", 1) for k in sys.argv[2].split(";") if k)
+# unittest's report: "ERROR: case (...)" or "FAIL: case (...)", a rule, the traceback,
+# up to the next line of "=" or "-".
+cases = list(re.finditer(r"^(ERROR|FAIL): (\S+) .*?\n-+\n(.*?)(?=^[=-]{20,}$)", log,
+                         re.M | re.S))
+for m in cases:
+    case, tb = m.group(2), m.group(3)
+    if case not in known or known[case] not in tb:
+        print(case)
+if not cases:
+    print("its exit status, with no failed case")
+PY
+)
+if [ "$rc" -ne 0 ]; then
+	it_check "run_tests.py exit $rc: every failed case a known lack (unexplained: ${unexplained:-none})" \
+		test -z "$unexplained"
+fi
 # The suite as Debian 12 ships it has 273 cases; fewer would mean modules that did not
 # import (a missing dependency hides a whole module's cases).
 [ -n "$TESTS_ONLY" ] || it_check "the whole suite ran (${ran:-0} cases)" test "${ran:-0}" -ge 250
-# The memory window, MR, QP, CQ, atomic, Atomic Write, parent domain and shared PD
-# (ibv_import_device) cases must pass
+# The memory window, MR, QP, CQ, atomic, Atomic Write, parent domain, shared PD
+# (ibv_import_device) and flow steering (raw packet QPs) cases must pass
 # here (a case's verdict ends its own line, or the next one when it has a docstring).
 passed_case() {
 	awk -v c="$1" '$1 == c { want = 1 } want && / \.\.\. / { ok = / \.\.\. ok$/; exit }
@@ -80,7 +105,9 @@ passed_case() {
 for c in test_mw_type2_invalidate_remote test_mr_rereg_pd test_qp_ex_rc_bind_mw \
 	test_rc_traffic_cq_ex test_atomic_cmp_and_swap test_qp_ex_rc_atomic_write \
 	test_mem_align_srq_excq_rc_traffic test_mem_align_ud_traffic \
-	test_imported_rc_ex_rdma_write; do
+	test_imported_rc_ex_rdma_write test_eth_spec_flow_traffic \
+	test_ipv4_spec_flow_traffic test_ipv6_spec_flow_traffic test_udp_spec_flow_traffic \
+	test_tcp_spec_flow_traffic; do
 	[ -n "$TESTS_ONLY" ] && break
 	it_check "$c passed" passed_case "$c"
 done
