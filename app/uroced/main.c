@@ -188,6 +188,11 @@ static int setup(void)
 	pc.nb_txq = 1;
 	pc.rx_ring = (uint16_t)uroced.conf.port.rx_ring;
 	pc.tx_ring = (uint16_t)uroced.conf.port.tx_ring;
+	/* A full TX ring pushes the transport back (-EAGAIN) instead of losing the frames:
+	 * dropped, they cost go-back-N retransmissions of everything after them, and with
+	 * many QPs sending at once (perftest's ib_write_bw -q 32 over memif) every retry
+	 * overflowed the ring again until the QPs ran out of retries. */
+	pc.tx_hold = true;
 	rc = uroce_eth_port_open(&uroced.port, &pc);
 	if (rc == -ENODEV && !uroce_eth_port_count()) {
 		UROCED_ERR("no port: name one in the EAL arguments, "
@@ -322,7 +327,8 @@ static void poll_loop(void)
 		uroced_net_timers();
 		uroce_rnic_process(uroced.rnic);
 		work += uroce_rnic_completions(uroced.rnic);
-		uroced_net_tx_flush();
+		/* Frames the port still holds (its ring full) are work: no sleep over them. */
+		work += uroced_net_tx_flush();
 
 		if (work) {
 			idle_since = uroced.now_ns;

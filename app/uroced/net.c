@@ -357,10 +357,12 @@ uint64_t uroced_net_next_deadline(void)
 	return t;
 }
 
-void uroced_net_tx_flush(void)
+unsigned int uroced_net_tx_flush(void)
 {
-	if (uroced.link_up)
-		uroce_eth_tx_flush(&uroced.port, 0);
+	if (!uroced.link_up)
+		return 0;
+	uroce_eth_tx_flush(&uroced.port, 0);
+	return uroce_eth_tx_pending(&uroced.port, 0);
 }
 
 void uroced_net_link_check(void)
@@ -606,6 +608,7 @@ static void rnic_stats(void *io_ctx,
 			PUT_ETH(tx_dropped);
 			PUT_ETH(tx_nombuf);
 			PUT_ETH(tx_oversize);
+			PUT_ETH(tx_busy);
 #undef PUT_ETH
 		}
 		put(out, "port.", "link_up", uroced.link_up);

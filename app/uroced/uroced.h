@@ -182,8 +182,9 @@ extern const struct uroce_rnic_ops uroced_rnic_ops;
 /* Receives a burst from the loopback queue and, while the link is up, from the port;
  * returns frames handled. */
 unsigned int uroced_net_rx(void);
-/* Hands the frames queued for the port to the PMD (nothing while the link is down). */
-void uroced_net_tx_flush(void);
+/* Hands the frames queued for the port to the PMD (nothing while the link is down).
+ * Returns the frames the port still holds, its ring full (port.tx_hold). */
+unsigned int uroced_net_tx_flush(void);
 /* Runs the time-driven work of net.c that is due at uroced.now_ns: frames held by the
  * fault injectors, neighbour requests and timeouts. Link up or down alike. */
 void uroced_net_timers(void);

@@ -70,7 +70,7 @@ struct uroce_eth_txq {
 	uint16_t nb;
 	struct rte_mbuf *reserved; /* uroce_eth_tx_alloc's frame, not yet committed */
 	struct rte_mbuf *reserved_tail; /* its last segment (tx_lend, tx_append) */
-	uint64_t frames, bytes, chained, lent, dropped, nombuf, oversize;
+	uint64_t frames, bytes, chained, lent, dropped, nombuf, oversize, busy;
 } __rte_cache_aligned;
 
 /* The private area of a lend_pool mbuf: the shared info DPDK's extbuf needs lives here,
@@ -404,6 +404,7 @@ int uroce_eth_port_open(struct uroce_eth_port *p, const struct uroce_eth_port_cf
 	rx_ring = cfg->rx_ring != 0 ? cfg->rx_ring : 1024;
 	tx_ring = cfg->tx_ring != 0 ? cfg->tx_ring : 1024;
 	p->tx_retries = cfg->tx_retries != 0 ? cfg->tx_retries : 64;
+	p->tx_hold = cfg->tx_hold;
 	if (p->nb_rxq > UROCE_ETH_MAX_QUEUES || p->nb_txq > UROCE_ETH_MAX_QUEUES ||
 	    mtu < 68 || mtu > 65000 || room < 256 || room > UINT16_MAX - RTE_PKTMBUF_HEADROOM)
 		return -EINVAL;
@@ -570,6 +571,12 @@ void uroce_eth_port_close(struct uroce_eth_port *p)
 				p->txq[q].reserved = NULL;
 			}
 			(void)uroce_eth_tx_flush(p, q);
+			/* What tx_hold still keeps is dropped now: the port goes. */
+			if (p->txq[q].nb) {
+				p->txq[q].dropped += p->txq[q].nb;
+				rte_pktmbuf_free_bulk(p->txq[q].batch, p->txq[q].nb);
+				p->txq[q].nb = 0;
+			}
 		}
 		for (uint16_t q = 0; q < p->nb_rxq; q++)
 			uroce_eth_rx_done(p, q);
@@ -732,13 +739,40 @@ uint16_t uroce_eth_tx_flush(struct uroce_eth_port *p, uint16_t queue)
 			rte_pause();
 		}
 	}
+	tq->frames += sent;
+	if (sent < tq->nb && p->tx_hold) {
+		/* Kept, in order, at the batch's head: the next flush sends them first. */
+		memmove(tq->batch, tq->batch + sent,
+			(size_t)(tq->nb - sent) * sizeof(tq->batch[0]));
+		tq->nb = (uint16_t)(tq->nb - sent);
+		return sent;
+	}
 	if (sent < tq->nb) {
 		tq->dropped += (uint16_t)(tq->nb - sent);
 		rte_pktmbuf_free_bulk(tq->batch + sent, (unsigned int)(tq->nb - sent));
 	}
-	tq->frames += sent;
 	tq->nb = 0;
 	return sent;
+}
+
+uint16_t uroce_eth_tx_pending(const struct uroce_eth_port *p, uint16_t queue)
+{
+	return p->txq[queue].nb;
+}
+
+/* Room for one more frame on @p queue: a full batch (tx_hold kept what the PMD refused)
+ * is flushed once more first. */
+static inline bool tx_room(struct uroce_eth_port *p, uint16_t queue)
+{
+	struct uroce_eth_txq *tq = &p->txq[queue];
+
+	if (tq->nb < UROCE_ETH_TX_BATCH)
+		return true;
+	(void)uroce_eth_tx_flush(p, queue);
+	if (tq->nb < UROCE_ETH_TX_BATCH)
+		return true;
+	tq->busy++;
+	return false;
 }
 
 static inline void tx_enqueue(struct uroce_eth_port *p, uint16_t queue, struct rte_mbuf *m)
@@ -766,6 +800,8 @@ int uroce_eth_tx_frame(struct uroce_eth_port *p, uint16_t queue, const uint8_t *
 		tq->oversize++;
 		return -EMSGSIZE;
 	}
+	if (unlikely(!tx_room(p, queue)))
+		return -EAGAIN;
 	if (unlikely(rte_pktmbuf_alloc_bulk(p->pool, segs, nsegs) != 0)) {
 		tq->nombuf++;
 		return -ENOBUFS;
@@ -801,6 +837,8 @@ uint8_t *uroce_eth_tx_alloc(struct uroce_eth_port *p, uint16_t queue, uint32_t l
 		tq->oversize++;
 		return NULL;
 	}
+	if (!tx_room(p, queue))
+		return NULL;
 	m = rte_pktmbuf_alloc(p->pool);
 	if (m == NULL) {
 		tq->nombuf++;
@@ -971,6 +1009,7 @@ int uroce_eth_stats_get(const struct uroce_eth_port *p, struct uroce_eth_stats *
 		s->tx_dropped += p->txq[q].dropped;
 		s->tx_nombuf += p->txq[q].nombuf;
 		s->tx_oversize += p->txq[q].oversize;
+		s->tx_busy += p->txq[q].busy;
 	}
 	return ret;
 }
@@ -991,6 +1030,7 @@ void uroce_eth_stats_print(const struct uroce_eth_port *p, const char *prefix)
 		{"tx_bytes", &s.tx_bytes},	   {"tx_chained", &s.tx_chained},
 		{"tx_dropped", &s.tx_dropped},	   {"tx_nombuf", &s.tx_nombuf},
 		{"tx_oversize", &s.tx_oversize},   {"tx_lent", &s.tx_lent},
+		{"tx_busy", &s.tx_busy},
 		{"rx_socket_drops", &s.rx_socket_drops},
 	};
 

@@ -17,7 +17,9 @@
  * - TX copies a contiguous frame into an mbuf (chained if it exceeds one mbuf's room),
  *   batches per queue and flushes 32 at a time. A frame the PMD still refuses after a
  *   bounded retry is freed and counted in tx_dropped: never leaked, never blocking; the
- *   transport above retransmits, as it would after a loss on the wire.
+ *   transport above retransmits, as it would after a loss on the wire. Or, with
+ *   uroce_eth_port_cfg::tx_hold, it stays queued and the caller is pushed back (-EAGAIN)
+ *   until the PMD takes it, as a NIC's full TX ring holds its driver back.
  * - MTU: the port is asked for the MTU wanted. When the PMD refuses (memif, af_packet and
  *   tap report a 1518-byte maximum), the MTU is kept as a *software MTU*: the port still
  *   carries such frames (as chains), uroce_eth_tx_frame() accepts them, and
@@ -97,6 +99,11 @@ struct uroce_eth_port_cfg {
 	 *  Smaller values make TX chain (tests use that). */
 	uint16_t mbuf_room;
 	uint16_t tx_retries;  /**< tx_burst retries of a refused remainder; 0: 64 */
+	/** What the PMD refuses after the retries stays queued instead of being dropped, and
+	 *  each flush tries it again; while UROCE_ETH_TX_BATCH frames wait on a queue,
+	 *  uroce_eth_tx_frame() says -EAGAIN and uroce_eth_tx_alloc() NULL (counted tx_busy).
+	 *  For a sender that retries later (a transport), not one that measures loss. */
+	bool tx_hold;
 	bool no_allmulti;     /**< leave all-multicast off (IPv6 ND needs it on, the default) */
 	bool no_promisc;      /**< default on: af_packet/memif peers are not MAC-filtered
 				   anyway, and the IP layer filters by address */
@@ -132,6 +139,7 @@ struct uroce_eth_port {
 	bool tx_lend;
 	struct rte_mempool *lend_pool; /**< mbufs that point into lent memory (tx_lend) */
 	uint16_t tx_retries;
+	bool tx_hold;
 	uint16_t nb_mcast;
 	uint8_t mcast[UROCE_ETH_MAX_MCAST][6];
 	struct uroce_eth_rxq *rxq; /* [nb_rxq] */
@@ -222,21 +230,27 @@ void uroce_eth_rx_awake(struct uroce_eth_port *p, uint16_t queue);
  * Copies a frame into the port's mbufs (chained when longer than mbuf_room) and queues it
  * on @p queue; a full batch (UROCE_ETH_TX_BATCH) is flushed at once.
  * @return 0 (queued: it may still be dropped by the PMD at flush, see tx_dropped);
- *         -EMSGSIZE (len 0 or > max_frame), -ENOBUFS (mempool empty; counted tx_nombuf).
+ *         -EMSGSIZE (len 0 or > max_frame), -ENOBUFS (mempool empty; counted tx_nombuf),
+ *         -EAGAIN (tx_hold: a batch of frames the PMD refused still waits; nothing is
+ *         queued, counted tx_busy).
  */
 int uroce_eth_tx_frame(struct uroce_eth_port *p, uint16_t queue, const uint8_t *data,
 		       uint32_t len);
 /**
  * Hands the queued frames to the PMD, retrying the refused remainder up to tx_retries
- * times; what is still refused is freed and counted in tx_dropped.
+ * times; what is still refused is freed and counted in tx_dropped, or with tx_hold kept,
+ * in order, for the next flush.
  * @return frames the PMD accepted.
  */
 uint16_t uroce_eth_tx_flush(struct uroce_eth_port *p, uint16_t queue);
+/** Frames queued on @p queue that the PMD has not taken yet (tx_hold keeps them). */
+uint16_t uroce_eth_tx_pending(const struct uroce_eth_port *p, uint16_t queue);
 /**
  * Zero-copy-ish variant: reserves @p len (<= mbuf_room) bytes of a fresh mbuf and returns
  * where to write the frame; uroce_eth_tx_commit() queues it. One reservation per queue at
  * a time; another alloc on the same queue drops the uncommitted one.
- * @return the frame buffer, or NULL (len 0 or > mbuf_room or > max_frame, or no mbuf).
+ * @return the frame buffer, or NULL (len 0 or > mbuf_room or > max_frame, or no mbuf, or
+ *         with tx_hold a full batch still waiting: counted tx_busy).
  */
 uint8_t *uroce_eth_tx_alloc(struct uroce_eth_port *p, uint16_t queue, uint32_t len);
 /** Queues the frame reserved by uroce_eth_tx_alloc(); -EINVAL if there is none. */
@@ -286,6 +300,7 @@ struct uroce_eth_stats {
 	uint64_t tx_dropped;    /**< refused by the PMD after the retries, freed */
 	uint64_t tx_nombuf;     /**< uroce_eth_tx_frame found the mempool empty */
 	uint64_t tx_oversize;   /**< uroce_eth_tx_frame refused: longer than max_frame */
+	uint64_t tx_busy;       /**< tx_hold: frames refused while a full batch waited */
 };
 
 int uroce_eth_stats_get(const struct uroce_eth_port *p, struct uroce_eth_stats *s);

@@ -281,6 +281,64 @@ Test(ethdev, refused_frames_are_freed_and_counted)
 	cr_assert_eq(rte_mempool_avail_count(port.pool), avail0);
 }
 
+/* tx_hold: what the full ring refuses stays queued, in order, and the sender is pushed
+ * back (-EAGAIN, NULL) instead of losing frames; once the receiver drains the ring, the
+ * held frames go first and every frame arrives, each once, in the order sent. */
+Test(ethdev, tx_hold_pushes_back_and_loses_nothing)
+{
+	struct uroce_eth_port_cfg cfg = {.name = "net_ring0", .tx_hold = true};
+	struct uroce_eth_frame fr[UROCE_ETH_BURST_MAX];
+	struct uroce_eth_stats s;
+	uint32_t sent = 0, got = 0, refused = 0;
+	unsigned int avail0;
+	uint8_t buf[64];
+	uint16_t k;
+
+	cr_assert_eq(uroce_eth_port_open(&port, &cfg), 0);
+	avail0 = rte_mempool_avail_count(port.pool);
+	/* Until the ring (1024) and a batch are full: then -EAGAIN, nothing queued. */
+	while (refused == 0 && sent < 3000) {
+		memcpy(buf, &sent, sizeof(sent));
+		if (uroce_eth_tx_frame(&port, 0, buf, sizeof(buf)) == 0)
+			sent++;
+		else
+			refused++;
+	}
+	cr_assert_eq(refused, 1, "pushed back before 3000 frames (sent %u)", sent);
+	cr_assert_geq(sent, 1024, "the ring's room was used: %u", sent);
+	cr_assert_eq(uroce_eth_tx_pending(&port, 0), UROCE_ETH_TX_BATCH);
+	cr_assert_null(uroce_eth_tx_alloc(&port, 0, 64), "tx_alloc pushed back too");
+	(void)uroce_eth_tx_flush(&port, 0);
+	cr_assert_eq(uroce_eth_stats_get(&port, &s), 0);
+	cr_assert_eq(s.tx_dropped, 0);
+	cr_assert_geq(s.tx_busy, 2);
+	/* The receiver drains; each flush between lets the held frames follow. */
+	while (got < sent) {
+		k = uroce_eth_rx(&port, 0, fr, UROCE_ETH_BURST_MAX);
+		for (uint16_t i = 0; i < k; i++, got++) {
+			uint32_t seq;
+
+			memcpy(&seq, fr[i].data, sizeof(seq));
+			cr_assert_eq(seq, got, "frame %u arrived as %u: out of order or twice", got,
+				     seq);
+		}
+		uroce_eth_rx_done(&port, 0);
+		(void)uroce_eth_tx_flush(&port, 0);
+		cr_assert(k != 0 || uroce_eth_tx_pending(&port, 0) == 0,
+			  "nothing arrives while %u frames are held",
+			  uroce_eth_tx_pending(&port, 0));
+		if (k == 0)
+			break;
+	}
+	cr_assert_eq(got, sent);
+	cr_assert_eq(uroce_eth_tx_pending(&port, 0), 0);
+	cr_assert_eq(uroce_eth_tx_frame(&port, 0, buf, sizeof(buf)), 0, "room again");
+	(void)uroce_eth_tx_flush(&port, 0);
+	while ((k = uroce_eth_rx(&port, 0, fr, UROCE_ETH_BURST_MAX)) != 0)
+		uroce_eth_rx_done(&port, 0);
+	cr_assert_eq(rte_mempool_avail_count(port.pool), avail0);
+}
+
 /* rx without rx_done releases the previous burst itself. */
 Test(ethdev, rx_releases_the_previous_burst)
 {
