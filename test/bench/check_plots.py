@@ -3,9 +3,9 @@
 """The plots in doc/bench are what devtools/plot_bench.py draws from the figures beside
 them: each SVG is redrawn from its TSV and must be identical (a figure changed without
 its plot, or the other way round, fails here), with one bar per row; and a malformed
-file is refused with exit status 2. The latency CDFs (NAME.cdf.tsv, drawn by
-devtools/plot_cdf.py with gnuplot as NAME.cdf.png) are redrawn and compared the same way
-when gnuplot is installed.
+file is refused with exit status 2. The gnuplot plots (NAME.cdf.tsv and NAME.curve.tsv,
+drawn by devtools/plot_png.py as NAME.cdf.png and NAME.curve.png) are redrawn and compared
+the same way when gnuplot is installed.
 
     check_plots.py ROOT
 """
@@ -26,7 +26,7 @@ def fail(msg):
 def main(root):
     script = os.path.join(root, "devtools", "plot_bench.py")
     tsvs = sorted(t for t in glob.glob(os.path.join(root, "doc", "bench", "*.tsv"))
-                  if not t.endswith(".cdf.tsv"))
+                  if not t.endswith((".cdf.tsv", ".curve.tsv")))
     if not tsvs:
         fail("no doc/bench/*.tsv")
     for tsv in tsvs:
@@ -46,21 +46,22 @@ def main(root):
         if len(bars) != len(rows):
             fail(f"{svg_path}: {len(bars)} bars for {len(rows)} rows")
         print(f"ok {os.path.relpath(svg_path, root)}: {len(rows)} rows")
-    for tsv in sorted(glob.glob(os.path.join(root, "doc", "bench", "*.cdf.tsv"))):
+    for tsv in sorted(glob.glob(os.path.join(root, "doc", "bench", "*.cdf.tsv")) +
+                      glob.glob(os.path.join(root, "doc", "bench", "*.curve.tsv"))):
         png = tsv[:-4] + ".png"
         if not os.path.exists(png):
-            fail(f"{png} missing: draw it with plot_cdf.py draw")
+            fail(f"{png} missing: draw it with plot_png.py draw")
         if not shutil.which("gnuplot"):
             print(f"{os.path.relpath(png, root)}: not redrawn (no gnuplot: gnuplot-nox)")
             continue
         with tempfile.TemporaryDirectory() as tmp:
             # Drawn from a copy at the same relative path: the script names its input.
             drawn = os.path.join(tmp, "drawn.png")
-            done = subprocess.run([sys.executable, os.path.join(root, "devtools", "plot_cdf.py"),
+            done = subprocess.run([sys.executable, os.path.join(root, "devtools", "plot_png.py"),
                                    "draw", os.path.relpath(tsv, root), drawn],
                                   capture_output=True, text=True, cwd=root)
             if done.returncode != 0:
-                fail(f"{tsv}: plot_cdf exit {done.returncode}: {done.stderr.strip()}")
+                fail(f"{tsv}: plot_png exit {done.returncode}: {done.stderr.strip()}")
             with open(drawn, "rb") as a, open(png, "rb") as b:
                 if a.read() != b.read():
                     fail(f"{png} is not what {os.path.basename(tsv)} draws: redraw it")
@@ -73,6 +74,17 @@ def main(root):
     if refused.returncode != 2 or "columns" not in refused.stderr:
         fail(f"a malformed file: exit {refused.returncode}, {refused.stderr.strip()!r}")
     print("ok a malformed file is refused")
+    with tempfile.NamedTemporaryFile("w", suffix=".curve.tsv", delete=False) as bad:
+        bad.write("size\tcurve\tmin\tmax\n64\t1\t1\t1\n")
+    refused = subprocess.run([sys.executable, os.path.join(root, "devtools", "plot_png.py"),
+                              "draw", bad.name, bad.name + ".png"], capture_output=True,
+                             text=True)
+    os.unlink(bad.name)
+    if refused.returncode != 2 or "xlabel" not in refused.stderr or \
+            os.path.exists(bad.name + ".png"):
+        fail(f"a curve without its labels: exit {refused.returncode}, "
+             f"{refused.stderr.strip()!r}")
+    print("ok a curve table without its labels is refused")
 
 
 if __name__ == "__main__":

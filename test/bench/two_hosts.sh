@@ -33,11 +33,15 @@
 # rawbench's and UDP's round trips are halved.
 #
 # usage: two_hosts.sh [--quick] [--reps N] [--build DIR] [--only PARTS] [--link LINKS]
-#   --only: comma-separated of raw, udp, uroced, perftest, verbs, mtu4096 (default all);
+#   --only: comma-separated of raw, udp, uroced, perftest, verbs, mtu4096, sizes, qps
+#     (default all);
 #     mtu4096 (memif only): B5 at path MTU 4096, raw DPDK's blast of 4154-byte frames (a
 #     middle WRITE packet's size) against 64 KiB WRITE between two uroced with MTU 9000,
 #     payloads copied (the default) and zero-copy; BW_ITERS_MEMIF sets the WRITEs of
 #     each memif bw run (10000; 400000 lasts ~5 s, long enough to profile);
+#     sizes, qps (memif only): the curves of doc/benchmarks.md, bandwidth against message
+#     size beside raw DPDK's, and perftest ib_write_bw against the number of QPs (below,
+#     curves_pair); PLOT_DIR set keeps their points (and the latency CDFs) for plots;
 #   --link: veth, memif (both)
 #   binaries: DIR/app/uroced/uroced, app/uroce-xfer/uroce-xfer, app/uroce/uroce,
 #   app/uroce-rawbench/uroce-rawbench, test/bench/uroce-bench-udp,
@@ -62,7 +66,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 QUICK=0
 REPS=
 BUILD=$ROOT/build
-ONLY=raw,udp,uroced,perftest,verbs,mtu4096
+ONLY=raw,udp,uroced,perftest,verbs,mtu4096,sizes,qps
 VB_RUNS=
 LINKS=veth,memif
 while [ $# -gt 0 ]; do
@@ -119,11 +123,11 @@ done
 NOTES=()
 if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
 	NOTES+=("no $VERBS_LIB_DIR/libibverbs.so.1: perftest and verbs rows skipped")
-	ONLY=$(echo ",$ONLY," | sed 's/,perftest,/,/; s/,verbs,/,/')
+	ONLY=$(echo ",$ONLY," | sed 's/,perftest,/,/; s/,verbs,/,/; s/,qps,/,/')
 fi
 if ! command -v ib_send_lat >/dev/null || ! command -v ib_write_bw >/dev/null; then
 	NOTES+=("perftest not installed (ib_send_lat, ib_write_bw): perftest rows skipped")
-	ONLY=$(echo ",$ONLY," | sed 's/,perftest,/,/')
+	ONLY=$(echo ",$ONLY," | sed 's/,perftest,/,/; s/,qps,/,/')
 fi
 if [ ! -x "$UROCE_BENCH_VERBS" ]; then
 	NOTES+=("no $UROCE_BENCH_VERBS: verbs-overhead rows skipped")
@@ -137,12 +141,17 @@ if [ $QUICK -eq 1 ]; then
 	LAT_ITERS_SPIN=200 BW_ITERS_MEMIF=1000
 	: "${VB_RUNS:=1}"
 	PT_LAT_ITERS=100 PT_BW_ITERS=300 PT_BW_ITERS_MEMIF=1000
+	CURVE_SIZES="256 4096 65536" CURVE_QPS="1 4" CURVE_BYTES=$((64 << 20))
+	CURVE_MIN_ITERS=256 CURVE_MAX_ITERS=20000 CURVE_RATE_ITERS=20000
 else
 	: "${REPS:=3}"
 	PP_ROUNDS=20000 UDP_BLOCK_ROUNDS=5000 BLAST_SECS=2 LAT_ITERS=5000 BW_ITERS=2000
 	LAT_ITERS_SPIN=1000 BW_ITERS_MEMIF=${BW_ITERS_MEMIF:-10000}
 	: "${VB_RUNS:=5}"
 	PT_LAT_ITERS=300 PT_BW_ITERS=2000 PT_BW_ITERS_MEMIF=10000
+	CURVE_SIZES="64 256 1024 4096 16384 65536 262144 1048576" CURVE_QPS="1 2 4 8 16 32"
+	CURVE_BYTES=$((4 << 30)) CURVE_MIN_ITERS=2000 CURVE_MAX_ITERS=200000
+	CURVE_RATE_ITERS=200000
 fi
 # Verbs-overhead pairs per link and repetition, so that REPS of them make VB_RUNS or more.
 VB_PER_REP=$(((VB_RUNS + REPS - 1) / REPS))
@@ -272,13 +281,22 @@ spread() { # KEY -> (max - min) / median in %, or "-" (fewer than 2 values)
 		if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
 		if (m == 0) print "-"; else printf "%.0f%%\n", 100 * (v[NR] - v[1]) / m }'
 }
+# The figures kept for plots, when PLOT_DIR is set (devtools/bench_all.sh sets it and
+# draws them with devtools/plot_png.py):
 # cdf KEY FILE PREFIX: the latency percentiles (0..100) a program printed on its line
-# "PREFIX: cdf_half_rtt_us=...", added as one line per repetition to $CDF_DIR/KEY.cdf
-# when CDF_DIR is set (devtools/bench_all.sh sets it and draws the CDFs).
+# "PREFIX: cdf_half_rtt_us=...", added as one line per repetition to $PLOT_DIR/KEY.cdf.
 cdf() {
-	[ -n "${CDF_DIR:-}" ] || return 0
-	mkdir -p "$CDF_DIR" && grep -m1 "^$3: cdf_half_rtt_us=" "$2" | sed 's/.*=//' \
-		>>"$CDF_DIR/$1.cdf"
+	[ -n "${PLOT_DIR:-}" ] || return 0
+	mkdir -p "$PLOT_DIR" && grep -m1 "^$3: cdf_half_rtt_us=" "$2" | sed 's/.*=//' \
+		>>"$PLOT_DIR/$1.cdf"
+}
+# point KEY X VALUE: one repetition's VALUE at X of curve KEY, added to $PLOT_DIR/KEY.pts
+# and recorded as KEY@X for the table.
+point() {
+	[ -n "$3" ] || return 0
+	record "$1@$2" "$3"
+	[ -n "${PLOT_DIR:-}" ] || return 0
+	mkdir -p "$PLOT_DIR" && echo "$2 $3" >>"$PLOT_DIR/$1.pts"
 }
 # kv FILE LINE_REGEX KEY: the value of KEY=... on the first line matching LINE_REGEX
 kv() {
@@ -522,11 +540,16 @@ perftest() {
 # The perftest rows: ib_send_lat's columns are #bytes #iterations t_min t_max t_typical
 # t_avg t_stdev 99% 99.9% (usec, half round trip); ib_write_bw's #bytes #iterations
 # BW_peak BW_average (MB/sec, 2^20 bytes) MsgRate.
-perftest_pair() { # LINK
-	local link=$1 v
+# gid_index: GIDX, the index of daemon B's IPv4 GID, for perftest's -x.
+gid_index() {
 	GIDX=$(LD_LIBRARY_PATH=$VERBS_LIB_DIR UROCE_SOCKET=$TMP/B.sock ibv_devinfo -v 2>/dev/null |
 		sed -n "s/.*GID\[ *\([0-9]*\)\]:.*::ffff:${IP_ROCE_B//./\\.}.*/\1/p" | head -1)
 	GIDX=${GIDX:-1}
+}
+
+perftest_pair() { # LINK
+	local link=$1 v
+	gid_index
 	perftest "$link" ib_send_lat -s 8 -n "$PT_LAT_ITERS"
 	v=$(awk '$1 == 8 && NF >= 9 && $2 ~ /^[0-9]+$/ { print $5, $8; exit }' "$PT_OUT")
 	record "$link.pt.lat" "${v% *}"
@@ -662,6 +685,68 @@ mtu4096_pair() {
 	done
 }
 
+# The curves, over memif with the [VERBS_CFG] pair at path MTU 4096 (MTU 9000 ports):
+#   sizes: uroce-xfer bw (RDMA WRITE, window 32) at each of CURVE_SIZES, against raw
+#     DPDK's blast of the frames that carry it: a WRITE ONLY of S <= 4096 bytes is S + 74
+#     bytes on the wire (Ethernet, IPv4, UDP, BTH, RETH, ICRC), a larger WRITE is mostly
+#     middle packets of 4154 carrying 4096; both as payload Gbit/s;
+#   qps: unmodified perftest ib_write_bw -q N, N in CURVE_QPS, at 64 KiB (Gbit/s) and at
+#     64 B (million messages/s): the baseline is the same run's one-QP figure.
+curves_pair() {
+	local s n v frame pay q last= cfg=$VERBS_CFG_FULL
+	if want sizes memif; then
+		for s in $CURVE_SIZES; do
+			pay=$((s < 4096 ? s : 4096))
+			frame=$((s <= 4096 ? s + 74 : 4154))
+			# Every size above 4096 is carried by the same frames: one blast for them.
+			if [ "$frame" != "$last" ]; then
+				rawbench memif "blast$s" "" "$VDEV_MEMIF_S" "" "$VDEV_MEMIF_C" \
+					--mode blast --mtu 9000 --size $frame --duration "$BLAST_SECS"
+				v=$(kv "$RAW_OUT" "^blast-result" server_mpps)
+				last=$frame
+			fi
+			[ -n "$v" ] && point size.raw "$s" \
+				"$(awk -v x="$v" -v p=$pay 'BEGIN { print x * p * 8 / 1000 }')"
+		done
+		log "  raw DPDK memif blasts, payload Gbit/s by size: $(for s in $CURVE_SIZES; do
+			printf '%s:%s ' "$s" "$(tail -n1 "$TMP/res.size.raw@$s" 2>/dev/null)"; done)"
+	fi
+	DAEMON_MTU=9000
+	daemon A "" 0 "$VDEV_MEMIF_S" $IP_ROCE_A "$cfg" &&
+		daemon B "" 1 "$VDEV_MEMIF_C" $IP_ROCE_B "$cfg" && links_up || {
+		DAEMON_MTU=; stop "${DPID_A:-}"; stop "${DPID_B:-}"; return 1; }
+	DAEMON_MTU=
+	if want sizes memif; then
+		for s in $CURVE_SIZES; do
+			# About CURVE_BYTES a point, within CURVE_MIN_ITERS..CURVE_MAX_ITERS WRITEs.
+			n=$((CURVE_BYTES / s))
+			n=$((n < CURVE_MIN_ITERS ? CURVE_MIN_ITERS : n > CURVE_MAX_ITERS ? CURVE_MAX_ITERS : n))
+			xfer memif "size$s" bw -s "$s" -w 32 -m 4096 -n $n
+			point size.uroce "$s" "$(sed -n 's/^bw: .* s: \([0-9.]*\) Gbit\/s.*/\1/p' "$XFER_OUT")"
+		done
+		log "  uroced memif MTU 4096 bw, Gbit/s by size: $(for s in $CURVE_SIZES; do
+			printf '%s:%s ' "$s" "$(tail -n1 "$TMP/res.size.uroce@$s" 2>/dev/null)"; done)"
+	fi
+	if want qps memif; then
+		gid_index
+		for q in $CURVE_QPS; do
+			# perftest's -n is per QP: the run's total stays the same at every N.
+			perftest memif ib_write_bw -q "$q" -s 65536 -m 4096 \
+				-n $(((PT_BW_ITERS_MEMIF + q - 1) / q))
+			v=$(awk '$1 == 65536 && NF >= 5 && $2 ~ /^[0-9]+$/ { print $4; exit }' "$PT_OUT")
+			[ -n "$v" ] && point qps.bw "$q" \
+				"$(awk -v x="$v" 'BEGIN { printf "%.3f\n", x * 1048576 * 8 / 1e9 }')"
+			perftest memif ib_write_bw -q "$q" -s 64 -m 4096 \
+				-n $(((CURVE_RATE_ITERS + q - 1) / q))
+			point qps.rate "$q" \
+				"$(awk '$1 == 64 && NF >= 5 && $2 ~ /^[0-9]+$/ { print $5; exit }' "$PT_OUT")"
+			log "  perftest memif ib_write_bw -q $q: 64 KiB $(tail -n1 "$TMP/res.qps.bw@$q" \
+				2>/dev/null) Gbit/s, 64 B $(tail -n1 "$TMP/res.qps.rate@$q" 2>/dev/null) Mmsg/s"
+		done
+	fi
+	uroced_pair_stop
+}
+
 uroced_pair_stop() {
 	# The memif client first: a memif side still polling when its peer goes can crash.
 	stop "$DPID_B"
@@ -698,6 +783,7 @@ for REP in $(seq 1 "$REPS"); do
 			$IP_ROCE_A $IP_ROCE_B
 	done
 	want mtu4096 memif && mtu4096_pair
+	{ want sizes memif || want qps memif; } && curves_pair
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -763,6 +849,27 @@ row memif "raw DPDK blast ${RAW_BLAST_SIZE_4K} B frames (x4096 B)" memif4k.raw.b
 row memif "uroced 64 KiB WRITE bw, MTU 4096 [$VERBS_CFG]" memif4k.uroce.bw Gbit/s \
 	memif4k.raw.bw veth.udp.bw
 row memif "  the same, zero-copy TX" memif4k.zc.bw Gbit/s memif4k.raw.bw veth.udp.bw
+crow() { # WHAT KEY BASEKEY: a point of a curve, its spread and its ratio to BASEKEY's
+	local v b
+	v=$(median "$2")
+	b=$(median "$3")
+	printf '%-6s %-40s %9s %9s %-7s %7s %9s\n' memif "$1" "$v" "$b" "$4" "$(spread "$2")" \
+		"$(ratio "$v" "$b")"
+}
+if want sizes memif || want qps memif; then
+	echo
+	echo "curves (memif, path MTU 4096, [$VERBS_CFG] pair; PLOT_DIR keeps every point):"
+	printf '%-6s %-40s %9s %9s %-7s %7s %9s\n' link what median baseline unit spread ratio
+	for s in $CURVE_SIZES; do
+		crow "uroced WRITE bw, $s B (/ raw DPDK)" "size.uroce@$s" "size.raw@$s" Gbit/s
+	done
+	for q in $CURVE_QPS; do
+		crow "ib_write_bw -q $q, 64 KiB (/ -q 1)" "qps.bw@$q" "qps.bw@1" Gbit/s
+	done
+	for q in $CURVE_QPS; do
+		crow "ib_write_bw -q $q, 64 B (/ -q 1)" "qps.rate@$q" "qps.rate@1" Mmsg/s
+	done
+fi
 nvals() { [ -s "$TMP/res.$1" ] && grep -c . "$TMP/res.$1" || echo 0; }
 vrow() { # LINK WHAT KEY UNIT
 	local c v
