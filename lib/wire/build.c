@@ -57,13 +57,18 @@ uint32_t uroce_wire_frame_len(const struct uroce_wire_hdr *h, uint32_t payload_l
 	return (uint32_t)n;
 }
 
-static uint8_t *put_ext(uint8_t *p, uint8_t hdrs, const struct uroce_wire_hdr *h)
+static uint8_t *put_ext(uint8_t *p, uint16_t hdrs, const struct uroce_wire_hdr *h)
 {
 	if (hdrs & UROCE_HDR_DETH) {
 		wire_put32(p, h->deth.qkey);
 		p[4] = h->deth.resv;
 		wire_put24(p + 5, h->deth.src_qpn);
 		p += UROCE_DETH_LEN;
+	}
+	if (hdrs & UROCE_HDR_XRCETH) {
+		p[0] = h->xrc_resv;
+		wire_put24(p + 1, h->xrc_srqn);
+		p += UROCE_XRCETH_LEN;
 	}
 	if (hdrs & UROCE_HDR_RETH) {
 		wire_put64(p, h->reth.va);

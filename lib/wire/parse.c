@@ -144,13 +144,18 @@ static void parse_bth(const uint8_t *p, struct uroce_bth *b)
 
 /* Extension headers in the fixed IBA order; the caller has checked that hdr_len bytes
  * are present. */
-static void parse_ext(const uint8_t *p, uint8_t hdrs, struct uroce_wire_hdr *h)
+static void parse_ext(const uint8_t *p, uint16_t hdrs, struct uroce_wire_hdr *h)
 {
 	if (hdrs & UROCE_HDR_DETH) {
 		h->deth.qkey = wire_be32(p);
 		h->deth.resv = p[4];
 		h->deth.src_qpn = wire_be24(p + 5);
 		p += UROCE_DETH_LEN;
+	}
+	if (hdrs & UROCE_HDR_XRCETH) {
+		h->xrc_resv = p[0];
+		h->xrc_srqn = wire_be24(p + 1);
+		p += UROCE_XRCETH_LEN;
 	}
 	if (hdrs & UROCE_HDR_RETH) {
 		h->reth.va = wire_be64(p);

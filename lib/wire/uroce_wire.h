@@ -56,11 +56,13 @@ extern "C" {
 #define UROCE_IMMDT_LEN 4
 #define UROCE_IETH_LEN 4
 #define UROCE_DETH_LEN 8
+#define UROCE_XRCETH_LEN 4 /* XRC (IBA vol 1 annex A14): reserved byte, 24-bit XRC SRQ number */
 #define UROCE_CNP_RSVD_LEN 16 /* RoCEv2 Annex A17.9.1: BTH + 16 reserved bytes + ICRC */
 #define UROCE_ICRC_LEN 4
 
-/** Largest transport header: BTH + RETH + ImmDt, or BTH + AtomicETH. */
-#define UROCE_TRANSPORT_HDR_MAX (UROCE_BTH_LEN + UROCE_ATOMICETH_LEN)
+/** Largest transport header: BTH + XRCETH + AtomicETH (XRC's atomics; RC's is 4 bytes
+ *  shorter, and BTH + XRCETH + RETH + ImmDt shorter still). */
+#define UROCE_TRANSPORT_HDR_MAX (UROCE_BTH_LEN + UROCE_XRCETH_LEN + UROCE_ATOMICETH_LEN)
 /** Largest header stack before the payload: Ethernet + VLAN + IPv6 + UDP + transport. */
 #define UROCE_HDR_MAX                                                                    \
 	(UROCE_ETH_HLEN + UROCE_VLAN_HLEN + UROCE_IPV6_HLEN + UROCE_UDP_HLEN +             \
@@ -168,6 +170,7 @@ enum uroce_hdr_mask {
 	UROCE_HDR_IMMDT = 1u << 5,
 	UROCE_HDR_IETH = 1u << 6,
 	UROCE_HDR_CNP_RSVD = 1u << 7,
+	UROCE_HDR_XRCETH = 1u << 8, /* every XRC request, right after the BTH (annex A14) */
 };
 
 /** What an opcode means to the transport (rxe's opcode mask bits, by name). */
@@ -194,7 +197,7 @@ enum uroce_op_flags {
 struct uroce_opcode_info {
 	const char *name;  /**< rxe/Wireshark style, e.g. "RC_SEND_FIRST"; NULL if unknown */
 	uint16_t flags;    /**< enum uroce_op_flags */
-	uint8_t hdrs;      /**< enum uroce_hdr_mask */
+	uint16_t hdrs;     /**< enum uroce_hdr_mask */
 	uint8_t hdr_len;   /**< BTH + every extension header, bytes */
 };
 
@@ -212,9 +215,12 @@ enum uroce_qp_type {
 	UROCE_QPT_RC = 2,
 	UROCE_QPT_UC = 3,
 	UROCE_QPT_UD = 4,
+	UROCE_QPT_XRC_SEND = 9,  /**< XRC initiator: sends requests, takes responses */
+	UROCE_QPT_XRC_RECV = 10, /**< XRC target: takes requests, sends responses */
 };
 
-/** True when @p opcode may arrive on a QP of @p qpt (IBA 9.2, table 37; CNP on RC/UC). */
+/** True when @p opcode may arrive on a QP of @p qpt (IBA 9.2, table 37; CNP on RC/UC;
+ *  XRC: an initiator only responses, a target only requests, annex A14). */
 bool uroce_opcode_valid_for_qp(uint8_t opcode, enum uroce_qp_type qpt);
 
 /* ------------------------------------------------------------------------------------- */
@@ -291,6 +297,8 @@ struct uroce_wire_hdr {
 	 * writes every field before it: a field only some packets carry goes below. */
 	struct uroce_bth bth;
 	struct uroce_deth deth;
+	uint32_t xrc_srqn;    /**< XRCETH: the XRC SRQ the request is for, 24 bits */
+	uint8_t xrc_resv;     /**< XRCETH's reserved first byte, kept as it came */
 	struct uroce_reth reth;
 	struct uroce_atomiceth atomiceth;
 	struct uroce_aeth aeth;
@@ -325,7 +333,7 @@ enum uroce_wire_err {
 	UROCE_WIRE_E_UDP_CSUM,       /**< non-zero UDP checksum that does not verify */
 	UROCE_WIRE_E_BTH_TRUNC,      /**< no room for BTH + ICRC */
 	UROCE_WIRE_E_BTH_TVER,       /**< transport header version != 0 */
-	UROCE_WIRE_E_OPCODE,         /**< opcode unknown or unsupported (RD, XRC, reserved) */
+	UROCE_WIRE_E_OPCODE,         /**< opcode unknown or unsupported (RD, reserved) */
 	UROCE_WIRE_E_HDR_TRUNC,      /**< no room for the opcode's extension headers + ICRC */
 	UROCE_WIRE_E_PAYLOAD,        /**< payload on an opcode that carries none */
 	UROCE_WIRE_E_PAD,            /**< pad count > payload, payload + pad not 4-aligned, or

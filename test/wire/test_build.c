@@ -27,6 +27,8 @@ static void hdr_for(struct uroce_wire_hdr *h, uint8_t ipv, uint8_t opcode)
 	h->bth.ack_req = true;
 	h->deth.qkey = 0x11111111;
 	h->deth.src_qpn = 0x11;
+	h->xrc_srqn = 0xabcdef;
+	h->xrc_resv = 0x5a; /* reserved, but covered by the ICRC: kept as it came */
 	h->reth.va = 0x7f0000001000ull;
 	h->reth.rkey = 0x1234;
 	h->reth.dma_len = 4096;
@@ -61,6 +63,10 @@ static void expect_same_fields(const struct uroce_wire_hdr *a, const struct uroc
 		cr_expect_eq(a->ip_flow_label, b->ip_flow_label);
 	if (hdrs & UROCE_HDR_DETH)
 		cr_expect_eq(memcmp(&a->deth, &b->deth, sizeof(a->deth)), 0);
+	if (hdrs & UROCE_HDR_XRCETH) {
+		cr_expect_eq(a->xrc_srqn, b->xrc_srqn);
+		cr_expect_eq(a->xrc_resv, b->xrc_resv);
+	}
 	if (hdrs & UROCE_HDR_RETH)
 		cr_expect_eq(memcmp(&a->reth, &b->reth, sizeof(a->reth)), 0);
 	if (hdrs & UROCE_HDR_ATOMICETH)
@@ -116,8 +122,8 @@ Test(build, every_opcode_round_trips_over_ipv4_ipv6_and_vlan_with_every_pad)
 			}
 		}
 	}
-	/* RC 24 (IBA 1.5's Atomic Write included) + UC 12 + UD 2 + CNP = 39 opcodes */
-	cr_expect_eq(built, 39 * 4 * 8);
+	/* RC 24 (IBA 1.5's Atomic Write included) + UC 12 + UD 2 + XRC 23 + CNP = 62 */
+	cr_expect_eq(built, 62 * 4 * 8);
 }
 
 Test(build, opcodes_without_payload_refuse_one)
@@ -399,7 +405,7 @@ Test(icrc, masked_fields_do_not_change_it_and_others_do)
 
 Test(opcode, table_agrees_with_the_spec_layout)
 {
-	int rc = 0, uc = 0, ud = 0;
+	int rc = 0, uc = 0, ud = 0, xrc_ini = 0, xrc_tgt = 0;
 
 	for (int opc = 0; opc < 256; opc++) {
 		const struct uroce_opcode_info *oi = uroce_opcode_info((uint8_t)opc);
@@ -408,6 +414,7 @@ Test(opcode, table_agrees_with_the_spec_layout)
 		if (oi == NULL)
 			continue;
 		len += oi->hdrs & UROCE_HDR_DETH ? UROCE_DETH_LEN : 0;
+		len += oi->hdrs & UROCE_HDR_XRCETH ? UROCE_XRCETH_LEN : 0;
 		len += oi->hdrs & UROCE_HDR_RETH ? UROCE_RETH_LEN : 0;
 		len += oi->hdrs & UROCE_HDR_ATOMICETH ? UROCE_ATOMICETH_LEN : 0;
 		len += oi->hdrs & UROCE_HDR_AETH ? UROCE_AETH_LEN : 0;
@@ -420,22 +427,72 @@ Test(opcode, table_agrees_with_the_spec_layout)
 			     oi->name);
 		cr_expect_eq(!!(oi->flags & UROCE_OPF_INV), !!(oi->hdrs & UROCE_HDR_IETH), "%s",
 			     oi->name);
+		/* XRC (annex A14): every request names its SRQ, no response does. */
+		if (UROCE_OPCODE_TRANSPORT(opc) == UROCE_TRANSPORT_XRC)
+			cr_expect_eq(!!(oi->hdrs & UROCE_HDR_XRCETH), !!(oi->flags & UROCE_OPF_REQ),
+				     "%s", oi->name);
+		else
+			cr_expect_eq(oi->hdrs & UROCE_HDR_XRCETH, 0, "%s", oi->name);
 		cr_expect_leq(uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_RC) +
 				      uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_UC) +
-				      uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_UD),
-			      opc == UROCE_OPCODE_CNP ? 3 : 1);
+				      uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_UD) +
+				      uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_XRC_SEND) +
+				      uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_XRC_RECV),
+			      opc == UROCE_OPCODE_CNP ? 5 : 1);
 		rc += uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_RC);
 		uc += uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_UC);
 		ud += uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_UD);
+		xrc_ini += uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_XRC_SEND);
+		xrc_tgt += uroce_opcode_valid_for_qp((uint8_t)opc, UROCE_QPT_XRC_RECV);
 	}
 	cr_expect_eq(rc, 24 + 1);
 	cr_expect_eq(uc, 12 + 1);
 	cr_expect_eq(ud, 2 + 1);
+	cr_expect_eq(xrc_ini, 6 + 1); /* READ responses, ACK, atomic ACK; CNP */
+	cr_expect_eq(xrc_tgt, 17 + 1);
+	cr_expect_str_eq(uroce_opcode_info(0xa4)->name, "XRC_SEND_ONLY");
+	cr_expect_null(uroce_opcode_info(0xbd)); /* no Atomic Write over XRC */
 	cr_expect_str_eq(uroce_opcode_info(0x0c)->name, "RC_RDMA_READ_REQUEST");
 	cr_expect_null(uroce_opcode_info(0x15));
 	cr_expect_null(uroce_opcode_info(0x40)); /* RD */
 	cr_expect_null(uroce_opcode_info(0x2c)); /* UC has no READ */
 	cr_expect_null(uroce_opcode_info(0x66)); /* UD only sends */
+}
+
+/* XRC (annex A14): the XRCETH (a reserved byte, then the 24-bit XRC SRQ number) follows
+ * the BTH, before the RETH or AtomicETH; ACKs carry none. Byte for byte. */
+Test(opcode, xrc_requests_carry_the_srq_number_after_the_bth)
+{
+	static const uint8_t xrceth_reth[] = {0x00, 0x12, 0x34, 0x56, /* XRCETH */
+					      0, 0, 0x7f, 0, 0, 0, 0x10, 0, /* RETH va */
+					      0, 0, 0x12, 0x34,             /* rkey */
+					      0, 0, 0, 8};                  /* DMA length */
+	struct uroce_wire_hdr h;
+	struct uroce_wire_pkt p;
+	uint32_t n;
+
+	hdr_for(&h, 4, UROCE_OPCODE(UROCE_TRANSPORT_XRC, UROCE_OP_WRITE_ONLY));
+	h.xrc_resv = 0;
+	h.xrc_srqn = 0x123456;
+	h.reth.dma_len = 8;
+	n = uroce_wire_build(buf, sizeof(buf), &h, "01234567", 8);
+	cr_assert_eq(n, 14 + 20 + 8 + 12 + 4 + 16 + 8 + 4);
+	cr_expect_eq(buf[42], 0xaa);
+	cr_expect_eq(memcmp(buf + 54, xrceth_reth, sizeof(xrceth_reth)), 0);
+	cr_assert_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK);
+	cr_expect_eq(p.hdr.xrc_srqn, 0x123456);
+	cr_expect_eq(p.payload_len, 8);
+
+	hdr_for(&h, 4, UROCE_OPCODE(UROCE_TRANSPORT_XRC, UROCE_OP_ACKNOWLEDGE));
+	n = uroce_wire_build(buf, sizeof(buf), &h, NULL, 0);
+	cr_assert_eq(n, 14 + 20 + 8 + 12 + 4 + 4); /* BTH + AETH */
+	cr_assert_eq(uroce_wire_parse(buf, n, &p), UROCE_WIRE_OK);
+	cr_expect_eq(p.hdr.xrc_srqn, 0);
+	cr_expect(uroce_opcode_valid_for_qp(0xb1, UROCE_QPT_XRC_SEND));
+	cr_expect_not(uroce_opcode_valid_for_qp(0xb1, UROCE_QPT_XRC_RECV));
+	cr_expect_not(uroce_opcode_valid_for_qp(0xaa, UROCE_QPT_XRC_SEND));
+	cr_expect(uroce_opcode_valid_for_qp(0xaa, UROCE_QPT_XRC_RECV));
+	cr_expect_not(uroce_opcode_valid_for_qp(0xaa, UROCE_QPT_RC));
 }
 
 /* IBA 1.5 RDMA Atomic Write as Linux rxe sends it (rxe_opcode.c, IB_OPCODE_RC_ATOMIC_WRITE):
