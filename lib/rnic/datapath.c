@@ -362,16 +362,16 @@ static unsigned int srq_doorbell(struct rnic_srq *s)
 	return i;
 }
 
-void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *tq)
+void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *tq, struct uroce_tp_srq *tsrq)
 {
 	struct rnic_qp *q = uroce_tp_qp_user(tq);
+	struct rnic_srq *srq = tsrq ? uroce_tp_srq_user(tsrq) : NULL;
 
 	(void)io_ctx;
-	if (!q)
-		return;
-	if (q->srq)
-		srq_doorbell(q->srq);
-	else
+	/* The SRQ the transport takes from: the QP's own, or an XRC target's per request. */
+	if (srq)
+		srq_doorbell(srq);
+	else if (q)
 		rq_doorbell(q, true);
 }
 

@@ -366,7 +366,7 @@ void rnic_doorbell_slot_put(struct uroce_rnic_client *c, struct rnic_qp *qp, str
 void rnic_doorbell_slots_free(struct uroce_rnic_client *c);
 unsigned int rnic_completions(struct uroce_rnic *nic);
 void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq);
-void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *qp);
+void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *qp, struct uroce_tp_srq *srq);
 void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object);
 void rnic_qp_publish_retired(struct rnic_qp *q);
 /* Makes room for one more element in the array *@p array (a pointer to the array's

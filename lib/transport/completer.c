@@ -213,7 +213,7 @@ static enum comp_state do_atomic_write(struct comp_ctx *c)
 {
 	const struct uroce_wire_pkt *p = c->pkt;
 
-	if (p->hdr.bth.opcode != UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_READ_RESPONSE_ONLY) ||
+	if (UROCE_OPCODE_OP(p->hdr.bth.opcode) != UROCE_OP_READ_RESPONSE_ONLY ||
 	    p->payload_len != 0 || p->hdr.bth.psn != c->wqe->first_psn ||
 	    uroce_aeth_type(p->hdr.aeth.syndrome) != UROCE_AETH_ACK) {
 		c->qp->dev->cnt.rcvd_wrong_opcode++;
@@ -384,7 +384,7 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 	enum comp_state st = COMPST_GET_WQE;
 	uint32_t psn = pkt->hdr.bth.psn;
 
-	if (qp->type != IBV_QPT_RC ||
+	if (!tp_qp_reliable(qp) ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)) {
 		qp->dev->cnt.rcvd_in_wrong_state++;
 		return;
@@ -394,7 +394,7 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 	 * go-back and not yet again: the responder took them, only their ACKs were late or
 	 * lost. The requester skips them rather than sending them a third time, and the
 	 * completer takes the ACK below instead of ignoring it as a ghost. */
-	if (pkt->hdr.bth.opcode == UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_ACKNOWLEDGE) &&
+	if (UROCE_OPCODE_OP(pkt->hdr.bth.opcode) == UROCE_OP_ACKNOWLEDGE &&
 	    uroce_aeth_type(pkt->hdr.aeth.syndrome) == UROCE_AETH_ACK)
 		tp_req_skip_acked(qp, psn);
 
@@ -427,8 +427,7 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 		case COMPST_RETRY: {
 			/* Implied NAK or sequence-error NAK: resend from the oldest PSN not
 			 * acknowledged (a NAK acknowledges what is before its PSN). */
-			bool nak = pkt->hdr.bth.opcode ==
-					   UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_ACKNOWLEDGE) &&
+			bool nak = UROCE_OPCODE_OP(pkt->hdr.bth.opcode) == UROCE_OP_ACKNOWLEDGE &&
 				   uroce_aeth_type(pkt->hdr.aeth.syndrome) == UROCE_AETH_NAK;
 			uint32_t before = qp->comp.psn;
 
@@ -491,7 +490,7 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 
 void tp_comp_timers(struct uroce_tp_qp *qp, uint64_t now_ns)
 {
-	if (qp->type != IBV_QPT_RC || qp->state == IBV_QPS_ERR)
+	if (!tp_qp_reliable(qp) || qp->state == IBV_QPS_ERR)
 		return;
 	if (qp->comp.rnr_deadline <= now_ns) {
 		tp_set_rnr_deadline(qp, UINT64_MAX);

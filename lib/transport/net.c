@@ -211,7 +211,7 @@ int uroce_tp_gsi_send(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah,
 }
 
 /*
- * An RC or UC QP with a path (RTR onwards) takes packets from its peer only, as rxe's
+ * An RC, UC or XRC QP with a path (RTR onwards) takes packets from its peer only, as rxe's
  * check_addr: the IP source is the QP's destination and the IP destination its source.
  * Otherwise anyone who can reach the port and guess a QPN, a PSN and an R_Key (QPNs are
  * dense, the CM's start PSN travels in the clear) could write into a connection's memory
@@ -219,7 +219,7 @@ int uroce_tp_gsi_send(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah,
  */
 static bool from_peer(const struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 {
-	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) || qp->state < IBV_QPS_RTR)
+	if ((!tp_qp_reliable(qp) && qp->type != IBV_QPT_UC) || qp->state < IBV_QPS_RTR)
 		return true;
 	return pkt->hdr.ip_version == qp->tmpl.ip_version &&
 	       memcmp(pkt->hdr.ip_src, qp->tmpl.ip_dst, UROCE_GID_LEN) == 0 &&

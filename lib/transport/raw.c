@@ -51,7 +51,7 @@ void tp_raw_rx(struct uroce_tp_qp *qp, const uint8_t *frame, uint32_t len)
 		qp->dev->cnt.rcvd_malformed++; /* longer than the port takes: not a frame */
 		return;
 	}
-	if (!tp_rwqe_take(qp, &rwqe)) {
+	if (!tp_rwqe_take(qp, qp->srq, &rwqe)) {
 		qp->dev->cnt.raw_dropped_no_rwqe++;
 		return;
 	}

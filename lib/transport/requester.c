@@ -62,9 +62,7 @@ static enum ibv_wc_status check_local(struct uroce_tp_qp *qp, const struct tp_se
 static uint8_t pkt_opcode(const struct uroce_tp_qp *qp, const struct tp_send_slot *s,
 			  uint32_t offset, uint32_t seg)
 {
-	enum uroce_transport tr = qp->type == IBV_QPT_RC   ? UROCE_TRANSPORT_RC
-				  : qp->type == IBV_QPT_UC ? UROCE_TRANSPORT_UC
-							   : UROCE_TRANSPORT_UD;
+	enum uroce_transport tr = tp_qp_transport(qp);
 	bool first = offset == 0, last = offset + seg >= s->length;
 	enum uroce_op op;
 
@@ -163,9 +161,11 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	 * that a long message is acknowledged as it goes (rxe does the same). */
 	h.bth.ack_req = last || qp->req.noack_pkts + 1 >= dev->cfg.max_pkts_per_ack ||
 			/* the last packet the window allows: without an ACK nothing moves */
-			(qp->type == IBV_QPT_RC &&
+			(tp_qp_reliable(qp) &&
 			 uroce_psn_diff(uroce_psn_add(qp->req.psn, (int32_t)npsn), qp->comp.psn) >=
 				 (int32_t)dev->cfg.max_unacked_psns);
+	if (oi->hdrs & UROCE_HDR_XRCETH)
+		h.xrc_srqn = w->remote_srqn; /* every packet of the message: annex A14 */
 	if (oi->hdrs & UROCE_HDR_RETH) {
 		h.reth.va = w->remote_addr + qp->req.offset;
 		h.reth.rkey = w->rkey;
@@ -187,7 +187,7 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	/* Zero-copy for SEND and WRITE payloads only (cfg.tx_zc): an Atomic Write's 8 bytes
 	 * are copied, one value read at once, as rxe copies them into the WQE at post. */
 	rc = -ENOTSUP;
-	if (qp->type == IBV_QPT_RC && !(w->send_flags & IBV_SEND_INLINE) &&
+	if (tp_qp_reliable(qp) && !(w->send_flags & IBV_SEND_INLINE) &&
 	    !(s->opf & UROCE_OPF_ATOMIC_WRITE) && tp_zc_wanted(dev, seg)) {
 		struct uroce_tp_tx_seg zc[UROCE_TP_TX_SEGS_MAX];
 
@@ -205,14 +205,14 @@ static int send_next(struct uroce_tp_qp *qp, struct tp_send_slot *s, uint64_t no
 	if (uroce_psn_diff(qp->req.psn, qp->req.psn_max) > 0)
 		qp->req.psn_max = qp->req.psn;
 	qp->req.offset += (s->opf & (UROCE_OPF_READ | UROCE_OPF_ATOMIC)) ? remaining : seg;
-	if (qp->type == IBV_QPT_RC && qp->comp.deadline == UINT64_MAX && qp->comp.timeout_ns)
+	if (tp_qp_reliable(qp) && qp->comp.deadline == UINT64_MAX && qp->comp.timeout_ns)
 		tp_set_deadline(qp, now_ns + qp->comp.timeout_ns);
 	if (last) {
 		dev->cnt.rdma_sends++;
 		qp->req.idx++;
 		qp->req.offset = 0;
 		/* UC and UD complete when sent; RC when acknowledged (IBA 9.7.5.2.4). */
-		s->state = qp->type == IBV_QPT_RC ? TP_WQE_PENDING : TP_WQE_DONE;
+		s->state = tp_qp_reliable(qp) ? TP_WQE_PENDING : TP_WQE_DONE;
 		if (s->state == TP_WQE_DONE)
 			tp_comp_retire(qp);
 	}
@@ -285,7 +285,7 @@ bool tp_req_run(struct uroce_tp_qp *qp, uint64_t now_ns)
 			continue;
 		}
 		/* The send window counts PSNs: a local WQE takes none, so it need not wait. */
-		if (qp->type == IBV_QPT_RC && !local &&
+		if (tp_qp_reliable(qp) && !local &&
 		    uroce_psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)dev->cfg.max_unacked_psns)
 			break;
 		if (starting) {

@@ -7,8 +7,8 @@
  * atomic ACKs, always in PSN order. Written as rxe's
  * named states, one function each:
  *
- *   CHK_PSN -> CHK_OP_SEQ -> CHK_OP_VALID -> CHK_RESOURCE -> CHK_LENGTH -> CHK_RKEY
- *     -> EXECUTE -> COMPLETE -> ACKNOWLEDGE -> DONE
+ *   CHK_PSN -> CHK_OP_SEQ -> CHK_XRC_SRQ -> CHK_OP_VALID -> CHK_RESOURCE -> CHK_LENGTH
+ *     -> CHK_RKEY -> EXECUTE -> COMPLETE -> ACKNOWLEDGE -> DONE
  *   CHK_PSN -> DUPLICATE; any check -> ERR_* (NAK, RNR NAK, UC drop)
  */
 #include <arpa/inet.h>
@@ -19,6 +19,7 @@
 enum resp_state {
 	RESPST_CHK_PSN,
 	RESPST_CHK_OP_SEQ,
+	RESPST_CHK_XRC_SRQ,      /* XRC target: the SRQ the XRCETH names (annex A14) */
 	RESPST_CHK_OP_VALID,
 	RESPST_CHK_RESOURCE,
 	RESPST_CHK_LENGTH,
@@ -42,6 +43,11 @@ struct resp_ctx {
 	const struct uroce_opcode_info *oi;
 	uint16_t f; /* oi->flags */
 	struct uroce_tp_mr *mr;
+	/* Where the request's receive WQE and keys come from: the QP's SRQ (or none) and
+	 * PD, or for an XRC target the SRQ its XRCETH names and that SRQ's PD (NULL when
+	 * there is no such SRQ in the QP's domain: CHK_XRC_SRQ refuses the request). */
+	struct uroce_tp_srq *srq;
+	struct uroce_tp_pd *pd;
 	bool burst_ack; /* only an in-order request's ACK to send: it may wait (RESPST_DONE) */
 };
 
@@ -128,7 +134,7 @@ static enum resp_state chk_op_seq(struct resp_ctx *c)
 	if (!qp->resp.in_msg) {
 		if (!(c->f & UROCE_OPF_FIRST))
 			return bad_request(c); /* MIDDLE or LAST without a FIRST */
-		return RESPST_CHK_OP_VALID;
+		return RESPST_CHK_XRC_SRQ;
 	}
 	prev = uroce_opcode_info(qp->resp.last_opcode);
 	if ((c->f & UROCE_OPF_FIRST) ||
@@ -139,10 +145,29 @@ static enum resp_state chk_op_seq(struct resp_ctx *c)
 			qp->dev->cnt.uc_dropped_msgs++;
 			qp->resp.in_msg = false;
 			qp->resp.rcv_len = 0;
-			return RESPST_CHK_OP_VALID;
+			return RESPST_CHK_XRC_SRQ;
 		}
 		return bad_request(c); /* a new message before the last one ended */
 	}
+	return RESPST_CHK_XRC_SRQ;
+}
+
+/* Annex A14: an XRC request names an SRQ of the target QP's XRC domain, the same one for
+ * every packet of a message. Anything else is an invalid request. */
+static enum resp_state chk_xrc_srq(struct resp_ctx *c)
+{
+	struct uroce_tp_qp *qp = c->qp;
+	uint32_t srqn = c->pkt->hdr.xrc_srqn;
+
+	if (qp->type != IBV_QPT_XRC_RECV)
+		return RESPST_CHK_OP_VALID;
+	if (c->srq == NULL) {
+		qp->dev->cnt.rcvd_bad_xrc_srq++;
+		return RESPST_ERR_INVALID_REQ;
+	}
+	if (qp->resp.in_msg ? srqn != qp->resp.xrc_srqn : false)
+		return RESPST_ERR_INVALID_REQ; /* a message's packets name one SRQ */
+	qp->resp.xrc_srqn = srqn;
 	return RESPST_CHK_OP_VALID;
 }
 
@@ -165,7 +190,7 @@ static enum resp_state chk_resource(struct resp_ctx *c)
 	struct uroce_tp_qp *qp = c->qp;
 
 	if ((c->f & UROCE_OPF_RWQE) && !qp->resp.has_rwqe) {
-		if (!tp_rwqe_take(qp, &qp->resp.rwqe))
+		if (!tp_rwqe_take(qp, c->srq, &qp->resp.rwqe))
 			return qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_RNR;
 		qp->resp.has_rwqe = true;
 		qp->resp.rcv_len = 0;
@@ -221,7 +246,7 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		return RESPST_EXECUTE;
 	}
 	if ((c->f & UROCE_OPF_WRITE) && (c->f & UROCE_OPF_FIRST)) {
-		c->mr = tp_rkey_check(qp, h->reth.rkey, h->reth.va, h->reth.dma_len,
+		c->mr = tp_rkey_check(qp, c->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
 				      IBV_ACCESS_REMOTE_WRITE);
 		if (c->mr == NULL)
 			return fail;
@@ -230,14 +255,14 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		if (!(c->f & UROCE_OPF_LAST) && h->reth.dma_len <= qp->mtu)
 			return bad_request(c);
 	} else if (c->f & UROCE_OPF_READ) {
-		c->mr = tp_rkey_check(qp, h->reth.rkey, h->reth.va, h->reth.dma_len,
+		c->mr = tp_rkey_check(qp, c->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
 				      IBV_ACCESS_REMOTE_READ);
 		if (c->mr == NULL)
 			return fail;
 	} else if (c->f & UROCE_OPF_ATOMIC) {
 		if (h->atomiceth.va & 7)
 			return RESPST_ERR_INVALID_REQ; /* IBA 9.4.5: misaligned atomic */
-		c->mr = tp_rkey_check(qp, h->atomiceth.rkey, h->atomiceth.va, 8,
+		c->mr = tp_rkey_check(qp, c->pd, h->atomiceth.rkey, h->atomiceth.va, 8,
 				      IBV_ACCESS_REMOTE_ATOMIC);
 		if (c->mr == NULL)
 			return fail;
@@ -246,7 +271,8 @@ static enum resp_state chk_rkey(struct resp_ctx *c)
 		 * Request); the rights are a WRITE's, of an MR or a window. */
 		if (h->reth.va & 7)
 			return RESPST_ERR_INVALID_REQ;
-		c->mr = tp_rkey_check(qp, h->reth.rkey, h->reth.va, 8, IBV_ACCESS_REMOTE_WRITE);
+		c->mr = tp_rkey_check(qp, c->pd, h->reth.rkey, h->reth.va, 8,
+				      IBV_ACCESS_REMOTE_WRITE);
 		if (c->mr == NULL)
 			return fail;
 	}
@@ -279,7 +305,7 @@ static enum resp_state execute(struct resp_ctx *c)
 
 		if (p->payload_len > room - qp->resp.rcv_len || qp->resp.rcv_len > room)
 			return RESPST_ERR_LENGTH;
-		if (tp_sge_copy(qp->pd, qp->resp.rwqe.sg_list, qp->resp.rwqe.num_sge,
+		if (tp_sge_copy(c->pd, qp->resp.rwqe.sg_list, qp->resp.rwqe.num_sge,
 				qp->resp.rcv_len, (void *)p->payload, p->payload_len, true))
 			return RESPST_ERR_REM_OP;
 		qp->resp.rcv_len += p->payload_len;
@@ -295,8 +321,8 @@ static enum resp_state execute(struct resp_ctx *c)
 			return bad_request(c);
 		if (p->payload_len) {
 			struct uroce_tp_mr *mr =
-				tp_rkey_check(qp, qp->resp.wr_rkey, qp->resp.wr_va, p->payload_len,
-					      IBV_ACCESS_REMOTE_WRITE);
+				tp_rkey_check(qp, c->pd, qp->resp.wr_rkey, qp->resp.wr_va,
+					      p->payload_len, IBV_ACCESS_REMOTE_WRITE);
 			if (mr == NULL)
 				return qp->type == IBV_QPT_UC ? RESPST_UC_DROP : RESPST_ERR_ACCESS;
 			tp_place(mr->host + (qp->resp.wr_va - mr->iova), p->payload,
@@ -313,6 +339,7 @@ static enum resp_state execute(struct resp_ctx *c)
 		r->va = h->reth.va;
 		r->rkey = h->reth.rkey;
 		r->length = h->reth.dma_len;
+		r->xrc_srqn = h->xrc_srqn;
 		r->cur_psn = h->bth.psn;
 		r->queued = true;
 		qp->resp.psn = uroce_psn_add(h->bth.psn, (int32_t)n);
@@ -330,7 +357,7 @@ static enum resp_state execute(struct resp_ctx *c)
 
 		memcpy(&orig, mem, sizeof(orig));
 		/* Executed once per PSN: a duplicate replays r->orig (IBA 9.7.5.1.5). */
-		if (h->bth.opcode == UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_COMPARE_SWAP)) {
+		if (UROCE_OPCODE_OP(h->bth.opcode) == UROCE_OP_COMPARE_SWAP) {
 			if (orig == h->atomiceth.compare) {
 				val = h->atomiceth.swap_add;
 				memcpy(mem, &val, sizeof(val));
@@ -385,6 +412,7 @@ static void rwqe_complete(struct uroce_tp_qp *qp, enum ibv_wc_status status,
 			  enum ibv_wc_opcode opcode, uint32_t byte_len,
 			  const struct uroce_wire_hdr *h)
 {
+	struct uroce_tp_cq *cq;
 	struct ibv_wc wc;
 
 	memset(&wc, 0, sizeof(wc));
@@ -415,7 +443,10 @@ static void rwqe_complete(struct uroce_tp_qp *qp, enum ibv_wc_status status,
 	}
 	qp->resp.has_rwqe = false;
 	qp->dev->cnt.rdma_recvs++;
-	if (!tp_cq_push(qp->recv_cq, &wc) && qp->state != IBV_QPS_ERR)
+	cq = tp_resp_cq(qp);
+	if (cq == NULL)
+		return; /* an XRC SRQ destroyed under its message: its WQEs went with it */
+	if (!tp_cq_push(cq, &wc) && qp->state != IBV_QPS_ERR)
 		tp_qp_to_error(qp); /* a lost completion: the QP cannot go on (IBA 11.4.2.1) */
 }
 
@@ -447,7 +478,7 @@ static enum resp_state acknowledge(struct resp_ctx *c)
 {
 	struct uroce_tp_qp *qp = c->qp;
 
-	if (qp->type != IBV_QPT_RC)
+	if (!tp_qp_reliable(qp))
 		return RESPST_DONE;
 	qp->resp.ack_psn = c->pkt->hdr.bth.psn;
 	c->burst_ack = true;
@@ -498,7 +529,7 @@ static enum resp_state duplicate(struct resp_ctx *c)
 			if (h->reth.dma_len > TP_MAX_MSG) /* as chk_rkey */
 				return RESPST_DONE;
 			if (h->reth.dma_len > 0 && /* C9-88, as chk_rkey */
-			    tp_rkey_check(qp, h->reth.rkey, h->reth.va, h->reth.dma_len,
+			    tp_rkey_check(qp, c->pd, h->reth.rkey, h->reth.va, h->reth.dma_len,
 					  IBV_ACCESS_REMOTE_READ) == NULL)
 				return RESPST_DONE;
 			r->va = h->reth.va;
@@ -536,7 +567,7 @@ static void ud_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *p)
 		qp->dev->cnt.rcvd_bad_qkey++; /* IBA 10.2.5: silently dropped */
 		return;
 	}
-	if (!tp_rwqe_take(qp, &qp->resp.rwqe)) {
+	if (!tp_rwqe_take(qp, qp->srq, &qp->resp.rwqe)) {
 		qp->dev->cnt.ud_dropped_no_rwqe++;
 		return;
 	}
@@ -579,6 +610,13 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 	}
 	c.oi = uroce_opcode_info(pkt->hdr.bth.opcode);
 	c.f = c.oi->flags;
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		c.srq = tp_xrc_srq(qp, pkt->hdr.xrc_srqn);
+		c.pd = c.srq ? c.srq->pd : NULL;
+	} else {
+		c.srq = qp->srq;
+		c.pd = qp->pd;
+	}
 
 	for (;;) {
 		switch (st) {
@@ -587,6 +625,9 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 			break;
 		case RESPST_CHK_OP_SEQ:
 			st = chk_op_seq(&c);
+			break;
+		case RESPST_CHK_XRC_SRQ:
+			st = chk_xrc_srq(&c);
 			break;
 		case RESPST_CHK_OP_VALID:
 			st = chk_op_valid(&c);
@@ -635,7 +676,7 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 			return;
 		case RESPST_ERR_REM_OP:
 			rwqe_complete(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, &pkt->hdr);
-			if (qp->type == IBV_QPT_RC) {
+			if (tp_qp_reliable(qp)) {
 				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_REM_OP_ERR),
 					    pkt->hdr.bth.psn);
 				return;
@@ -646,7 +687,7 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 			/* IBA 9.7.5.1.3 / C9-90: message longer than the receive buffer: the
 			 * WQE completes in error and the requester is told invalid request. */
 			rwqe_complete(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, &pkt->hdr);
-			if (qp->type == IBV_QPT_RC) {
+			if (tp_qp_reliable(qp)) {
 				error_to_qp(qp, uroce_aeth_nak(UROCE_NAK_INVALID_REQ),
 					    pkt->hdr.bth.psn);
 				return;
@@ -682,7 +723,7 @@ static int send_ack(struct uroce_tp_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	struct uroce_wire_hdr h = qp->tmpl;
 
-	h.bth.opcode = UROCE_OPCODE(UROCE_TRANSPORT_RC, UROCE_OP_ACKNOWLEDGE);
+	h.bth.opcode = UROCE_OPCODE(tp_qp_transport(qp), UROCE_OP_ACKNOWLEDGE);
 	h.bth.psn = psn;
 	h.aeth.syndrome = syndrome;
 	h.aeth.msn = qp->resp.msn;
@@ -700,6 +741,18 @@ static int read_fill(void *arg, uint8_t *dst, uint32_t len)
 
 	memcpy(dst, f->mr->host + (f->va - f->mr->iova), len);
 	return 0;
+}
+
+/* The PD a READ's R_Key is checked in, again for each response packet: the QP's, or for an
+ * XRC target that of the SRQ the READ named (NULL if it is gone: the READ fails). */
+static struct uroce_tp_pd *resp_read_pd(struct uroce_tp_qp *qp, const struct tp_rd_res *r)
+{
+	struct uroce_tp_srq *srq;
+
+	if (qp->type != IBV_QPT_XRC_RECV)
+		return qp->pd;
+	srq = tp_xrc_srq(qp, r->xrc_srqn);
+	return srq ? srq->pd : NULL;
 }
 
 /* One response packet of resource @r: 0, -EAGAIN, or -EFAULT (the MR went away). */
@@ -736,12 +789,13 @@ static int send_response(struct uroce_tp_qp *qp, struct tp_rd_res *r)
 		f.mr = NULL; /* a zero-length READ names no memory (C9-88); tp_send_pkt
 			     * calls no fill without a payload */
 		if (len > 0) {
-			f.mr = tp_rkey_check(qp, r->rkey, f.va, len, IBV_ACCESS_REMOTE_READ);
+			f.mr = tp_rkey_check(qp, resp_read_pd(qp, r), r->rkey, f.va, len,
+					     IBV_ACCESS_REMOTE_READ);
 			if (f.mr == NULL)
 				return -EFAULT;
 		}
 	}
-	h.bth.opcode = UROCE_OPCODE(UROCE_TRANSPORT_RC, op);
+	h.bth.opcode = UROCE_OPCODE(tp_qp_transport(qp), op);
 	rc = tp_send_pkt(qp->dev, &h, len, read_fill, &f);
 	if (rc)
 		return rc;
@@ -768,7 +822,7 @@ static bool resp_run(struct uroce_tp_qp *qp)
 {
 	struct tp_resp *rs = &qp->resp;
 
-	if (qp->type != IBV_QPT_RC || qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
+	if (!tp_qp_reliable(qp) || qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
 		return true;
 	if (qp->state != IBV_QPS_ERR) {
 		for (uint32_t k = 0; k < rs->res_count; k++) {

@@ -122,9 +122,22 @@ struct uroce_tp_cq {
 	void *user;
 };
 
+/* An XRC domain (annex A14): what ties XRC SRQs to the target QPs that may fill them. */
+struct uroce_tp_xrcd {
+	struct tp_node node;
+	struct uroce_tp_dev *dev;
+	uint32_t refs; /* XRC SRQs and target QPs in it */
+};
+
 struct uroce_tp_srq {
 	struct tp_node node;
 	struct uroce_tp_pd *pd;
+	/* XRC: its domain, the CQ its receive completions go to (an XRC target QP has
+	 * none), and its number, which requests name in their XRCETH; NULL, NULL, 0 for an
+	 * ordinary SRQ. */
+	struct uroce_tp_xrcd *xrcd;
+	struct uroce_tp_cq *cq;
+	uint32_t srqn;
 	struct uroce_tp_recv_wqe *ring;
 	uint32_t max_wr, mask, prod, cons;
 	uint32_t max_sge;
@@ -202,6 +215,7 @@ struct tp_rd_res {
 	uint32_t length;
 	uint32_t sent;      /* response bytes already sent */
 	uint32_t cur_psn;   /* next response PSN */
+	uint32_t xrc_srqn;  /* XRC target: the SRQ whose PD the READ's R_Key is checked in */
 	/* atomic */
 	uint64_t orig;
 	bool queued;        /* responses still to send */
@@ -234,6 +248,7 @@ struct tp_resp {
 	uint8_t nak_syndrome;
 	uint32_t nak_psn;
 	uint32_t noack;      /* packets executed since the last ACK */
+	uint32_t xrc_srqn;   /* XRC target: the SRQ of the message in progress (its XRCETH) */
 	/* responder resources, a ring in PSN order */
 	struct tp_rd_res *res;
 	uint32_t res_n, res_head, res_count; /* res_head: oldest; count <= n */
@@ -241,7 +256,8 @@ struct tp_resp {
 
 struct uroce_tp_qp {
 	struct uroce_tp_dev *dev;
-	struct uroce_tp_pd *pd;
+	struct uroce_tp_pd *pd;     /* NULL for an XRC target: each request's SRQ has one */
+	struct uroce_tp_xrcd *xrcd; /* XRC target: the domain its requests' SRQs are in */
 	struct uroce_tp_cq *send_cq, *recv_cq;
 	struct uroce_tp_srq *srq;
 	enum ibv_qp_type type;
@@ -315,7 +331,10 @@ struct uroce_tp_dev {
 	uint64_t flow_frames;      /* frames given to the rules, to give each QP one copy */
 	struct tp_qpn_page *qpn_pages[TP_QPN_PAGES];
 	struct uroce_tp_qp *qps; /* list of every QP */
-	struct tp_node pds, cqs, srqs, ahs;
+	struct tp_node pds, cqs, srqs, ahs, xrcds;
+	/* XRC SRQs by number - 1 (the XRCETH names them; 0 is no SRQ), NULL where free */
+	struct uroce_tp_srq **xrc_srqs;
+	uint32_t xrc_srq_cap;
 	uint32_t next_qpn;
 	uint32_t gsi_psn; /* QP1's next PSN (UD: per sender, unchecked by receivers) */
 	struct tp_mcast_group mcast[UROCE_TP_MAX_MCAST_GRP];
@@ -358,12 +377,13 @@ uint64_t tp_rand(struct uroce_tp_dev *dev);
  * L_Key, or an MR's R_Key (never a window's). */
 struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
 				uint64_t len, unsigned int access);
-/* An R_Key arriving at @qp: an MR's (tp_mr_check in the QP's PD), or a window's, checked
- * against the window's state, QP, rights and range. Returns the MR the bytes are in (for a
- * window, the MR it is bound to: windows are never zero-based, so va - mr->iova is still
- * the offset into it), or NULL. */
-struct uroce_tp_mr *tp_rkey_check(struct uroce_tp_qp *qp, uint32_t key, uint64_t va, uint64_t len,
-				  unsigned int access);
+/* An R_Key arriving at @qp, in @pd (the QP's, or for an XRC target the PD of the SRQ the
+ * request names; NULL: none, so no key is valid): an MR's (tp_mr_check), or a window's,
+ * checked against the window's state, QP, rights and range. Returns the MR the bytes are
+ * in (for a window, the MR it is bound to: windows are never zero-based, so va - mr->iova
+ * is still the offset into it), or NULL. */
+struct uroce_tp_mr *tp_rkey_check(struct uroce_tp_qp *qp, struct uroce_tp_pd *pd, uint32_t key,
+				  uint64_t va, uint64_t len, unsigned int access);
 /* Carries out a BIND_MW work request posted on @qp (IBA 10.6.7): 0, or -EINVAL when it
  * breaks a rule, and then nothing changed. */
 int tp_mw_bind(struct uroce_tp_qp *qp, const struct uroce_tp_bind *bind);
@@ -381,8 +401,35 @@ void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object);
  * @p keep_recv, its receive completions stay (an SRQ's WQEs: the application's buffers,
  * which a dropped completion would lose). */
 void tp_cq_discard_qp(struct uroce_tp_cq *cq, uint32_t qpn, bool keep_recv);
-/* Takes the next receive WQE of the QP (or its SRQ). */
-bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_recv_wqe *out);
+/* Takes the next receive WQE of @p srq, or of the QP's own receive queue when NULL. */
+bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_srq *srq,
+		  struct uroce_tp_recv_wqe *out);
+/* The CQ a receive completion of the QP goes to: its receive CQ, or for an XRC target
+ * the CQ of the SRQ of the message in progress (NULL if that SRQ is gone). */
+struct uroce_tp_cq *tp_resp_cq(struct uroce_tp_qp *qp);
+/* The XRC SRQ numbered @p srqn if it is in the XRC target QP's domain, else NULL. */
+struct uroce_tp_srq *tp_xrc_srq(const struct uroce_tp_qp *qp, uint32_t srqn);
+/* RC and both XRC types: acknowledged, retried, in PSN order (IBA 9.7; annex A14). */
+static inline bool tp_qp_reliable(const struct uroce_tp_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+/* The transport bits of the QP's opcodes: RC, UC, UD or XRC. */
+static inline enum uroce_transport tp_qp_transport(const struct uroce_tp_qp *qp)
+{
+	switch (qp->type) {
+	case IBV_QPT_UC:
+		return UROCE_TRANSPORT_UC;
+	case IBV_QPT_UD:
+		return UROCE_TRANSPORT_UD;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return UROCE_TRANSPORT_XRC;
+	default:
+		return UROCE_TRANSPORT_RC;
+	}
+}
 /* Copies between the SGE list and a contiguous buffer, at @offset into the list.
  * @access: IBV_ACCESS_LOCAL_WRITE to scatter into the list, 0 to gather from it.
  * Returns 0, or -EFAULT when an lkey, bound or access check fails. */

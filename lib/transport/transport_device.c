@@ -55,6 +55,7 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 	tp_list_init(&dev->cqs);
 	tp_list_init(&dev->srqs);
 	tp_list_init(&dev->ahs);
+	tp_list_init(&dev->xrcds);
 	tp_list_init(&dev->work);
 	tp_list_init(&dev->flows);
 	/* QPN 0 and 1 are the SMI and GSI QPs (IBA 10.2.5): never handed out. */
@@ -74,6 +75,8 @@ void uroce_tp_dev_destroy(struct uroce_tp_dev *dev)
 		uroce_tp_destroy_ah((struct uroce_tp_ah *)dev->ahs.next);
 	while (dev->srqs.next != &dev->srqs)
 		uroce_tp_destroy_srq((struct uroce_tp_srq *)dev->srqs.next);
+	while (dev->xrcds.next != &dev->xrcds)
+		uroce_tp_dealloc_xrcd((struct uroce_tp_xrcd *)dev->xrcds.next);
 	while (dev->cqs.next != &dev->cqs)
 		uroce_tp_destroy_cq((struct uroce_tp_cq *)dev->cqs.next);
 	/* Windows before MRs: an MR with a window bound cannot be deregistered. */
@@ -87,6 +90,7 @@ void uroce_tp_dev_destroy(struct uroce_tp_dev *dev)
 		uroce_tp_dealloc_pd((struct uroce_tp_pd *)dev->pds.next);
 	free(dev->mrs);
 	free(dev->mws);
+	free(dev->xrc_srqs);
 	free(dev->heap);
 	free(dev);
 }
@@ -480,15 +484,17 @@ static bool range_inside(uint64_t va, uint64_t len, uint64_t start, uint64_t len
 	return va >= start && va - start <= length && len <= length - (va - start);
 }
 
-struct uroce_tp_mr *tp_rkey_check(struct uroce_tp_qp *qp, uint32_t key, uint64_t va, uint64_t len,
-				  unsigned int access)
+struct uroce_tp_mr *tp_rkey_check(struct uroce_tp_qp *qp, struct uroce_tp_pd *pd, uint32_t key,
+				  uint64_t va, uint64_t len, unsigned int access)
 {
 	struct uroce_tp_mw *mw;
 
+	if (pd == NULL)
+		return NULL;
 	if (!tp_key_is_mw(key))
-		return tp_mr_check(qp->pd, key, va, len, access);
+		return tp_mr_check(pd, key, va, len, access);
 	mw = mw_find(qp->dev, key);
-	if (mw == NULL || mw->pd != qp->pd)
+	if (mw == NULL || mw->pd != pd)
 		return NULL;
 	/* Free, or a type 1 window with nothing bound: no memory behind the key. */
 	if (mw->state != TP_MW_VALID || mw->length == 0)
@@ -769,6 +775,96 @@ struct uroce_tp_srq *uroce_tp_create_srq(struct uroce_tp_pd *pd,
 	return srq;
 }
 
+/* ---- XRC (annex A14) ------------------------------------------------------------------ */
+
+struct uroce_tp_xrcd *uroce_tp_alloc_xrcd(struct uroce_tp_dev *dev)
+{
+	struct uroce_tp_xrcd *xrcd = calloc(1, sizeof(*xrcd));
+
+	if (xrcd == NULL)
+		return NULL;
+	xrcd->dev = dev;
+	tp_list_add(&dev->xrcds, &xrcd->node);
+	return xrcd;
+}
+
+int uroce_tp_dealloc_xrcd(struct uroce_tp_xrcd *xrcd)
+{
+	if (xrcd->refs)
+		return -EBUSY;
+	tp_list_del(&xrcd->node);
+	free(xrcd);
+	return 0;
+}
+
+struct uroce_tp_srq *uroce_tp_create_xrc_srq(struct uroce_tp_pd *pd, struct uroce_tp_xrcd *xrcd,
+					     struct uroce_tp_cq *cq,
+					     const struct ibv_srq_init_attr *init)
+{
+	struct uroce_tp_dev *dev = pd->dev;
+	struct uroce_tp_srq *srq;
+	uint32_t i;
+
+	if (xrcd == NULL || cq == NULL || xrcd->dev != dev || cq->dev != dev) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* The lowest free number: numbers stay small and dense, as QPNs do not need to. */
+	for (i = 0; i < dev->xrc_srq_cap && dev->xrc_srqs[i]; i++)
+		;
+	if (i == dev->xrc_srq_cap) {
+		uint32_t cap = dev->xrc_srq_cap ? dev->xrc_srq_cap * 2 : 16;
+		struct uroce_tp_srq **t;
+
+		if (cap > UROCE_PSN_MASK) {
+			errno = ENOMEM; /* 2^24 - 1 numbers: the XRCETH's field */
+			return NULL;
+		}
+		t = realloc(dev->xrc_srqs, cap * sizeof(*t));
+		if (t == NULL)
+			return NULL;
+		memset(t + dev->xrc_srq_cap, 0, (cap - dev->xrc_srq_cap) * sizeof(*t));
+		dev->xrc_srqs = t;
+		dev->xrc_srq_cap = cap;
+	}
+	srq = uroce_tp_create_srq(pd, init);
+	if (srq == NULL)
+		return NULL;
+	srq->xrcd = xrcd;
+	srq->cq = cq;
+	srq->srqn = i + 1;
+	dev->xrc_srqs[i] = srq;
+	xrcd->refs++;
+	cq->refs++;
+	return srq;
+}
+
+uint32_t uroce_tp_srq_num(const struct uroce_tp_srq *srq)
+{
+	return srq->srqn;
+}
+
+struct uroce_tp_cq *tp_resp_cq(struct uroce_tp_qp *qp)
+{
+	struct uroce_tp_srq *srq;
+
+	if (qp->type != IBV_QPT_XRC_RECV)
+		return qp->recv_cq;
+	srq = tp_xrc_srq(qp, qp->resp.xrc_srqn);
+	return srq ? srq->cq : NULL;
+}
+
+struct uroce_tp_srq *tp_xrc_srq(const struct uroce_tp_qp *qp, uint32_t srqn)
+{
+	struct uroce_tp_dev *dev = qp->dev;
+	struct uroce_tp_srq *srq;
+
+	if (srqn == 0 || srqn > dev->xrc_srq_cap)
+		return NULL;
+	srq = dev->xrc_srqs[srqn - 1];
+	return srq && srq->xrcd == qp->xrcd ? srq : NULL;
+}
+
 int uroce_tp_modify_srq(struct uroce_tp_srq *srq, const struct ibv_srq_attr *attr, int mask)
 {
 	uint32_t n = srq->max_wr, held = srq->prod - srq->cons;
@@ -821,6 +917,13 @@ int uroce_tp_destroy_srq(struct uroce_tp_srq *srq)
 		return -EBUSY;
 	tp_list_del(&srq->node);
 	srq->pd->refs--;
+	if (srq->xrcd) {
+		/* A message in progress on a target QP finds its SRQ gone at its next packet
+		 * (tp_xrc_srq) and is refused; the WQE it had taken goes with the SRQ. */
+		srq->pd->dev->xrc_srqs[srq->srqn - 1] = NULL;
+		srq->xrcd->refs--;
+		srq->cq->refs--;
+	}
 	free(srq->ring);
 	free(srq);
 	return 0;
@@ -839,27 +942,26 @@ int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_
 
 /* The receive queue is empty: ask the caller to fetch what the application may have
  * posted since it last looked (a NIC fetches WQEs on demand too). */
-static bool rwqe_refill(struct uroce_tp_qp *qp)
+static bool rwqe_refill(struct uroce_tp_qp *qp, struct uroce_tp_srq *srq)
 {
 	if (qp->dev->cfg.rq_refill == NULL)
 		return false;
-	qp->dev->cfg.rq_refill(qp->dev->cfg.io_ctx, qp);
+	qp->dev->cfg.rq_refill(qp->dev->cfg.io_ctx, qp, srq);
 	return true;
 }
 
-bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_recv_wqe *out)
+bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_srq *srq,
+		  struct uroce_tp_recv_wqe *out)
 {
-	struct uroce_tp_srq *srq = qp->srq;
-
 	if (srq == NULL) {
 		if (qp->rq_cons == qp->rq_prod &&
-		    (!rwqe_refill(qp) || qp->rq_cons == qp->rq_prod))
+		    (!rwqe_refill(qp, NULL) || qp->rq_cons == qp->rq_prod))
 			return false;
 		*out = qp->rq[qp->rq_cons & qp->rq_mask];
 		qp->rq_cons++;
 		return true;
 	}
-	if (srq->cons == srq->prod && (!rwqe_refill(qp) || srq->cons == srq->prod))
+	if (srq->cons == srq->prod && (!rwqe_refill(qp, srq) || srq->cons == srq->prod))
 		return false;
 	*out = srq->ring[srq->cons & srq->mask];
 	srq->cons++;

@@ -60,28 +60,56 @@ static void qp_reset_state(struct uroce_tp_qp *qp)
 	}
 }
 
+/* The queues and domains each QP type takes (what is missing or extra is EINVAL): an XRC
+ * target has none but its XRCD, an XRC initiator a send CQ and maybe a receive CQ it never
+ * uses, and neither has an SRQ (the target's SRQs are named per request). */
+static bool qp_init_ok(const struct uroce_tp_pd *pd, const struct uroce_tp_qp_init *init)
+{
+	struct uroce_tp_dev *dev;
+
+	switch (init->qp_type) {
+	case IBV_QPT_XRC_RECV:
+		return pd == NULL && init->xrcd && !init->send_cq && !init->recv_cq &&
+		       !init->srq;
+	case IBV_QPT_XRC_SEND:
+		dev = pd ? pd->dev : NULL;
+		return dev && !init->xrcd && init->send_cq && !init->srq &&
+		       init->send_cq->dev == dev && (!init->recv_cq || init->recv_cq->dev == dev);
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+	case IBV_QPT_RAW_PACKET:
+		return pd && !init->xrcd && init->send_cq && init->recv_cq &&
+		       (!init->srq || (init->srq->pd->dev == pd->dev && !init->srq->xrcd));
+	default:
+		return false;
+	}
+}
+
 struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_qp_init *init)
 {
-	struct uroce_tp_dev *dev = pd->dev;
+	struct uroce_tp_dev *dev;
 	struct ibv_qp_cap *cap = &init->cap;
 	struct uroce_tp_qp *qp;
 	uint32_t sq_n, rq_n;
 
-	if (init->qp_type == IBV_QPT_XRC_SEND || init->qp_type == IBV_QPT_XRC_RECV ||
-	    init->qp_type == IBV_QPT_DRIVER) {
+	if (init->qp_type == IBV_QPT_DRIVER) {
 		/* Programs and test suites read EOPNOTSUPP as "skip": a known type we lack. */
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if ((init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC &&
-	     init->qp_type != IBV_QPT_UD && init->qp_type != IBV_QPT_RAW_PACKET) ||
-	    init->send_cq == NULL || init->recv_cq == NULL ||
-	    cap->max_send_wr > UROCE_TP_MAX_QP_WR || cap->max_recv_wr > UROCE_TP_MAX_QP_WR ||
-	    cap->max_send_sge > UROCE_TP_MAX_SGE || cap->max_recv_sge > UROCE_TP_MAX_SGE ||
-	    cap->max_inline_data > UROCE_TP_MAX_INLINE ||
-	    (init->srq && init->srq->pd->dev != dev)) {
+	if (!qp_init_ok(pd, init) || cap->max_send_wr > UROCE_TP_MAX_QP_WR ||
+	    cap->max_recv_wr > UROCE_TP_MAX_QP_WR || cap->max_send_sge > UROCE_TP_MAX_SGE ||
+	    cap->max_recv_sge > UROCE_TP_MAX_SGE || cap->max_inline_data > UROCE_TP_MAX_INLINE) {
 		errno = EINVAL;
 		return NULL;
+	}
+	dev = pd ? pd->dev : init->xrcd->dev;
+	if (init->qp_type == IBV_QPT_XRC_RECV) /* no queues: what it is told is what it has */
+		*cap = (struct ibv_qp_cap){0};
+	if (init->qp_type == IBV_QPT_XRC_SEND) { /* it sends only */
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
 	}
 	if (tp_sched_reserve(dev, dev->nqps + 1)) {
 		errno = ENOMEM;
@@ -103,6 +131,7 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	qp->resp.res_n = 1;
 	qp->dev = dev;
 	qp->pd = pd;
+	qp->xrcd = init->xrcd;
 	qp->send_cq = init->send_cq;
 	qp->recv_cq = init->recv_cq;
 	qp->srq = init->srq;
@@ -111,11 +140,15 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	qp->sq_mask = sq_n - 1;
 	qp->rq_mask = rq_n - 1;
 	/* What the QP really has: sizes rounded up, as providers report them back. */
-	cap->max_send_wr = sq_n;
-	cap->max_recv_wr = init->srq ? 0 : rq_n;
-	cap->max_send_sge = UROCE_TP_MAX_SGE;
-	cap->max_recv_sge = init->srq ? 0 : UROCE_TP_MAX_SGE;
-	cap->max_inline_data = UROCE_TP_MAX_INLINE;
+	if (init->qp_type != IBV_QPT_XRC_RECV) {
+		cap->max_send_wr = sq_n;
+		cap->max_send_sge = UROCE_TP_MAX_SGE;
+		cap->max_inline_data = UROCE_TP_MAX_INLINE;
+	}
+	if (init->qp_type != IBV_QPT_XRC_RECV && init->qp_type != IBV_QPT_XRC_SEND) {
+		cap->max_recv_wr = init->srq ? 0 : rq_n;
+		cap->max_recv_sge = init->srq ? 0 : UROCE_TP_MAX_SGE;
+	}
 	qp->cap = *cap;
 	qp->state = IBV_QPS_RESET;
 	qp->attr.qp_state = IBV_QPS_RESET;
@@ -138,9 +171,14 @@ struct uroce_tp_qp *uroce_tp_create_qp(struct uroce_tp_pd *pd, struct uroce_tp_q
 	dev->qps = qp;
 
 	dev->nqps++;
-	pd->refs++;
-	qp->send_cq->refs++;
-	qp->recv_cq->refs++;
+	if (pd)
+		pd->refs++;
+	if (qp->xrcd)
+		qp->xrcd->refs++;
+	if (qp->send_cq)
+		qp->send_cq->refs++;
+	if (qp->recv_cq)
+		qp->recv_cq->refs++;
 	if (qp->srq)
 		qp->srq->refs++;
 	return qp;
@@ -174,9 +212,14 @@ int uroce_tp_destroy_qp(struct uroce_tp_qp *qp)
 		dev->qps = qp->next;
 	if (qp->next)
 		qp->next->prev = qp->prev;
-	qp->pd->refs--;
-	qp->send_cq->refs--;
-	qp->recv_cq->refs--;
+	if (qp->pd)
+		qp->pd->refs--;
+	if (qp->xrcd)
+		qp->xrcd->refs--;
+	if (qp->send_cq)
+		qp->send_cq->refs--;
+	if (qp->recv_cq)
+		qp->recv_cq->refs--;
 	if (qp->srq)
 		qp->srq->refs--;
 	free(qp->sq);
@@ -349,8 +392,11 @@ int uroce_tp_modify_qp(struct uroce_tp_qp *qp, const struct ibv_qp_attr *attr, i
 		 * tests, test_mr.py's restate_qps, count on it). */
 		qp->state = IBV_QPS_RESET;
 		qp_reset_state(qp);
-		tp_cq_discard_qp(qp->recv_cq, qp->qpn, qp->srq != NULL);
-		if (qp->send_cq != qp->recv_cq) /* one CQ for both: the SRQ's stay there too */
+		/* An XRC target has no CQ: its receive completions are in its SRQs' CQs and
+		 * stay there, as an SRQ's do. */
+		if (qp->recv_cq)
+			tp_cq_discard_qp(qp->recv_cq, qp->qpn, qp->srq != NULL);
+		if (qp->send_cq && qp->send_cq != qp->recv_cq) /* one CQ: SRQ's stay too */
 			tp_cq_discard_qp(qp->send_cq, qp->qpn, false);
 		break;
 	case IBV_QPS_ERR:
@@ -392,6 +438,16 @@ int uroce_tp_query_qp(const struct uroce_tp_qp *qp, struct ibv_qp_attr *attr,
 
 static bool opcode_ok(enum ibv_qp_type type, enum ibv_wr_opcode op)
 {
+	/* An XRC initiator sends what RC sends but for binds, invalidations and Atomic
+	 * Write (a window bound through it could only be used through it, and its peer has
+	 * no SQ to bind with; IBA 1.5 defines Atomic Write for RC). */
+	if (type == IBV_QPT_XRC_SEND)
+		return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE ||
+		       op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ ||
+		       op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+		       op == IBV_WR_SEND_WITH_INV;
+	if (type == IBV_QPT_XRC_RECV)
+		return false; /* no send queue */
 	switch (op) {
 	case IBV_WR_SEND: /* a raw packet QP's only one: its data is the frame */
 		return true;
@@ -480,6 +536,8 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 	}
 	if (qp->type == IBV_QPT_UD && (wqe->ah == NULL || wqe->ah->pd != qp->pd))
 		return -EINVAL;
+	if (qp->type == IBV_QPT_XRC_SEND && wqe->remote_srqn > UROCE_PSN_MASK)
+		return -EINVAL; /* the XRCETH holds 24 bits */
 	if (qp->sq_prod - qp->sq_cons > qp->sq_mask)
 		return -ENOMEM;
 
@@ -518,7 +576,8 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 
 int uroce_tp_post_recv(struct uroce_tp_qp *qp, const struct uroce_tp_recv_wqe *wqe)
 {
-	if (qp->srq || qp->state == IBV_QPS_RESET || wqe->num_sge > qp->cap.max_recv_sge)
+	if (qp->srq || qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV ||
+	    qp->state == IBV_QPS_RESET || wqe->num_sge > qp->cap.max_recv_sge)
 		return -EINVAL;
 	if (qp->rq_prod - qp->rq_cons > qp->rq_mask)
 		return -ENOMEM;
@@ -546,14 +605,18 @@ void tp_qp_flush(struct uroce_tp_qp *qp)
 	qp->req.rd_atomic = 0;
 	tp_comp_retire(qp);
 
-	/* Receive side: the QP's own RQ (an SRQ's WQEs belong to the SRQ). */
+	/* Receive side: the QP's own RQ (an SRQ's WQEs belong to the SRQ), and the WQE a
+	 * message in progress took (an XRC target's from the SRQ the message named). */
 	if (qp->resp.has_rwqe) {
 		struct ibv_wc wc = {.wr_id = qp->resp.rwqe.wr_id,
 				    .status = IBV_WC_WR_FLUSH_ERR,
 				    .opcode = IBV_WC_RECV,
 				    .qp_num = qp->qpn};
+		struct uroce_tp_cq *cq = tp_resp_cq(qp);
+
 		qp->resp.has_rwqe = false;
-		tp_cq_push(qp->recv_cq, &wc);
+		if (cq)
+			tp_cq_push(cq, &wc);
 	}
 	while (qp->srq == NULL && qp->rq_cons != qp->rq_prod) {
 		struct ibv_wc wc = {.wr_id = qp->rq[qp->rq_cons & qp->rq_mask].wr_id,

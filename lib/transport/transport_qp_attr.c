@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The QP state machine's legality table: IBA vol 1 section 10.3 / 11.2.4.2, table 94
  * ("QP state transition properties"), in the form Linux gives it in qp_state_table /
- * ib_modify_qp_is_ok() (drivers/infiniband/core/verbs.c), restricted to RC, UC, UD and
- * raw packet. */
+ * ib_modify_qp_is_ok() (drivers/infiniband/core/verbs.c), restricted to RC, UC, UD, raw
+ * packet and XRC (annex A14: an initiator is RC's requester, a target RC's responder). */
 #include <errno.h>
 #include <stdbool.h>
 
 #include "transport_qp_attr.h"
 
 /* Column of a QP type in the table. */
-enum { T_RC, T_UC, T_UD, T_RAW, T_NUM };
+enum { T_RC, T_UC, T_UD, T_RAW, T_XI, T_XT, T_NUM }; /* XI/XT: XRC initiator, target */
 
 /* Short names for the attribute bits, only to keep the table readable. */
 enum {
@@ -47,7 +47,7 @@ struct qp_attr_rule {
  * the state changes, optional when it does not). A pair that is absent does not exist.
  * Going to RESET or ERR takes no attribute; RESET->ERR is absent, as in Linux.
  * IBV_QP_CAP never appears: Linux allows no resize through modify_qp.
- * Not covered: XRC, a raw packet QP's IBV_QP_RATE_LIMIT (no rate limiter here: refused)
+ * Not covered: a raw packet QP's IBV_QP_RATE_LIMIT (no rate limiter here: refused)
  * and QP0/QP1, whose Linux columns (SMI/GSI) are UD's without IBV_QP_PORT in RESET->INIT
  * and INIT->INIT.
  */
@@ -61,6 +61,8 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 				[T_UC] = PKEY | PORT | ACC,
 				[T_UD] = PKEY | PORT | QKEY,
 				[T_RAW] = PORT,
+				[T_XI] = PKEY | PORT | ACC,
+				[T_XT] = PKEY | PORT | ACC,
 			},
 		},
 	},
@@ -73,6 +75,8 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 				[T_UC] = PKEY | PORT | ACC,
 				[T_UD] = PKEY | PORT | QKEY,
 				[T_RAW] = PORT,
+				[T_XI] = PKEY | PORT | ACC,
+				[T_XT] = PKEY | PORT | ACC,
 			},
 		},
 		/* the responder side: connected QPs learn their peer; UD needs nothing */
@@ -80,11 +84,15 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 			.req = {
 				[T_RC] = AV | MTU | DQPN | RQPSN | DRDA | RNRT,
 				[T_UC] = AV | MTU | DQPN | RQPSN,
+				[T_XI] = AV | MTU | DQPN | RQPSN,
+				[T_XT] = AV | MTU | DQPN | RQPSN | DRDA | RNRT,
 			},
 			.opt = {
 				[T_RC] = ALT | ACC | PKEY,
 				[T_UC] = ALT | ACC | PKEY,
 				[T_UD] = PKEY | QKEY,
+				[T_XI] = ALT | ACC | PKEY,
+				[T_XT] = ALT | ACC | PKEY,
 			},
 		},
 		[IBV_QPS_ERR] = { .exists = true },
@@ -97,11 +105,15 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 				[T_RC] = SQPSN | TMO | RETRY | RNR | RDA,
 				[T_UC] = SQPSN,
 				[T_UD] = SQPSN,
+				[T_XI] = SQPSN | TMO | RETRY | RNR | RDA,
+				[T_XT] = SQPSN | TMO,
 			},
 			.opt = {
 				[T_RC] = CUR | ALT | ACC | RNRT | MIG,
 				[T_UC] = CUR | ALT | ACC | MIG,
 				[T_UD] = CUR | QKEY,
+				[T_XI] = CUR | ALT | ACC | MIG,
+				[T_XT] = CUR | ALT | ACC | RNRT | MIG,
 			},
 		},
 		[IBV_QPS_ERR] = { .exists = true },
@@ -114,6 +126,8 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 				[T_RC] = CUR | ACC | ALT | MIG | RNRT,
 				[T_UC] = CUR | ACC | ALT | MIG,
 				[T_UD] = CUR | QKEY,
+				[T_XI] = CUR | ACC | ALT | MIG,
+				[T_XT] = CUR | ACC | ALT | MIG | RNRT,
 			},
 		},
 		/* drain: only the "tell me when drained" flag */
@@ -122,6 +136,8 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 				[T_RC] = SQDN,
 				[T_UC] = SQDN,
 				[T_UD] = SQDN,
+				[T_XI] = SQDN,
+				[T_XT] = SQDN,
 			},
 		},
 		[IBV_QPS_ERR] = { .exists = true },
@@ -134,6 +150,8 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 				[T_RC] = CUR | ALT | ACC | RNRT | MIG,
 				[T_UC] = CUR | ALT | ACC | MIG,
 				[T_UD] = CUR | QKEY,
+				[T_XI] = CUR | ALT | ACC | MIG,
+				[T_XT] = CUR | ALT | ACC | RNRT | MIG,
 			},
 		},
 		/* SQD->SQD: a drained QP may change almost everything (path, port, limits) */
@@ -143,6 +161,9 @@ static const struct qp_attr_rule qp_attr_table[NSTATES][NSTATES] = {
 					 PKEY | RNRT | MIG,
 				[T_UC] = AV | ALT | ACC | PKEY | MIG,
 				[T_UD] = PKEY | QKEY,
+				[T_XI] = PORT | AV | TMO | RETRY | RNR | RDA | ALT | ACC | PKEY |
+					 MIG,
+				[T_XT] = PORT | AV | TMO | DRDA | ALT | ACC | PKEY | RNRT | MIG,
 			},
 		},
 		[IBV_QPS_ERR] = { .exists = true },
@@ -176,6 +197,10 @@ static int type_column(enum ibv_qp_type type)
 		return T_UD;
 	case IBV_QPT_RAW_PACKET:
 		return T_RAW;
+	case IBV_QPT_XRC_SEND:
+		return T_XI;
+	case IBV_QPT_XRC_RECV:
+		return T_XT;
 	default:
 		return -1;
 	}

@@ -64,6 +64,7 @@ struct uroce_tp_pd;
 struct uroce_tp_mr;
 struct uroce_tp_cq;
 struct uroce_tp_srq;
+struct uroce_tp_xrcd;
 struct uroce_tp_qp;
 struct uroce_tp_ah;
 struct uroce_tp_flow;
@@ -94,6 +95,7 @@ struct uroce_tp_flow;
 	X(rcvd_unknown_qp)                                                                \
 	X(rcvd_bad_pkey)                                                                  \
 	X(rcvd_bad_qkey)                                                                  \
+	X(rcvd_bad_xrc_srq)                                                               \
 	X(rcvd_wrong_opcode)                                                              \
 	X(rcvd_wrong_peer)                                                                \
 	X(rcvd_in_wrong_state)                                                            \
@@ -173,12 +175,13 @@ struct uroce_tp_dev_cfg {
 	/** Called when a CQ that was empty gets a completion (may be NULL): the caller
 	 *  keeps a list of CQs to drain instead of polling every CQ it has. */
 	void (*cq_ready)(void *io_ctx, struct uroce_tp_cq *cq);
-	/** Called when a message needs a receive WQE and the QP's receive queue (or its
-	 *  SRQ) is empty (may be NULL): the caller posts what it has queued elsewhere
+	/** Called when a message needs a receive WQE and the QP's receive queue (@p srq
+	 *  NULL) or the SRQ @p srq it takes from (its own, or for an XRC target the one
+	 *  the request names) is empty (may be NULL): the caller posts what it has queued elsewhere
 	 *  (uroce_tp_post_recv / uroce_tp_post_srq_recv are allowed here). Without it, a
 	 *  receive posted just before the message arrived could be missed: RNR NAK for RC,
 	 *  a dropped message for UC and UD. */
-	void (*rq_refill)(void *io_ctx, struct uroce_tp_qp *qp);
+	void (*rq_refill)(void *io_ctx, struct uroce_tp_qp *qp, struct uroce_tp_srq *srq);
 	/** QP1, the GSI (IBA 13.5.1): a UD SEND Only to QPN 1 with the GSI Q_Key, good P_Key
 	 *  and ICRC, is handed here whole (the CM's MADs); QP1 has no queues in the
 	 *  transport. NULL: such packets count as rcvd_unknown_qp. */
@@ -370,6 +373,29 @@ int uroce_tp_query_srq(const struct uroce_tp_srq *srq, struct ibv_srq_attr *attr
 int uroce_tp_destroy_srq(struct uroce_tp_srq *srq);
 
 /* ------------------------------------------------------------------------------------- */
+/* XRC (IBA vol 1 annex A14): an initiator QP (IBV_QPT_XRC_SEND) sends as RC does, each
+ * request naming an XRC SRQ of the peer (uroce_tp_send_wqe.remote_srqn, the XRCETH); the
+ * peer's target QP (IBV_QPT_XRC_RECV) has no queues of its own: a SEND consumes a WQE of
+ * the SRQ the request names, whose CQ gets the completion (qp_num the target QP's), and
+ * R_Keys are checked in that SRQ's PD. The SRQ must be in the target QP's XRC domain,
+ * else the request is answered with NAK Invalid Request and the target QP goes to ERR,
+ * as for any invalid request; so is a message whose packets name different SRQs. */
+
+/** @return an XRC domain, or NULL with errno ENOMEM. */
+struct uroce_tp_xrcd *uroce_tp_alloc_xrcd(struct uroce_tp_dev *dev);
+/** @return 0, or -EBUSY while an XRC SRQ or target QP is in it. */
+int uroce_tp_dealloc_xrcd(struct uroce_tp_xrcd *xrcd);
+/** An XRC SRQ of @p xrcd whose receive completions go to @p cq, its WQEs' L_Keys in
+ *  @p pd. @return it, or NULL with errno (EINVAL: no XRCD or CQ, or another device's,
+ *  or init as uroce_tp_create_srq refuses it; ENOMEM). */
+struct uroce_tp_srq *uroce_tp_create_xrc_srq(struct uroce_tp_pd *pd, struct uroce_tp_xrcd *xrcd,
+					     struct uroce_tp_cq *cq,
+					     const struct ibv_srq_init_attr *init);
+/** ibv_get_srq_num: the number requests name the XRC SRQ by (1..2^24 - 1); 0 for an SRQ
+ *  that is not XRC. */
+uint32_t uroce_tp_srq_num(const struct uroce_tp_srq *srq);
+
+/* ------------------------------------------------------------------------------------- */
 /* Work requests                                                                          */
 
 struct uroce_tp_sge {
@@ -402,6 +428,7 @@ struct uroce_tp_send_wqe {
 	struct uroce_tp_ah *ah;   /**< UD; read by post_send only (copied) */
 	uint32_t remote_qpn;      /**< UD */
 	uint32_t remote_qkey;     /**< UD; high bit set: use the QP's own Q_Key */
+	uint32_t remote_srqn;     /**< XRC initiator: the peer's XRC SRQ (the XRCETH) */
 	uint32_t num_sge;
 	/** IBV_SEND_INLINE: the data itself, inline_len bytes, instead of SGEs. */
 	uint32_t inline_len;
@@ -447,17 +474,21 @@ int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_
 /* Queue pairs (IBA 10.3, 11.2.4)                                                         */
 
 struct uroce_tp_qp_init {
-	enum ibv_qp_type qp_type; /**< IBV_QPT_RC, UC, UD or RAW_PACKET */
-	struct uroce_tp_cq *send_cq;
-	struct uroce_tp_cq *recv_cq;
-	struct uroce_tp_srq *srq; /**< or NULL */
+	enum ibv_qp_type qp_type; /**< IBV_QPT_RC, UC, UD, RAW_PACKET, XRC_SEND or XRC_RECV */
+	struct uroce_tp_cq *send_cq; /**< NULL for XRC_RECV */
+	struct uroce_tp_cq *recv_cq; /**< NULL for XRC_RECV, may be NULL for XRC_SEND */
+	struct uroce_tp_srq *srq; /**< or NULL; NULL for XRC */
+	struct uroce_tp_xrcd *xrcd; /**< XRC_RECV: its domain (the QP has no PD) */
 	struct ibv_qp_cap cap;    /**< rounded up and written back on success */
 	bool sq_sig_all;
 };
 
 /** @return the QP, or NULL with errno (EOPNOTSUPP: a type verbs defines that this
- *  transport has not (XRC, driver); EINVAL: any other type but RC, UC, UD and raw
- *  packet, capacity over the device limits, missing CQ; ENOMEM).
+ *  transport has not (driver); EINVAL: any other type but RC, UC, UD, raw packet and
+ *  XRC, capacity over the device limits, missing CQ, an XRC target without an XRCD or
+ *  with a PD, CQ or SRQ, an XRC initiator with an SRQ; ENOMEM). @p pd is NULL for an
+ *  XRC target (IBV_QPT_XRC_RECV): it takes nothing but init->xrcd, posts nothing, and
+ *  answers requests for the SRQs of its domain (above).
  *  A raw packet QP (IBV_QPT_RAW_PACKET) sends whole Ethernet frames and receives the
  *  frames its flows steer to it (below): RESET->INIT takes IBV_QP_PORT, INIT->RTR and
  *  RTR->RTS nothing more, as on Linux. Its only work request is IBV_WR_SEND, whose data

@@ -36,6 +36,7 @@ int wrap_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	r.va = p.hdr.reth.va;
 	r.rkey = p.hdr.reth.rkey;
 	r.dma_len = p.hdr.reth.dma_len;
+	r.xrc_srqn = p.hdr.xrc_srqn;
 	memcpy(r.head, p.payload, p.payload_len < 8 ? p.payload_len : 8);
 	r.dropped = g_tx.drop && g_tx.drop(&r, g_tx.drop_arg);
 	if (r.dropped) {
@@ -90,7 +91,8 @@ int nacks(int from, int type, int code)
 	for (uint32_t i = 0; i < g_tx.n; i++) {
 		const struct frame_rec *r = &g_tx.f[i];
 
-		if (r->from != from || r->dropped || r->opcode != OPC(RC, ACKNOWLEDGE))
+		if (r->from != from || r->dropped ||
+		    UROCE_OPCODE_OP(r->opcode) != UROCE_OP_ACKNOWLEDGE) /* RC's or XRC's */
 			continue;
 		if (type != ANY && uroce_aeth_type(r->syn) != (enum uroce_aeth_type)type)
 			continue;

@@ -43,6 +43,7 @@ struct frame_rec {
 	uint32_t src_qpn;
 	uint64_t va;   /* RETH, when the packet has one */
 	uint32_t rkey, dma_len;
+	uint32_t xrc_srqn; /* XRCETH, when the packet has one */
 	uint8_t head[8]; /* the first (up to) 8 payload bytes */
 	bool dropped;  /* by the test's drop rule, never reached the wire */
 	uint64_t hash; /* FNV-1a of every byte of the frame */

@@ -307,11 +307,12 @@ void sim_connect(struct sim *s, struct uroce_tp_qp *a, int host_a, struct uroce_
 		int peer = host[1 - i];
 		struct ibv_qp_attr attr;
 		struct ibv_qp_init_attr init;
-		bool rc_qp;
+		bool responder, requester; /* RC's attributes of each side (XRC has one each) */
 		int rc;
 
 		uroce_tp_query_qp(qp[i], &attr, &init);
-		rc_qp = init.qp_type == IBV_QPT_RC;
+		responder = init.qp_type == IBV_QPT_RC || init.qp_type == IBV_QPT_XRC_RECV;
+		requester = init.qp_type == IBV_QPT_RC || init.qp_type == IBV_QPT_XRC_SEND;
 
 		memset(&attr, 0, sizeof(attr));
 		attr.qp_state = IBV_QPS_INIT;
@@ -339,7 +340,7 @@ void sim_connect(struct sim *s, struct uroce_tp_qp *a, int host_a, struct uroce_
 			qp[i], &attr,
 			IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				IBV_QP_RQ_PSN |
-				(rc_qp ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0),
+				(responder ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0),
 			s->host[peer].mac, s->now);
 		SIM_CHECK(rc == 0);
 
@@ -352,10 +353,11 @@ void sim_connect(struct sim *s, struct uroce_tp_qp *a, int host_a, struct uroce_
 		attr.max_rd_atomic = o->max_rd_atomic;
 		rc = uroce_tp_modify_qp(qp[i], &attr,
 					IBV_QP_STATE | IBV_QP_SQ_PSN |
-						(rc_qp ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-								 IBV_QP_RNR_RETRY |
-								 IBV_QP_MAX_QP_RD_ATOMIC :
-							 0),
+						(requester ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+								     IBV_QP_RNR_RETRY |
+								     IBV_QP_MAX_QP_RD_ATOMIC :
+						 responder ? IBV_QP_TIMEOUT :
+							     0),
 					NULL, s->now);
 		SIM_CHECK(rc == 0);
 	}

@@ -447,11 +447,21 @@ Test(device, create_errors)
 	cr_assert_eq(errno, EINVAL);
 
 	memset(&init, 0, sizeof(init));
-	init.qp_type = IBV_QPT_XRC_SEND; /* a type verbs has and we lack */
+	init.qp_type = IBV_QPT_DRIVER; /* a type verbs has and we lack */
 	init.send_cq = e.sc[0].cq;
 	init.recv_cq = e.rc[0].cq;
 	cr_assert_null(uroce_tp_create_qp(e.pd[0], &init));
 	cr_assert_eq(errno, EOPNOTSUPP);
+	init.qp_type = IBV_QPT_XRC_RECV; /* a target has no PD, CQs or SRQ: only its XRCD */
+	cr_assert_null(uroce_tp_create_qp(e.pd[0], &init));
+	cr_assert_eq(errno, EINVAL);
+	init.qp_type = IBV_QPT_XRC_SEND; /* an initiator has no XRCD */
+	init.xrcd = uroce_tp_alloc_xrcd(e.s.host[0].dev);
+	cr_assert_not_null(init.xrcd);
+	cr_assert_null(uroce_tp_create_qp(e.pd[0], &init));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(uroce_tp_dealloc_xrcd(init.xrcd), 0);
+	init.xrcd = NULL;
 	init.qp_type = (enum ibv_qp_type)77; /* one verbs has not */
 	cr_assert_null(uroce_tp_create_qp(e.pd[0], &init));
 	cr_assert_eq(errno, EINVAL);

@@ -16,8 +16,8 @@
 /* The bits rdma-core 44 defines, 0 .. 20 (21..24 are reserved, 25 is RATE_LIMIT). */
 #define DEFINED_LOW_BITS 21
 
-static const enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
-					 IBV_QPT_RAW_PACKET};
+static const enum ibv_qp_type types[] = {IBV_QPT_RC,	      IBV_QPT_UC,	IBV_QPT_UD,
+					 IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV};
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
 static const char *const state_names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
@@ -25,7 +25,8 @@ static const char *const state_names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", 
 static const char *type_name(enum ibv_qp_type t)
 {
 	return t == IBV_QPT_RC ? "RC" : t == IBV_QPT_UC ? "UC" : t == IBV_QPT_UD ? "UD" :
-	       t == IBV_QPT_RAW_PACKET ? "RAW_PACKET" : "?";
+	       t == IBV_QPT_RAW_PACKET ? "RAW_PACKET" : t == IBV_QPT_XRC_SEND ? "XRC_INI" :
+	       t == IBV_QPT_XRC_RECV ? "XRC_TGT" : "?";
 }
 
 static int bit(int i)
@@ -260,8 +261,7 @@ Test(qp_attr, absent_transitions_refuse_every_mask, .timeout = 120)
 
 Test(qp_attr, bad_types_and_states_are_refused)
 {
-	static const int bad_types[] = {0, 1, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
-					 IBV_QPT_DRIVER, -1};
+	static const int bad_types[] = {0, 1, IBV_QPT_DRIVER, -1};
 	static const int bad_states[] = {IBV_QPS_UNKNOWN, NSTATES + 1, -1, 1 << 30};
 
 	for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
@@ -328,6 +328,8 @@ Test(qp_attr, bad_types_and_states_are_refused)
 #define DRDA IBV_QP_MAX_DEST_RD_ATOMIC
 #define MIG IBV_QP_PATH_MIG_STATE
 #define DQPN IBV_QP_DEST_QPN
+#define XI IBV_QPT_XRC_SEND
+#define XT IBV_QPT_XRC_RECV
 
 struct row {
 	enum ibv_qp_type type;
@@ -437,6 +439,56 @@ static const struct row expected_rows[] = {
 	{IBV_QPT_RAW_PACKET, IBV_QPS_SQE, IBV_QPS_ERR, S, 0},
 	{IBV_QPT_RAW_PACKET, IBV_QPS_ERR, IBV_QPS_RESET, S, 0},
 	{IBV_QPT_RAW_PACKET, IBV_QPS_ERR, IBV_QPS_ERR, 0, S},
+	/* XRC (Linux's IB_QPT_XRC_INI and IB_QPT_XRC_TGT columns): an initiator is RC's
+	 * requester without the responder's attributes, a target RC's responder with only a
+	 * timeout and SQ PSN for RTS */
+	{XI, IBV_QPS_RESET, IBV_QPS_RESET, 0, S},
+	{XI, IBV_QPS_RESET, IBV_QPS_INIT, S | PKEY | PORT | ACC, 0},
+	{XI, IBV_QPS_INIT, IBV_QPS_RESET, S, 0},
+	{XI, IBV_QPS_INIT, IBV_QPS_INIT, 0, S | PKEY | PORT | ACC},
+	{XI, IBV_QPS_INIT, IBV_QPS_RTR, S | AV | MTU | DQPN | RQPSN, ALT | ACC | PKEY},
+	{XI, IBV_QPS_INIT, IBV_QPS_ERR, S, 0},
+	{XI, IBV_QPS_RTR, IBV_QPS_RESET, S, 0},
+	{XI, IBV_QPS_RTR, IBV_QPS_RTS, S | SQPSN | TMO | RETRY | RNR | RDA, CUR | ALT | ACC | MIG},
+	{XI, IBV_QPS_RTR, IBV_QPS_ERR, S, 0},
+	{XI, IBV_QPS_RTS, IBV_QPS_RESET, S, 0},
+	{XI, IBV_QPS_RTS, IBV_QPS_RTS, 0, S | CUR | ACC | ALT | MIG},
+	{XI, IBV_QPS_RTS, IBV_QPS_SQD, S, SQDN},
+	{XI, IBV_QPS_RTS, IBV_QPS_ERR, S, 0},
+	{XI, IBV_QPS_SQD, IBV_QPS_RESET, S, 0},
+	{XI, IBV_QPS_SQD, IBV_QPS_RTS, S, CUR | ALT | ACC | MIG},
+	{XI, IBV_QPS_SQD, IBV_QPS_SQD, 0,
+	 S | PORT | AV | TMO | RETRY | RNR | RDA | ALT | ACC | PKEY | MIG},
+	{XI, IBV_QPS_SQD, IBV_QPS_ERR, S, 0},
+	{XI, IBV_QPS_SQE, IBV_QPS_RESET, S, 0},
+	{XI, IBV_QPS_SQE, IBV_QPS_RTS, S, 0},
+	{XI, IBV_QPS_SQE, IBV_QPS_ERR, S, 0},
+	{XI, IBV_QPS_ERR, IBV_QPS_RESET, S, 0},
+	{XI, IBV_QPS_ERR, IBV_QPS_ERR, 0, S},
+	{XT, IBV_QPS_RESET, IBV_QPS_RESET, 0, S},
+	{XT, IBV_QPS_RESET, IBV_QPS_INIT, S | PKEY | PORT | ACC, 0},
+	{XT, IBV_QPS_INIT, IBV_QPS_RESET, S, 0},
+	{XT, IBV_QPS_INIT, IBV_QPS_INIT, 0, S | PKEY | PORT | ACC},
+	{XT, IBV_QPS_INIT, IBV_QPS_RTR, S | AV | MTU | DQPN | RQPSN | DRDA | RNRT,
+	 ALT | ACC | PKEY},
+	{XT, IBV_QPS_INIT, IBV_QPS_ERR, S, 0},
+	{XT, IBV_QPS_RTR, IBV_QPS_RESET, S, 0},
+	{XT, IBV_QPS_RTR, IBV_QPS_RTS, S | SQPSN | TMO, CUR | ALT | ACC | RNRT | MIG},
+	{XT, IBV_QPS_RTR, IBV_QPS_ERR, S, 0},
+	{XT, IBV_QPS_RTS, IBV_QPS_RESET, S, 0},
+	{XT, IBV_QPS_RTS, IBV_QPS_RTS, 0, S | CUR | ACC | ALT | MIG | RNRT},
+	{XT, IBV_QPS_RTS, IBV_QPS_SQD, S, SQDN},
+	{XT, IBV_QPS_RTS, IBV_QPS_ERR, S, 0},
+	{XT, IBV_QPS_SQD, IBV_QPS_RESET, S, 0},
+	{XT, IBV_QPS_SQD, IBV_QPS_RTS, S, CUR | ALT | ACC | MIG | RNRT},
+	{XT, IBV_QPS_SQD, IBV_QPS_SQD, 0,
+	 S | PORT | AV | TMO | DRDA | ALT | ACC | PKEY | RNRT | MIG},
+	{XT, IBV_QPS_SQD, IBV_QPS_ERR, S, 0},
+	{XT, IBV_QPS_SQE, IBV_QPS_RESET, S, 0},
+	{XT, IBV_QPS_SQE, IBV_QPS_RTS, S, 0},
+	{XT, IBV_QPS_SQE, IBV_QPS_ERR, S, 0},
+	{XT, IBV_QPS_ERR, IBV_QPS_RESET, S, 0},
+	{XT, IBV_QPS_ERR, IBV_QPS_ERR, 0, S},
 };
 
 Test(qp_attr, every_row_matches_the_kernel_table)
