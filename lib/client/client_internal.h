@@ -111,12 +111,19 @@ struct uroce_client_srq {
 	void *priv;
 	struct uroce_client_ctx *ctx;
 	uint32_t handle;
+	uint32_t srqn; /* XRC: the number requests name it by; 0 otherwise */
 	struct uroce_shm_region region;
 	struct uroce_ring ring; /* producer */
 	struct uroce_ctrl_queue_ctl *ctl;
 	pthread_spinlock_t lock;
 	uint32_t max_wr, max_sge;
 	uint32_t doorbell_slot; /* from ctl, at creation */
+};
+
+struct uroce_client_xrcd {
+	struct ibv_xrcd ibv;
+	struct uroce_client_ctx *ctx;
+	uint32_t handle;
 };
 
 struct uroce_client_qp {

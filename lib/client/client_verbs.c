@@ -563,59 +563,141 @@ static int fill_recv(struct uroce_ctrl_recv_wqe *w, const struct ibv_recv_wr *wr
 
 /* ---- SRQ --------------------------------------------------------------------------- */
 
-struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
-						 struct ibv_srq_init_attr *attr)
+/* The SRQ CREATE_SRQ or CREATE_XRC_SRQ (@p cmd, request @p req) made: its region mapped
+ * and checked. */
+static struct uroce_client_srq *srq_create(struct uroce_client_pd *pd, uint32_t cmd,
+					   const void *req, size_t req_len,
+					   struct ibv_srq_init_attr *attr)
 {
 	struct uroce_client_ctx *ctx = pd->ctx;
-	struct uroce_ctrl_create_srq_req req = {.pd = pd->handle, .attr = attr->attr};
-	struct uroce_ctrl_create_srq_rep rep;
+	struct uroce_ctrl_create_xrc_srq_rep xrep;
+	struct uroce_ctrl_create_srq_rep *rep = &xrep.srq;
+	bool xrc = cmd == UROCE_CTRL_CREATE_XRC_SRQ;
 	struct uroce_client_srq *srq;
 	int fd, rc;
 
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
-	rc = cl_call(ctx, UROCE_CTRL_CREATE_SRQ, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+	rc = cl_call(ctx, cmd, req, req_len, NULL, 0, &xrep, xrc ? sizeof(xrep) : sizeof(*rep),
 		     &fd, 1);
 	if (rc) {
 		free(srq);
 		return fail_null(rc);
 	}
 	srq->ctx = ctx;
-	srq->handle = rep.srq;
+	srq->handle = rep->srq;
+	srq->srqn = xrc ? xrep.srqn : 0;
 	rc = cl_attach_region(&srq->region, fd, UROCE_CTRL_REGION_SRQ);
 	if (rc) {
 		close(fd);
 		goto fail;
 	}
-	if (rep.ring_offset >= srq->region.size ||
-	    UROCE_CTRL_QUEUE_CTL_OFFSET + sizeof(*srq->ctl) > rep.ring_offset ||
-	    uroce_ring_open(&srq->ring, (uint8_t *)srq->region.addr + rep.ring_offset,
-			    srq->region.size - rep.ring_offset, true) != 0 ||
+	if (rep->ring_offset >= srq->region.size ||
+	    UROCE_CTRL_QUEUE_CTL_OFFSET + sizeof(*srq->ctl) > rep->ring_offset ||
+	    uroce_ring_open(&srq->ring, (uint8_t *)srq->region.addr + rep->ring_offset,
+			    srq->region.size - rep->ring_offset, true) != 0 ||
 	    srq->ring.elem_size != sizeof(struct uroce_ctrl_recv_wqe) ||
-	    rep.attr.max_wr > srq->ring.mask + 1) {
+	    rep->attr.max_wr > srq->ring.mask + 1) {
 		rc = -EPROTO;
 		goto fail;
 	}
 	srq->ctl = (void *)((uint8_t *)srq->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
 	srq->doorbell_slot = srq->ctl->doorbell_slot;
-	srq->max_wr = rep.attr.max_wr;
-	srq->max_sge = rep.attr.max_sge;
-	attr->attr = rep.attr;
+	srq->max_wr = rep->attr.max_wr;
+	srq->max_sge = rep->attr.max_sge;
+	attr->attr = rep->attr;
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	srq->ibv.context = ctx->ibv;
 	srq->ibv.pd = &pd->ibv;
 	srq->ibv.srq_context = attr->srq_context;
-	srq->ibv.handle = rep.srq;
-	rc = cl_obj_add(ctx, rep.srq, UROCE_CTRL_REGION_SRQ, srq);
+	srq->ibv.handle = rep->srq;
+	rc = cl_obj_add(ctx, rep->srq, UROCE_CTRL_REGION_SRQ, srq);
 	if (rc)
 		goto fail;
 	return srq;
 fail:
-	cl_release(ctx, UROCE_CTRL_DESTROY_SRQ, rep.srq);
+	cl_release(ctx, UROCE_CTRL_DESTROY_SRQ, rep->srq);
 	uroce_shm_close(&srq->region);
 	free(srq);
 	return fail_null(rc);
+}
+
+struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
+						 struct ibv_srq_init_attr *attr)
+{
+	struct uroce_ctrl_create_srq_req req = {.pd = pd->handle, .attr = attr->attr};
+
+	return srq_create(pd, UROCE_CTRL_CREATE_SRQ, &req, sizeof(req), attr);
+}
+
+struct uroce_client_srq *uroce_client_create_xrc_srq(struct uroce_client_pd *pd,
+						     struct uroce_client_xrcd *xrcd,
+						     struct ibv_cq *cq,
+						     struct ibv_srq_init_attr *attr)
+{
+	struct uroce_ctrl_create_xrc_srq_req req = {.pd = pd->handle, .attr = attr->attr};
+
+	if (!xrcd || !cq || xrcd->ctx != pd->ctx)
+		return fail_null(EINVAL);
+	req.xrcd = xrcd->handle;
+	req.cq = uroce_client_cq_from_ibv(cq)->handle;
+	return srq_create(pd, UROCE_CTRL_CREATE_XRC_SRQ, &req, sizeof(req), attr);
+}
+
+uint32_t uroce_client_srq_num(const struct uroce_client_srq *srq)
+{
+	return srq->srqn;
+}
+
+/* ---- XRC domains ------------------------------------------------------------------- */
+
+struct uroce_client_xrcd *uroce_client_open_xrcd(struct uroce_client_ctx *ctx, int fd,
+						 int oflags)
+{
+	/* Only O_CREAT and O_EXCL mean anything; the kernel's uverbs ignores the rest. */
+	struct uroce_ctrl_open_xrcd_req req = {.oflags = (uint32_t)oflags & (O_CREAT | O_EXCL)};
+	struct uroce_client_xrcd *xrcd;
+	struct uroce_ctrl_handle rep;
+	int rc;
+
+	if (fd < 0)
+		rc = cl_call(ctx, UROCE_CTRL_OPEN_XRCD, NULL, 0, NULL, 0, &rep, sizeof(rep), NULL,
+			     0);
+	else
+		rc = cl_call(ctx, UROCE_CTRL_OPEN_XRCD_FILE, &req, sizeof(req), &fd, 1, &rep,
+			     sizeof(rep), NULL, 0);
+	if (rc)
+		return fail_null(rc);
+	xrcd = calloc(1, sizeof(*xrcd));
+	if (!xrcd) {
+		cl_release(ctx, UROCE_CTRL_CLOSE_XRCD, rep.handle);
+		return fail_null(ENOMEM);
+	}
+	xrcd->ctx = ctx;
+	xrcd->handle = rep.handle;
+	xrcd->ibv.context = ctx->ibv;
+	return xrcd;
+}
+
+int uroce_client_close_xrcd(struct uroce_client_xrcd *xrcd)
+{
+	int rc = cl_release(xrcd->ctx, UROCE_CTRL_CLOSE_XRCD, xrcd->handle);
+
+	if (rc)
+		return -rc;
+	free(xrcd);
+	return 0;
+}
+
+struct ibv_xrcd *uroce_client_xrcd_ibv(struct uroce_client_xrcd *xrcd)
+{
+	return &xrcd->ibv;
+}
+
+struct uroce_client_xrcd *uroce_client_xrcd_from_ibv(struct ibv_xrcd *xrcd)
+{
+	return cl_container_of(xrcd, struct uroce_client_xrcd, ibv);
 }
 
 /*
@@ -747,24 +829,26 @@ int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr 
 
 /* ---- QP ---------------------------------------------------------------------------- */
 
-struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
-					       struct ibv_qp_init_attr *attr)
+/* A QP of @p pd (NULL for an XRC target) or @p xrcd (an XRC target's; else NULL). */
+static struct uroce_client_qp *qp_create(struct uroce_client_ctx *ctx, struct uroce_client_pd *pd,
+					 struct uroce_client_xrcd *xrcd,
+					 struct ibv_qp_init_attr *attr)
 {
-	struct uroce_client_ctx *ctx = pd->ctx;
 	struct uroce_ctrl_create_qp_req req = {
-		.pd = pd->handle,
+		.pd = pd ? pd->handle : 0,
 		.qp_type = attr->qp_type,
 		.sq_sig_all = attr->sq_sig_all ? 1 : 0,
 		.cap = attr->cap,
+		.xrcd = xrcd ? xrcd->handle : 0,
 	};
 	struct uroce_ctrl_create_qp_rep rep;
 	struct uroce_client_qp *qp;
 	int fd, rc;
 
-	if (!attr->send_cq || !attr->recv_cq)
-		return fail_null(EINVAL);
-	req.send_cq = uroce_client_cq_from_ibv(attr->send_cq)->handle;
-	req.recv_cq = uroce_client_cq_from_ibv(attr->recv_cq)->handle;
+	if (attr->send_cq)
+		req.send_cq = uroce_client_cq_from_ibv(attr->send_cq)->handle;
+	if (attr->recv_cq)
+		req.recv_cq = uroce_client_cq_from_ibv(attr->recv_cq)->handle;
 	if (attr->srq)
 		req.srq = uroce_client_srq_from_ibv(attr->srq)->handle;
 	qp = calloc(1, sizeof(*qp));
@@ -809,7 +893,7 @@ struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	qp->ibv.context = ctx->ibv;
 	qp->ibv.qp_context = attr->qp_context;
-	qp->ibv.pd = &pd->ibv;
+	qp->ibv.pd = pd ? &pd->ibv : NULL;
 	qp->ibv.send_cq = attr->send_cq;
 	qp->ibv.recv_cq = attr->recv_cq;
 	qp->ibv.srq = attr->srq;
@@ -826,6 +910,33 @@ fail:
 	uroce_shm_close(&qp->region);
 	free(qp);
 	return fail_null(rc);
+}
+
+struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
+					       struct ibv_qp_init_attr *attr)
+{
+	/* An XRC initiator needs no receive CQ (verbs' ibv_create_qp makes one, rdma-core's
+	 * ibv_create_qp_ex comes here with a PD alone); a target has no PD:
+	 * uroce_client_create_xrc_qp. */
+	if (attr->qp_type == IBV_QPT_XRC_SEND)
+		return uroce_client_create_xrc_qp(pd->ctx, pd, NULL, attr);
+	if (!attr->send_cq || !attr->recv_cq || attr->qp_type == IBV_QPT_XRC_RECV)
+		return fail_null(EINVAL);
+	return qp_create(pd->ctx, pd, NULL, attr);
+}
+
+struct uroce_client_qp *uroce_client_create_xrc_qp(struct uroce_client_ctx *ctx,
+						   struct uroce_client_pd *pd,
+						   struct uroce_client_xrcd *xrcd,
+						   struct ibv_qp_init_attr *attr)
+{
+	if (attr->srq || (attr->qp_type == IBV_QPT_XRC_SEND &&
+			  (!pd || xrcd || !attr->send_cq || pd->ctx != ctx)) ||
+	    (attr->qp_type == IBV_QPT_XRC_RECV &&
+	     (pd || !xrcd || attr->send_cq || attr->recv_cq || xrcd->ctx != ctx)) ||
+	    (attr->qp_type != IBV_QPT_XRC_SEND && attr->qp_type != IBV_QPT_XRC_RECV))
+		return fail_null(EINVAL);
+	return qp_create(ctx, pd, xrcd, attr);
 }
 
 /* RESET: the QP's completions not yet polled leave @p cq's ring, the others kept in order,
@@ -993,6 +1104,8 @@ void **uroce_client_qp_priv(struct uroce_client_qp *qp)
 static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 		     const struct ibv_send_wr *wr)
 {
+	/* RC's requests, which an XRC initiator sends too (annex A14) */
+	bool reliable = qp->ibv.qp_type == IBV_QPT_RC || qp->ibv.qp_type == IBV_QPT_XRC_SEND;
 	uint64_t len = 0;
 	int i;
 
@@ -1010,18 +1123,18 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 			return EINVAL;
 		break;
 	case IBV_WR_RDMA_READ:
-		if (qp->ibv.qp_type != IBV_QPT_RC || (wr->send_flags & IBV_SEND_INLINE))
+		if (!reliable || (wr->send_flags & IBV_SEND_INLINE))
 			return EINVAL;
 		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (qp->ibv.qp_type != IBV_QPT_RC || len < 8 || (wr->wr.atomic.remote_addr & 7) ||
+		if (!reliable || len < 8 || (wr->wr.atomic.remote_addr & 7) ||
 		    (wr->send_flags & IBV_SEND_INLINE))
 			return EINVAL;
 		break;
 	case IBV_WR_SEND_WITH_INV:
-		if (qp->ibv.qp_type != IBV_QPT_RC)
-			return EINVAL; /* IBA 9.2: only RC has the SEND with Invalidate opcodes */
+		if (!reliable)
+			return EINVAL; /* IBA 9.2: RC (and XRC) alone have SEND with Invalidate */
 		break;
 	case IBV_WR_ATOMIC_WRITE:
 		/* IBTA 1.5: 8 bytes to an 8-byte aligned address, on RC; the value is taken
@@ -1107,6 +1220,8 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 		w->remote_qpn = wr->wr.ud.remote_qpn;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
 	}
+	if (qp->ibv.qp_type == IBV_QPT_XRC_SEND)
+		w->remote_srqn = wr->qp_type.xrc.remote_srqn;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		/* Inline data is copied now: the caller may reuse its buffer on return. */
 		uint32_t at = 0;
@@ -1139,7 +1254,9 @@ int uroce_client_post_send(struct uroce_client_qp *qp, struct ibv_send_wr *wr,
 		return EIO; /* the parent's QP (fork.c) */
 	}
 	pthread_spin_lock(&qp->sq_lock);
-	if (qp->ibv.state == IBV_QPS_RESET || qp->ibv.state == IBV_QPS_INIT ||
+	/* An XRC target has no send queue: it only answers. */
+	if (qp->ibv.qp_type == IBV_QPT_XRC_RECV || qp->ibv.state == IBV_QPS_RESET ||
+	    qp->ibv.state == IBV_QPS_INIT ||
 	    qp->ibv.state == IBV_QPS_RTR) {
 		rc = EINVAL;
 		goto out;
@@ -1171,7 +1288,9 @@ int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
 	uint32_t n = 0, room;
 	int rc = 0;
 
-	if (qp->srq) {
+	/* An SRQ's QP, and XRC's (an initiator receives nothing, a target from its SRQs) */
+	if (qp->srq || qp->ibv.qp_type == IBV_QPT_XRC_SEND ||
+	    qp->ibv.qp_type == IBV_QPT_XRC_RECV) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -255,6 +255,36 @@ int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr 
  *  library's objects (uroce_client_cq_ibv...). attr->cap is written back. */
 struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
 					       struct ibv_qp_init_attr *attr);
+
+/* ---- XRC (IBA vol 1 annex A14) ---- */
+struct uroce_client_xrcd;
+/** ibv_open_xrcd: @p fd -1 for a domain of this context alone, else the domain of that
+ *  file, shared by every process that opens it so (@p oflags: O_CREAT, O_EXCL as
+ *  ibv_open_xrcd; other bits ignored). NULL with errno (EINVAL: O_CREAT | O_EXCL and the domain
+ *  exists, or no O_CREAT and it does not; ENOMEM). */
+struct uroce_client_xrcd *uroce_client_open_xrcd(struct uroce_client_ctx *ctx, int fd,
+						 int oflags);
+/** @return 0, or a positive errno (EBUSY: an XRC SRQ or target QP of this context is
+ *  in it). */
+int uroce_client_close_xrcd(struct uroce_client_xrcd *xrcd);
+struct ibv_xrcd *uroce_client_xrcd_ibv(struct uroce_client_xrcd *xrcd);
+struct uroce_client_xrcd *uroce_client_xrcd_from_ibv(struct ibv_xrcd *xrcd);
+/** An XRC SRQ of @p xrcd (ibv_create_srq_ex, IBV_SRQT_XRC): its receive completions go to
+ *  @p cq, its WQEs' L_Keys are of @p pd. NULL with errno as uroce_client_create_srq. */
+struct uroce_client_srq *uroce_client_create_xrc_srq(struct uroce_client_pd *pd,
+						     struct uroce_client_xrcd *xrcd,
+						     struct ibv_cq *cq,
+						     struct ibv_srq_init_attr *attr);
+/** ibv_get_srq_num: the number an XRC SRQ is named by in requests; 0 for another SRQ. */
+uint32_t uroce_client_srq_num(const struct uroce_client_srq *srq);
+/** An XRC QP: attr->qp_type IBV_QPT_XRC_SEND (an initiator: @p pd, attr->send_cq, and
+ *  attr->recv_cq or NULL) or IBV_QPT_XRC_RECV (a target: @p xrcd only, @p pd NULL). Its
+ *  sends name the peer's SRQ in wr->qp_type.xrc.remote_srqn. NULL with errno (EINVAL:
+ *  what the type does not take, or misses). */
+struct uroce_client_qp *uroce_client_create_xrc_qp(struct uroce_client_ctx *ctx,
+						   struct uroce_client_pd *pd,
+						   struct uroce_client_xrcd *xrcd,
+						   struct ibv_qp_init_attr *attr);
 int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask);
 int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask,
 			  struct ibv_qp_init_attr *init);

@@ -39,14 +39,16 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 11u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+#define UROCE_CTRL_VERSION 12u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
 				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
 				* WQEs, REREG_MR; 8: REGION_FD; 9: IMPORT_CONTEXT,
 				* IMPORT_PD, IMPORT_MR, UNIMPORT_PD, UNIMPORT_MR,
 				* RESOLVE_L2; 10: RES_LIST; 11: CREATE_FLOW,
-				* DESTROY_FLOW, raw packet QPs */
+				* DESTROY_FLOW, raw packet QPs; 12: OPEN_XRCD,
+				* OPEN_XRCD_FILE, CLOSE_XRCD, CREATE_XRC_SRQ, XRC QPs
+				* (create_qp_req.xrcd) */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -188,7 +190,12 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(RESOLVE_L2, resolve_l2, resolve_l2_req, 0, resolve_l2_rep, 0, 0)                   \
 	X(RES_LIST, res_list, res_list_req, 0, res_list_rep, 0, UROCE_CTRL_CMD_REP_TAIL)    \
 	X(CREATE_FLOW, create_flow, create_flow_req, 0, handle, 0, 0)                         \
-	X(DESTROY_FLOW, destroy_flow, handle, 0, none, 0, 0)
+	X(DESTROY_FLOW, destroy_flow, handle, 0, none, 0, 0)                                  \
+	/* XRC (annex A14; see "XRC" below) */                                               \
+	X(OPEN_XRCD, open_xrcd, none, 0, handle, 0, 0)                                        \
+	X(OPEN_XRCD_FILE, open_xrcd_file, open_xrcd_req, 1, handle, 0, 0)                     \
+	X(CLOSE_XRCD, close_xrcd, handle, 0, none, 0, 0)                                      \
+	X(CREATE_XRC_SRQ, create_xrc_srq, create_xrc_srq_req, 0, create_xrc_srq_rep, 1, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -454,13 +461,43 @@ struct uroce_ctrl_query_srq_rep {
 /* CREATE_QP: the reply carries the QP's region (send WQE ring at sq_offset, recv WQE ring
  * at rq_offset, 0 when the QP uses an SRQ). */
 struct uroce_ctrl_create_qp_req {
-	uint32_t pd;
-	uint32_t send_cq;
-	uint32_t recv_cq;
+	uint32_t pd;      /**< 0 for IBV_QPT_XRC_RECV */
+	uint32_t send_cq; /**< 0 for IBV_QPT_XRC_RECV */
+	uint32_t recv_cq; /**< 0 for IBV_QPT_XRC_RECV, may be 0 for IBV_QPT_XRC_SEND */
 	uint32_t srq; /**< 0: none */
 	uint32_t qp_type;
 	uint32_t sq_sig_all;
 	struct ibv_qp_cap cap;
+	uint32_t xrcd; /**< IBV_QPT_XRC_RECV: its XRC domain; else 0 */
+};
+
+/*
+ * XRC (IBA vol 1 annex A14). OPEN_XRCD gives a domain of this connection alone
+ * (ibv_open_xrcd without IBV_XRCD_INIT_ATTR_FD); OPEN_XRCD_FILE the domain of the file
+ * whose descriptor comes with it, shared by every process that opens one for the same
+ * file (inode), as the kernel's uverbs share them: with O_CREAT it is made if it does not
+ * exist, with O_CREAT | O_EXCL it must not exist yet (-EINVAL), without O_CREAT it must
+ * (-EINVAL). CLOSE_XRCD: -EBUSY while this connection has an XRC SRQ or target QP in it.
+ * CREATE_XRC_SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): the reply is CREATE_SRQ's and the
+ * number requests name it by (ibv_get_srq_num). An XRC target QP (CREATE_QP with
+ * IBV_QPT_XRC_RECV) takes no PD, CQ or SRQ, only its domain; its region has rings that
+ * are never used.
+ */
+struct uroce_ctrl_open_xrcd_req {
+	uint32_t oflags; /**< O_CREAT, O_EXCL; other bits ignored */
+	uint32_t reserved;
+};
+struct uroce_ctrl_create_xrc_srq_req {
+	uint32_t pd;
+	uint32_t xrcd;
+	uint32_t cq;
+	uint32_t reserved;
+	struct ibv_srq_attr attr;
+};
+struct uroce_ctrl_create_xrc_srq_rep {
+	struct uroce_ctrl_create_srq_rep srq;
+	uint32_t srqn;
+	uint32_t reserved;
 };
 struct uroce_ctrl_create_qp_rep {
 	uint32_t qp;
@@ -800,7 +837,10 @@ struct uroce_ctrl_send_wqe {
 	uint32_t ah;              /**< UD: AH handle */
 	uint64_t compare_add;
 	uint64_t swap;
-	uint32_t remote_qpn;
+	union {
+		uint32_t remote_qpn;  /**< UD */
+		uint32_t remote_srqn; /**< XRC initiator: the peer's XRC SRQ */
+	};
 	uint32_t remote_qkey;
 	uint32_t num_sge;
 	uint32_t inline_len;
@@ -886,7 +926,10 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_create_srq_req, 20);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_srq_rep, 32);
 UROCE_CTRL_SIZE(struct uroce_ctrl_modify_srq_req, 20);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_srq_rep, 12);
-UROCE_CTRL_SIZE(struct uroce_ctrl_create_qp_req, 44);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_qp_req, 48);
+UROCE_CTRL_SIZE(struct uroce_ctrl_open_xrcd_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_xrc_srq_req, 28);
+UROCE_CTRL_SIZE(struct uroce_ctrl_create_xrc_srq_rep, 40);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_qp_rep, 48);
 UROCE_CTRL_SIZE(struct uroce_ctrl_modify_qp_req, 152);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_qp_req, 8);

@@ -116,6 +116,7 @@ static int to_tp_send(struct rnic_qp *q, struct uroce_tp_send_wqe *t,
 	t->compare_add = RD(w->compare_add);
 	t->swap = RD(w->swap);
 	t->remote_qpn = RD(w->remote_qpn);
+	t->remote_srqn = t->remote_qpn; /* the same bytes: UD's QPN or XRC's SRQ number */
 	t->remote_qkey = RD(w->remote_qkey);
 	t->num_sge = RD(w->num_sge);
 	t->inline_len = RD(w->inline_len);

@@ -40,6 +40,7 @@ static uint64_t limit_of(const struct uroce_conf *conf, enum rnic_obj_type type,
 		return LIMIT(srqs);
 	case RNIC_OBJ_QP:
 	case RNIC_OBJ_FLOW: /* a QP's rules: as many as it may have QPs */
+	case RNIC_OBJ_XRCD: /* a domain serves QPs: as many as QPs */
 		return LIMIT(qps);
 	case RNIC_OBJ_AH:
 		return LIMIT(ahs);

@@ -457,8 +457,9 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	 * error state first: their WQEs flush, and a connected peer sees what it sees when
 	 * an RNIC's QP fails (no more responses: its retries run out). */
 	static const enum rnic_obj_type order[] = {
-		RNIC_OBJ_FLOW, RNIC_OBJ_AH, RNIC_OBJ_MW, RNIC_OBJ_QP,	   RNIC_OBJ_SRQ,
-		RNIC_OBJ_CQ,   RNIC_OBJ_MR, RNIC_OBJ_REGION, RNIC_OBJ_CHANNEL, RNIC_OBJ_PD};
+		RNIC_OBJ_FLOW, RNIC_OBJ_AH, RNIC_OBJ_MW,     RNIC_OBJ_QP,      RNIC_OBJ_SRQ,
+		RNIC_OBJ_XRCD, RNIC_OBJ_CQ, RNIC_OBJ_MR,     RNIC_OBJ_REGION,  RNIC_OBJ_CHANNEL,
+		RNIC_OBJ_PD};
 	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
 	size_t k;
 	uint32_t h;
@@ -493,6 +494,9 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 			}
 			case RNIC_OBJ_SRQ:
 				destroy_srq(c, h, o->p);
+				break;
+			case RNIC_OBJ_XRCD:
+				rnic_xrcd_close(c, h, o->p);
 				break;
 			case RNIC_OBJ_CQ:
 				destroy_cq(c, h, o->p);
@@ -1063,22 +1067,21 @@ void rnic_cmd_resize_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
 }
 
-void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
-			 const void *payload, const int *fds RNIC_UNUSED)
+/* An SRQ and its region: an ordinary one (@p xrcd NULL), or an XRC SRQ of @p xrcd whose
+ * completions go to @p cq. Replies with @p rep_len bytes of @p rep (whose first part is
+ * CREATE_SRQ's reply, and which *srqn follows for an XRC SRQ). */
+static void srq_create(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		       struct uroce_tp_pd *pd, struct rnic_xrcd *xrcd, struct rnic_cq *cq,
+		       const struct ibv_srq_attr *attr, struct uroce_ctrl_create_srq_rep *rep,
+		       uint32_t *srqn, size_t rep_len)
 {
 	struct uroce_rnic *nic = c->rnic;
-	const struct uroce_ctrl_create_srq_req *req = payload;
-	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
-	struct ibv_srq_init_attr init = {.attr = req->attr};
-	struct uroce_ctrl_create_srq_rep rep = {.ring_offset = QUEUE_RING_OFFSET};
+	struct ibv_srq_init_attr init = {.attr = *attr};
 	struct rnic_srq *s;
 	uint32_t ring_size;
 	int rc;
 
-	if (!pd) {
-		REPLY(c, h, -EINVAL, NULL, 0);
-		return;
-	}
+	rep->ring_offset = QUEUE_RING_OFFSET;
 	rc = rnic_limit_object(c, RNIC_OBJ_SRQ);
 	if (rc) {
 		REPLY(c, h, rc, NULL, 0);
@@ -1089,17 +1092,19 @@ void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	s->tp = uroce_tp_create_srq(pd, &init);
+	s->tp = xrcd ? uroce_tp_create_xrc_srq(pd, xrcd->tp, cq->tp, &init)
+		     : uroce_tp_create_srq(pd, &init);
 	if (!s->tp) {
 		rc = -errno;
 		free(s);
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
-	uroce_tp_query_srq(s->tp, &rep.attr);
-	ring_size = uroce_tp_pow2_at_least(rep.attr.max_wr);
+	s->xrcd = xrcd;
+	uroce_tp_query_srq(s->tp, &rep->attr);
+	ring_size = uroce_tp_pow2_at_least(rep->attr.max_wr);
 	rc = region_create(nic, &s->region, "uroce-srq",
-			   rep.ring_offset +
+			   rep->ring_offset +
 				   uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
 			   UROCE_CTRL_REGION_SRQ);
 	if (rc == 0)
@@ -1112,15 +1117,15 @@ void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
-	uroce_ring_format((uint8_t *)s->region.addr + rep.ring_offset, ring_size,
+	uroce_ring_format((uint8_t *)s->region.addr + rep->ring_offset, ring_size,
 			  sizeof(struct uroce_ctrl_recv_wqe));
-	uroce_ring_open(&s->ring, (uint8_t *)s->region.addr + rep.ring_offset,
-			s->region.size - rep.ring_offset, false);
+	uroce_ring_open(&s->ring, (uint8_t *)s->region.addr + rep->ring_offset,
+			s->region.size - rep->ring_offset, false);
 	s->ctl = (void *)((uint8_t *)s->region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
 	s->client = c;
 	uroce_tp_srq_set_user(s->tp, s);
 	rc = rnic_doorbell_slot_get(c, NULL, s);
-	s->handle = rep.srq = rc ? 0 : rnic_obj_add(c, RNIC_OBJ_SRQ, s);
+	s->handle = rep->srq = rc ? 0 : rnic_obj_add(c, RNIC_OBJ_SRQ, s);
 	if (!s->handle) {
 		if (rc == 0)
 			rnic_doorbell_slot_put(c, NULL, s);
@@ -1131,8 +1136,40 @@ void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	rep.region_size = s->region.size;
-	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &s->region.fd, 1);
+	rep->region_size = s->region.size;
+	if (srqn)
+		*srqn = uroce_tp_srq_num(s->tp);
+	uroce_rnic_reply(c, h, 0, rep, rep_len, &s->region.fd, 1);
+}
+
+void rnic_cmd_create_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_create_srq_req *req = payload;
+	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
+	struct uroce_ctrl_create_srq_rep rep = {0};
+
+	if (!pd) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	srq_create(c, h, pd, NULL, NULL, &req->attr, &rep, NULL, sizeof(rep));
+}
+
+void rnic_cmd_create_xrc_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			     const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_create_xrc_srq_req *req = payload;
+	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
+	struct rnic_xrcd *xrcd = rnic_obj_get(c, req->xrcd, RNIC_OBJ_XRCD);
+	struct rnic_cq *cq = rnic_obj_get(c, req->cq, RNIC_OBJ_CQ);
+	struct uroce_ctrl_create_xrc_srq_rep rep = {0};
+
+	if (!pd || !xrcd || !cq) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	srq_create(c, h, pd, xrcd, cq, &req->attr, &rep.srq, &rep.srqn, sizeof(rep));
 }
 
 void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
@@ -1144,6 +1181,9 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	struct rnic_cq *scq = rnic_obj_get(c, req->send_cq, RNIC_OBJ_CQ);
 	struct rnic_cq *rcq = rnic_obj_get(c, req->recv_cq, RNIC_OBJ_CQ);
 	struct rnic_srq *srq = req->srq ? rnic_obj_get(c, req->srq, RNIC_OBJ_SRQ) : NULL;
+	struct rnic_xrcd *xrcd = req->xrcd ? rnic_obj_get(c, req->xrcd, RNIC_OBJ_XRCD) : NULL;
+	bool xrc_tgt = req->qp_type == IBV_QPT_XRC_RECV;
+	bool rcq_ok = rcq || (!req->recv_cq && req->qp_type == IBV_QPT_XRC_SEND);
 	struct uroce_ctrl_create_qp_rep rep = {.sq_offset = QUEUE_RING_OFFSET};
 	struct uroce_tp_qp_init init;
 	uint32_t sq_size, rq_size = 0;
@@ -1151,7 +1191,12 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	struct rnic_qp *q;
 	int rc;
 
-	if (!pd || !scq || !rcq || (req->srq && !srq)) {
+	/* An XRC target has only its domain; an XRC initiator may go without a receive CQ
+	 * (it receives nothing); everything else has a PD and both CQs. What else a type
+	 * must not have, the transport refuses. */
+	if ((req->srq && !srq) || (req->xrcd && !xrcd) ||
+	    (xrc_tgt ? (req->pd || req->send_cq || req->recv_cq || !xrcd)
+		     : (!pd || !scq || !rcq_ok))) {
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
@@ -1168,9 +1213,10 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	}
 	memset(&init, 0, sizeof(init));
 	init.qp_type = (enum ibv_qp_type)req->qp_type;
-	init.send_cq = scq->tp;
-	init.recv_cq = rcq->tp;
+	init.send_cq = scq ? scq->tp : NULL;
+	init.recv_cq = rcq ? rcq->tp : NULL;
 	init.srq = srq ? srq->tp : NULL;
+	init.xrcd = xrcd ? xrcd->tp : NULL;
 	init.cap = req->cap;
 	init.sq_sig_all = req->sq_sig_all != 0;
 	q = calloc(1, sizeof(*q));
@@ -1220,6 +1266,7 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	q->srq = srq;
 	q->send_cq = scq;
 	q->recv_cq = rcq;
+	q->xrcd = xrcd;
 	uroce_tp_qp_set_user(q->tp, q);
 	rc = rnic_doorbell_slot_get(c, q, NULL);
 	q->handle = rep.qp = rc ? 0 : rnic_obj_add(c, RNIC_OBJ_QP, q);

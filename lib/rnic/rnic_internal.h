@@ -54,6 +54,7 @@ enum rnic_obj_type {
 	RNIC_OBJ_CM_ID,
 	RNIC_OBJ_MW,
 	RNIC_OBJ_FLOW, /* a raw packet QP's rule: struct rnic_flow */
+	RNIC_OBJ_XRCD, /* a handle on an XRC domain: struct rnic_xrcd */
 	RNIC_OBJ_TYPES
 };
 
@@ -114,8 +115,20 @@ struct rnic_cq {
 	bool overrun_reported;
 };
 
+/* An XRC domain (xrc.c): one per file (inode) that processes opened it with, or one
+ * connection's own; each handle on it counts. */
+struct rnic_xrcd {
+	struct uroce_tp_xrcd *tp;
+	bool shared;      /* of a file: dev and ino say which */
+	dev_t dev;
+	ino_t ino;
+	uint32_t handles; /* RNIC_OBJ_XRCD handles of every connection */
+	uint32_t idx;     /* in the daemon's list of shared domains (when shared) */
+};
+
 struct rnic_srq {
 	struct uroce_tp_srq *tp;
+	struct rnic_xrcd *xrcd; /* XRC SRQ: its domain; else NULL */
 	struct uroce_rnic_client *client;
 	uint32_t handle;
 	struct uroce_shm_region region;
@@ -145,6 +158,7 @@ struct rnic_qp {
 	union ibv_gid mcast[UROCE_TP_MAX_MCAST_QP_ATTACH];
 	uint32_t nmcast;
 	uint32_t nflows; /* rules steering to it (raw packet): it stays while any do */
+	struct rnic_xrcd *xrcd; /* XRC target: its domain; else NULL */
 };
 
 struct rnic_flow {
@@ -259,6 +273,8 @@ struct uroce_rnic {
 	uint32_t nqps, cap_qps;
 	struct rnic_srq **srqs;
 	uint32_t nsrqs, cap_srqs;
+	struct rnic_xrcd **xrcds; /* the shared ones (xrc.c), by file */
+	uint32_t nxrcds, cap_xrcds;
 	struct rnic_cq **ready;
 	uint32_t nready, cap_ready;
 	/* Queues with WQEs the transport holds: their retired counts are published each
@@ -337,6 +353,9 @@ void rnic_obj_del(struct uroce_rnic_client *c, uint32_t handle);
 /* The transport PD a handle names, or NULL (no such PD, or deallocated through another
  * client's handle). */
 struct uroce_tp_pd *rnic_pd_get(struct uroce_rnic_client *c, uint32_t handle);
+/* xrc.c: gives up handle @p h on @p x (the domain goes with its last handle). -EBUSY,
+ * nothing changed, while @p c has an XRC SRQ or target QP in it. */
+int rnic_xrcd_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_xrcd *x);
 /* Handle @p h of @p c goes; the object with it when no other handle names it. */
 void rnic_pd_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd);
 void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m);

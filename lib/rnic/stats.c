@@ -49,7 +49,8 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 							      [RNIC_OBJ_CM_CHANNEL] = "cm_channel",
 							      [RNIC_OBJ_CM_ID] = "cm_id",
 							      [RNIC_OBJ_MW] = "mw",
-							      [RNIC_OBJ_FLOW] = "flow"};
+							      [RNIC_OBJ_FLOW] = "flow",
+							      [RNIC_OBJ_XRCD] = "xrcd"};
 	struct stat_out o = {.s = out, .max = max};
 	const struct uroce_tp_counters *tc = uroce_tp_counters(nic->dev);
 	const struct uroce_ip_counters *ic = uroce_ip_counters(nic->ip);

@@ -182,12 +182,12 @@ struct ibv_qp *uv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 	uint64_t ops = 0;
 	struct ibv_qp *qp;
 
-	(void)ctx;
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
-		return uv_null(EINVAL);
 	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-					  IBV_QP_INIT_ATTR_CREATE_FLAGS))
-		return uv_null(EOPNOTSUPP); /* XRC, RSS, TSO, flow steering... */
+					  IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD))
+		return uv_null(EOPNOTSUPP); /* RSS, TSO, flow steering... */
+	if (attr->qp_type != IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd))
+		return uv_null(EINVAL);
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)
 		return uv_null(EOPNOTSUPP);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
@@ -195,6 +195,8 @@ struct ibv_qp *uv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 		if (!ops || (ops & ~(uint64_t)UV_SEND_OPS))
 			return uv_null(EOPNOTSUPP);
 	}
+	if (attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV)
+		return uv_create_xrc_qp(ctx, attr, ops);
 	memset(&a, 0, sizeof(a));
 	a.qp_context = attr->qp_context;
 	a.send_cq = attr->send_cq;
@@ -476,7 +478,7 @@ static void uv_wr_atomic_fetch_add(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t
 	uv_wr_atomic(qp, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
 }
 
-/* Operations uroce does not offer (TSO, XRC): the batch fails at wr_complete with
+/* Operations uroce does not offer (TSO): the batch fails at wr_complete with
  * EOPNOTSUPP. */
 static void uv_wr_unsupported(struct ibv_qp_ex *qp)
 {
@@ -522,10 +524,13 @@ static void uv_wr_send_tso(struct ibv_qp_ex *qp, void *hdr, uint16_t hdr_sz, uin
 	uv_wr_unsupported(qp);
 }
 
+/* The XRC SRQ of the peer the last WR is for (an XRC initiator's WRs each name one). */
 static void uv_wr_set_xrc_srqn(struct ibv_qp_ex *qp, uint32_t srqn)
 {
-	(void)srqn;
-	uv_wr_unsupported(qp);
+	struct uv_wr *w = uv_wr_last(uv_qpx(qp));
+
+	if (w)
+		w->wr.qp_type.xrc.remote_srqn = srqn;
 }
 
 /* IBTA 1.5 RDMA Atomic Write: the 8 bytes at @p atomic_wr are copied now, as inline data

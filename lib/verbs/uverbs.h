@@ -179,6 +179,13 @@ struct ibv_cq *uv_create_cq(struct ibv_context *context, int cqe, void *cq_conte
 			    uint64_t wc_flags);
 struct ibv_qp *uv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 			    uint64_t send_ops_flags);
+/* The verbs QP of lib/client's @p c (NULL: creating it failed, errno set), with @p u its
+ * private part (freed on failure) and the post API when @p send_ops_flags. */
+struct ibv_qp *uv_qp_adopt(struct uroce_client_qp *c, struct uv_qp *u, uint64_t send_ops_flags);
+/* verbs_xrc.c */
+void uv_xrc_init(struct uv_context *uc);
+struct ibv_qp *uv_create_xrc_qp(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr,
+				uint64_t send_ops_flags);
 /* extended.c */
 int uv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
 		       struct ibv_device_attr_ex *attr, size_t attr_size);

@@ -281,19 +281,10 @@ UV_EXPORT_1_1(ibv_destroy_srq) int ibv_destroy_srq(struct ibv_srq *srq)
 
 /* ---- QP -------------------------------------------------------------------------------- */
 
-struct ibv_qp *uv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
-			    uint64_t send_ops_flags)
+struct ibv_qp *uv_qp_adopt(struct uroce_client_qp *c, struct uv_qp *u, uint64_t send_ops_flags)
 {
-	struct uroce_client_qp *c;
 	struct ibv_qp *qp;
-	struct uv_qp *u;
 
-	if (!attr->send_cq || !attr->recv_cq)
-		return uv_null(EINVAL);
-	u = calloc(1, sizeof(*u));
-	if (!u)
-		return uv_null(ENOMEM);
-	c = uroce_client_create_qp((struct uroce_client_pd *)(void *)pd, attr);
 	if (!c) {
 		free(u);
 		return NULL;
@@ -305,6 +296,20 @@ struct ibv_qp *uv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 	if (send_ops_flags)
 		uv_qp_ex_init(uroce_client_qp_ibv_ex(c));
 	return qp;
+}
+
+struct ibv_qp *uv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
+			    uint64_t send_ops_flags)
+{
+	struct uv_qp *u;
+
+	if (!attr->send_cq || (!attr->recv_cq && attr->qp_type != IBV_QPT_XRC_SEND))
+		return uv_null(EINVAL);
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return uv_null(ENOMEM);
+	return uv_qp_adopt(uroce_client_create_qp((struct uroce_client_pd *)(void *)pd, attr), u,
+			   send_ops_flags);
 }
 
 UV_EXPORT_1_1(ibv_create_qp)

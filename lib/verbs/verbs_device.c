@@ -241,6 +241,7 @@ static struct ibv_context *uv_context_new(struct uv_device *dev, struct uroce_cl
 	uc->vctx.ibv_create_flow = uv_create_flow;
 	uc->vctx.ibv_destroy_flow = uv_destroy_flow;
 	uv_domains_init(uc);
+	uv_xrc_init(uc);
 	uroce_client_set_ibv_context(cl, ctx);
 	return ctx;
 }

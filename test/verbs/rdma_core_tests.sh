@@ -96,7 +96,7 @@ fi
 # import (a missing dependency hides a whole module's cases).
 [ -n "$TESTS_ONLY" ] || it_check "the whole suite ran (${ran:-0} cases)" test "${ran:-0}" -ge 250
 # The memory window, MR, QP, CQ, atomic, Atomic Write, parent domain, shared PD
-# (ibv_import_device) and flow steering (raw packet QPs) cases must pass
+# (ibv_import_device), flow steering (raw packet QPs) and XRC cases must pass
 # here (a case's verdict ends its own line, or the next one when it has a docstring).
 passed_case() {
 	awk -v c="$1" '$1 == c { want = 1 } want && / \.\.\. / { ok = / \.\.\. ok$/; exit }
@@ -107,7 +107,8 @@ for c in test_mw_type2_invalidate_remote test_mr_rereg_pd test_qp_ex_rc_bind_mw 
 	test_mem_align_srq_excq_rc_traffic test_mem_align_ud_traffic \
 	test_imported_rc_ex_rdma_write test_eth_spec_flow_traffic \
 	test_ipv4_spec_flow_traffic test_ipv6_spec_flow_traffic test_udp_spec_flow_traffic \
-	test_tcp_spec_flow_traffic; do
+	test_tcp_spec_flow_traffic test_xrc_atomic_fetch_and_add test_xrc_atomic_cmp_and_swap \
+	test_xrc_traffic_cq_ex test_qp_ex_xrc_send test_qp_ex_xrc_send_imm test_ro_xrc_traffic; do
 	[ -n "$TESTS_ONLY" ] && break
 	it_check "$c passed" passed_case "$c"
 done

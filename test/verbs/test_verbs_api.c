@@ -364,9 +364,9 @@ static int qp_init_attr(const struct ibv_qp *qp, struct ibv_qp_attr *a)
 		mask |= IBV_QP_QKEY;
 	} else {
 		a->qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				     (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_READ |
-									  IBV_ACCESS_REMOTE_ATOMIC
-								: 0);
+				     (qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_RECV ?
+					      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC :
+					      0);
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
 	return mask;
@@ -388,7 +388,8 @@ static int qp_rtr_attr(const struct ibv_qp *qp, uint32_t dqpn, struct ibv_qp_att
 		a->ah_attr.grh.sgid_index = (uint8_t)gidx;
 		a->ah_attr.grh.hop_limit = 64;
 		a->ah_attr.port_num = 1;
-		if (qp->qp_type == IBV_QPT_RC) {
+		/* RC's responder side: RC's, and an XRC target's */
+		if (qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_RECV) {
 			a->max_dest_rd_atomic =
 				(uint8_t)(dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16);
 			a->min_rnr_timer = 1; /* 0.01 ms */
@@ -405,7 +406,12 @@ static int qp_rts_attr(const struct ibv_qp *qp, uint8_t rnr_retry, struct ibv_qp
 	memset(a, 0, sizeof(*a));
 	a->qp_state = IBV_QPS_RTS;
 	a->sq_psn = 0x123;
-	if (qp->qp_type == IBV_QPT_RC) {
+	if (qp->qp_type == IBV_QPT_XRC_RECV) { /* Linux's XRC_TGT column: a timeout, no more */
+		a->timeout = 14;
+		mask |= IBV_QP_TIMEOUT;
+	}
+	/* RC's requester side: RC's, and an XRC initiator's */
+	if (qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_SEND) {
 		a->timeout = 14;
 		a->retry_cnt = 7;
 		a->rnr_retry = rnr_retry;
@@ -1955,15 +1961,15 @@ Test(verbs, create_and_reg_mr_errors)
 	ia.cap = (struct ibv_qp_cap){.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
 				     .max_recv_sge = 1};
 	if (!vfx_reference()) {
-		static const enum ibv_qp_type lacking[] = {IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
-							   IBV_QPT_DRIVER};
-
-		for (size_t i = 0; i < sizeof(lacking) / sizeof(lacking[0]); i++) {
-			ia.qp_type = lacking[i];
-			errno = 0;
-			cr_assert_null(ibv_create_qp(pd, &ia), "QP type %d created", lacking[i]);
-			cr_expect_eq(errno, EOPNOTSUPP, "QP type %d: errno %d", lacking[i], errno);
-		}
+		ia.qp_type = IBV_QPT_DRIVER; /* the one type verbs has and uroce lacks */
+		errno = 0;
+		cr_assert_null(ibv_create_qp(pd, &ia), "a driver QP created");
+		cr_expect_eq(errno, EOPNOTSUPP, "driver QP: errno %d", errno);
+		/* An XRC target has no PD, only its XRCD: ibv_create_qp_ex (verbs_api xrc/) */
+		ia.qp_type = IBV_QPT_XRC_RECV;
+		errno = 0;
+		cr_assert_null(ibv_create_qp(pd, &ia), "an XRC target QP created with a PD");
+		cr_expect_eq(errno, EINVAL, "XRC target with a PD: errno %d", errno);
 		ia.qp_type = (enum ibv_qp_type)77;
 		errno = 0;
 		cr_assert_null(ibv_create_qp(pd, &ia), "QP type 77 created");
@@ -2606,7 +2612,7 @@ Test(verbs, what_the_device_lacks_is_eopnotsupp)
 		cr_assert_null(call, #call " succeeded");                                 \
 		cr_assert_eq(errno, EOPNOTSUPP, #call ": errno %d", errno);               \
 	} while (0)
-	LACKS_NULL(ibv_open_xrcd(ctx, &(struct ibv_xrcd_init_attr){0}));
+	LACKS_NULL(ibv_open_qp(ctx, &(struct ibv_qp_open_attr){0}));
 	LACKS_NULL(ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){.length = 64}));
 	LACKS_NULL(ibv_create_wq(ctx, &(struct ibv_wq_init_attr){.wq_type = IBV_WQT_RQ,
 								.max_wr = 1, .max_sge = 1,
@@ -2626,16 +2632,17 @@ Test(verbs, what_the_device_lacks_is_eopnotsupp)
 	cr_assert_eq(ibv_modify_cq(cq, &mc), EOPNOTSUPP);
 	cr_assert_eq(ibv_query_rt_values_ex(ctx, &rt), EOPNOTSUPP);
 	cr_assert_eq(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sg, 1), EOPNOTSUPP);
-	/* A basic SRQ through the extended entry point is an SRQ; an XRC one is not. */
+	/* A basic SRQ through the extended entry point is an SRQ (XRC ones: xrc/); a tag
+	 * matching one is not. */
 	srq = ibv_create_srq_ex(ctx, &sx);
 	cr_assert_not_null(srq, "ibv_create_srq_ex (basic): %s", strerror(errno));
 	cr_assert_eq(ibv_destroy_srq(srq), 0);
-	sx.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
-	sx.srq_type = IBV_SRQT_XRC;
+	sx.comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+	sx.srq_type = IBV_SRQT_TM;
 	sx.cq = cq;
 	errno = 0;
-	cr_assert_null(ibv_create_srq_ex(ctx, &sx), "an XRC SRQ was created");
-	cr_assert_eq(errno, EOPNOTSUPP, "XRC SRQ: errno %d", errno);
+	cr_assert_null(ibv_create_srq_ex(ctx, &sx), "a tag matching SRQ was created");
+	cr_assert_eq(errno, EOPNOTSUPP, "tag matching SRQ: errno %d", errno);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }
 
@@ -4764,4 +4771,369 @@ Test(raw, needs_cap_net_raw)
 	user_start(&u, UID_A, RLIM_INFINITY, child_qps_until_refused);
 	cr_assert_eq(u.rep.made, 2 * LIMIT_QPS, "the same user's RC QPs: %d", u.rep.made);
 	cr_assert_eq(user_done(&u), 0);
+}
+
+/* ---------------------------------------------------------------- XRC */
+
+/* Linux rxe has no XRC: the suite is uroce's alone (the reference runs verbs/ cases). */
+static void xrc_init(void)
+{
+	suite_init();
+}
+
+TestSuite(xrc, .init = xrc_init, .fini = suite_fini, .timeout = 60);
+
+/* An XRC domain of @p c: of the file @p fd with @p oflags, or the context's own (fd -1). */
+static struct ibv_xrcd *xrcd_open(struct ibv_context *c, int fd, int oflags)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = fd,
+		.oflags = oflags,
+	};
+
+	return ibv_open_xrcd(c, &xa);
+}
+
+static struct ibv_srq *xrc_srq_make(struct ibv_context *c, struct ibv_pd *p, struct ibv_xrcd *x,
+				    struct ibv_cq *cq)
+{
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = {.max_wr = 16, .max_sge = 1},
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = p,
+		.xrcd = x,
+		.cq = cq,
+	};
+	struct ibv_srq *srq = ibv_create_srq_ex(c, &sa);
+
+	cr_assert_not_null(srq, "ibv_create_srq_ex(XRC): %s", strerror(errno));
+	return srq;
+}
+
+static struct ibv_qp *xrc_tgt_make(struct ibv_context *c, struct ibv_xrcd *x)
+{
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+		.xrcd = x,
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(c, &qa);
+
+	cr_assert_not_null(qp, "XRC target QP: %s", strerror(errno));
+	return qp;
+}
+
+static struct ibv_qp *xrc_ini_make(struct ibv_cq *scq)
+{
+	struct ibv_qp_init_attr ia = {.send_cq = scq,
+				      .qp_type = IBV_QPT_XRC_SEND,
+				      .cap = {.max_send_wr = 16, .max_send_sge = 1},
+				      .sq_sig_all = 1};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	cr_assert_not_null(qp, "XRC initiator QP: %s", strerror(errno));
+	cr_expect_eq(ia.cap.max_recv_wr, 0);
+	return qp;
+}
+
+static uint32_t srq_num(struct ibv_srq *srq)
+{
+	uint32_t n = 0;
+
+	cr_assert_eq(ibv_get_srq_num(srq, &n), 0);
+	cr_assert_neq(n, 0);
+	return n;
+}
+
+/* SENDs land in the SRQ each names and complete on that SRQ's CQ; RDMA and atomics reach
+ * memory through the named SRQ's PD; the wire is the daemon's loopback. */
+Test(xrc, sends_go_to_the_named_srq_and_rdma_uses_its_pd)
+{
+	struct ibv_cq *scq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_cq *cq1 = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_cq *cq2 = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_xrcd *x = xrcd_open(ctx, -1, O_CREAT);
+	struct ibv_srq *s1, *s2;
+	struct ibv_qp *ini, *tgt;
+	struct mbuf src, r1, r2;
+	uint8_t *mem2 = aligned_alloc(4096, 4096);
+	struct ibv_mr *mr2;
+	struct ibv_wc wc;
+	uint64_t v = 40;
+
+	cr_assert(scq && cq1 && cq2 && pd2 && mem2);
+	cr_assert_not_null(x, "ibv_open_xrcd: %s", strerror(errno));
+	s1 = xrc_srq_make(ctx, pd, x, cq1);
+	s2 = xrc_srq_make(ctx, pd2, x, cq2);
+	cr_expect_neq(srq_num(s1), srq_num(s2));
+	tgt = xrc_tgt_make(ctx, x);
+	ini = xrc_ini_make(scq);
+	connect2(ini, tgt, 7, 7);
+	mb_make(&src, 8192);
+	mb_make(&r1, 8192);
+	memset(mem2, 0, 4096);
+	mr2 = ibv_reg_mr(pd2, mem2, 4096, ACC_ALL);
+	cr_assert_not_null(mr2);
+	{
+		struct ibv_sge sg = sge_of(&r1, 0, 8192);
+		struct ibv_sge sg2 = {.addr = (uintptr_t)mem2, .length = 1024, .lkey = mr2->lkey};
+		struct ibv_recv_wr rw = {.wr_id = 22, .sg_list = &sg2, .num_sge = 1}, *bad;
+
+		post_srq_recv_ok(s1, &sg, 11);
+		cr_assert_eq(ibv_post_srq_recv(s2, &rw, &bad), 0);
+	}
+	fill(src.p, 8192, 5);
+	{
+		/* 5000 bytes (several packets) to s1, 100 to s2 with an immediate */
+		struct ibv_sge a = sge_of(&src, 0, 5000), b = sge_of(&src, 5000, 100);
+		struct ibv_send_wr w2 = {.wr_id = 2, .sg_list = &b, .num_sge = 1,
+					 .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(7)};
+		struct ibv_send_wr w1 = {.wr_id = 1, .sg_list = &a, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .next = &w2};
+
+		w1.qp_type.xrc.remote_srqn = srq_num(s1);
+		w2.qp_type.xrc.remote_srqn = srq_num(s2);
+		post_send_ok(ini, &w1);
+	}
+	expect_ok(scq, 1, IBV_WC_SEND, NULL);
+	expect_ok(scq, 2, IBV_WC_SEND, NULL);
+	expect_ok(cq1, 11, IBV_WC_RECV, &wc);
+	cr_expect_eq(wc.byte_len, 5000);
+	cr_expect_eq(wc.qp_num, tgt->qp_num);
+	cr_expect_eq(memcmp(r1.p, src.p, 5000), 0);
+	expect_ok(cq2, 22, IBV_WC_RECV, &wc);
+	cr_expect_eq(wc.byte_len, 100);
+	cr_expect(wc.wc_flags & IBV_WC_WITH_IMM);
+	cr_expect_eq(ntohl(wc.imm_data), 7);
+	cr_expect_eq(memcmp(mem2, (uint8_t *)src.p + 5000, 100), 0);
+	expect_none(cq1, 10);
+
+	/* RDMA WRITE and FETCH_ADD into pd2's memory, naming s2 (pd2's SRQ): they work */
+	{
+		struct ibv_sge a = sge_of(&src, 0, 256), f = sge_of(&src, 4096, 8);
+		struct ibv_send_wr ww = {.wr_id = 3, .sg_list = &a, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE,
+					 .wr.rdma = {.remote_addr = (uintptr_t)mem2 + 1024,
+						     .rkey = mr2->rkey}};
+		struct ibv_send_wr fa = {.wr_id = 4, .sg_list = &f, .num_sge = 1,
+					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					 .wr.atomic = {.remote_addr = (uintptr_t)mem2 + 2048,
+						       .rkey = mr2->rkey, .compare_add = 2}};
+
+		memcpy(mem2 + 2048, &v, 8);
+		ww.qp_type.xrc.remote_srqn = fa.qp_type.xrc.remote_srqn = srq_num(s2);
+		ww.next = &fa;
+		post_send_ok(ini, &ww);
+		expect_ok(scq, 3, IBV_WC_RDMA_WRITE, NULL);
+		expect_ok(scq, 4, IBV_WC_FETCH_ADD, NULL);
+		cr_expect_eq(memcmp(mem2 + 1024, src.p, 256), 0);
+		memcpy(&v, (uint8_t *)src.p + 4096, 8);
+		cr_expect_eq(v, 40);
+		memcpy(&v, mem2 + 2048, 8);
+		cr_expect_eq(v, 42);
+	}
+	/* ... and naming s1 (pd's SRQ), pd2's R_Key is no key: remote access error */
+	{
+		struct ibv_sge a = sge_of(&src, 0, 64);
+		struct ibv_send_wr ww = {.wr_id = 5, .sg_list = &a, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE,
+					 .wr.rdma = {.remote_addr = (uintptr_t)mem2,
+						     .rkey = mr2->rkey}};
+
+		ww.qp_type.xrc.remote_srqn = srq_num(s1);
+		post_send_ok(ini, &ww);
+		expect(scq, 5, IBV_WC_REM_ACCESS_ERR, NULL);
+	}
+	/* the domain stays while something is in it */
+	cr_expect_eq(ibv_close_xrcd(x), EBUSY);
+	cr_assert_eq(ibv_destroy_qp(ini), 0);
+	cr_assert_eq(ibv_destroy_qp(tgt), 0);
+	cr_assert_eq(ibv_destroy_srq(s1), 0);
+	cr_assert_eq(ibv_destroy_srq(s2), 0);
+	cr_assert_eq(ibv_close_xrcd(x), 0);
+	cr_assert_eq(ibv_dereg_mr(mr2), 0);
+	free(mem2);
+	mb_free(&src);
+	mb_free(&r1);
+	(void)r2;
+	cr_assert_eq(ibv_dealloc_pd(pd2), 0);
+	cr_assert_eq(ibv_destroy_cq(scq), 0);
+	cr_assert_eq(ibv_destroy_cq(cq1), 0);
+	cr_assert_eq(ibv_destroy_cq(cq2), 0);
+}
+
+/* Two contexts that open the same file share its domain: an SRQ of one is filled
+ * through the other's target QP. O_CREAT | O_EXCL on an existing domain, and no O_CREAT
+ * on a file without one, are EINVAL (the kernel's uverbs rules). */
+Test(xrc, a_file_names_one_domain_for_every_context)
+{
+	char path[] = "/tmp/uroce-xrcd-XXXXXX";
+	int fd = mkstemp(path), fd2;
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *c2 = ibv_open_device(list[0]);
+	struct ibv_pd *pd_c2 = ibv_alloc_pd(c2);
+	struct ibv_cq *scq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_cq *rcq2 = ibv_create_cq(c2, 8, NULL, NULL, 0);
+	struct ibv_xrcd *x1, *x2;
+	struct ibv_srq *srq2;
+	struct ibv_qp *ini, *tgt1;
+	struct mbuf src;
+	uint8_t *mem = aligned_alloc(4096, 4096);
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	ibv_free_device_list(list);
+	cr_assert(fd >= 0 && c2 && pd_c2 && scq && rcq2 && mem);
+	fd2 = open(path, O_RDONLY);
+	cr_assert_geq(fd2, 0);
+	errno = 0;
+	cr_expect_null(xrcd_open(ctx, fd, 0), "a domain without O_CREAT");
+	cr_expect_eq(errno, EINVAL);
+	x1 = xrcd_open(ctx, fd, O_CREAT);
+	cr_assert_not_null(x1, "ibv_open_xrcd: %s", strerror(errno));
+	errno = 0;
+	cr_expect_null(xrcd_open(c2, fd2, O_CREAT | O_EXCL), "O_EXCL on an existing domain");
+	cr_expect_eq(errno, EINVAL);
+	x2 = xrcd_open(c2, fd2, 0); /* another descriptor of the same file: the same domain */
+	cr_assert_not_null(x2, "ibv_open_xrcd (second context): %s", strerror(errno));
+
+	srq2 = xrc_srq_make(c2, pd_c2, x2, rcq2); /* the second context's SRQ */
+	tgt1 = xrc_tgt_make(ctx, x1);             /* the first context's target QP */
+	ini = xrc_ini_make(scq);
+	connect2(ini, tgt1, 7, 7);
+	memset(mem, 0, 4096);
+	mr = ibv_reg_mr(pd_c2, mem, 4096, ACC_ALL);
+	cr_assert_not_null(mr);
+	{
+		struct ibv_sge sg = {.addr = (uintptr_t)mem, .length = 4096, .lkey = mr->lkey};
+		struct ibv_recv_wr rw = {.wr_id = 9, .sg_list = &sg, .num_sge = 1}, *bad;
+
+		cr_assert_eq(ibv_post_srq_recv(srq2, &rw, &bad), 0);
+	}
+	mb_make(&src, 4096);
+	fill(src.p, 300, 3);
+	{
+		struct ibv_sge a = sge_of(&src, 0, 300);
+		struct ibv_send_wr w = {.wr_id = 1, .sg_list = &a, .num_sge = 1,
+					.opcode = IBV_WR_SEND};
+
+		w.qp_type.xrc.remote_srqn = srq_num(srq2);
+		post_send_ok(ini, &w);
+	}
+	expect_ok(scq, 1, IBV_WC_SEND, NULL);
+	cr_assert_eq(poll_one(rcq2, &wc, WAIT_MS), 1);
+	cr_expect_eq(wc.status, IBV_WC_SUCCESS);
+	cr_expect_eq(wc.wr_id, 9);
+	cr_expect_eq(wc.qp_num, tgt1->qp_num);
+	cr_expect_eq(memcmp(mem, src.p, 300), 0);
+
+	/* the domain outlives the first context's handle while the second holds one */
+	cr_assert_eq(ibv_destroy_qp(ini), 0);
+	cr_assert_eq(ibv_destroy_qp(tgt1), 0);
+	cr_assert_eq(ibv_close_xrcd(x1), 0);
+	cr_expect_null(xrcd_open(ctx, fd, O_CREAT | O_EXCL), "the domain went with x1");
+	x1 = xrcd_open(ctx, fd, 0);
+	cr_assert_not_null(x1, "the domain is still the second context's");
+	cr_assert_eq(ibv_close_xrcd(x1), 0);
+	cr_assert_eq(ibv_destroy_srq(srq2), 0);
+	cr_assert_eq(ibv_close_xrcd(x2), 0);
+	errno = 0;
+	cr_expect_null(xrcd_open(ctx, fd, 0), "the last handle took the domain");
+	cr_expect_eq(errno, EINVAL);
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	free(mem);
+	mb_free(&src);
+	cr_assert_eq(ibv_destroy_cq(scq), 0);
+	cr_assert_eq(ibv_destroy_cq(rcq2), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd_c2), 0);
+	cr_assert_eq(ibv_close_device(c2), 0);
+	close(fd);
+	close(fd2);
+	unlink(path);
+}
+
+/* What XRC objects refuse, with rdma-core's errnos. */
+Test(xrc, errors)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_xrcd *x = xrcd_open(ctx, -1, O_CREAT);
+	struct ibv_srq_init_attr_ex sa = {.attr = {.max_wr = 4, .max_sge = 1},
+					  .comp_mask = IBV_SRQ_INIT_ATTR_TYPE |
+						       IBV_SRQ_INIT_ATTR_PD |
+						       IBV_SRQ_INIT_ATTR_XRCD,
+					  .srq_type = IBV_SRQT_XRC,
+					  .pd = pd,
+					  .xrcd = x};
+	struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD, .fd = -1};
+	struct ibv_qp_init_attr_ex qa = {.qp_type = IBV_QPT_XRC_RECV,
+					 .comp_mask = IBV_QP_INIT_ATTR_XRCD};
+	struct ibv_qp *ini, *tgt;
+	struct ibv_srq *srq;
+	struct mbuf b;
+	uint32_t n = 77;
+
+	cr_assert(cq && x);
+	errno = 0;
+	cr_expect_null(ibv_open_xrcd(ctx, &xa), "no IBV_XRCD_INIT_ATTR_OFLAGS");
+	cr_expect_eq(errno, EINVAL);
+	errno = 0;
+	cr_expect_null(ibv_create_srq_ex(ctx, &sa), "an XRC SRQ without a CQ");
+	cr_expect_eq(errno, EINVAL);
+	errno = 0;
+	cr_expect_null(ibv_create_qp_ex(ctx, &qa), "an XRC target without its XRCD");
+	cr_expect_eq(errno, EINVAL);
+	sa.comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+	sa.cq = cq;
+	srq = ibv_create_srq_ex(ctx, &sa);
+	cr_assert_not_null(srq);
+	tgt = xrc_tgt_make(ctx, x);
+	ini = xrc_ini_make(cq);
+	connect2(ini, tgt, 7, 7);
+	mb_make(&b, 64);
+	{
+		struct ibv_sge sg = sge_of(&b, 0, 64);
+		struct ibv_recv_wr rw = {.wr_id = 1, .sg_list = &sg, .num_sge = 1}, *bad;
+		struct ibv_send_wr sw = {.wr_id = 2, .sg_list = &sg, .num_sge = 1,
+					 .opcode = IBV_WR_SEND},
+				   *sbad;
+
+		/* neither QP has a receive queue; a target has no send queue */
+		cr_expect_eq(ibv_post_recv(ini, &rw, &bad), EINVAL);
+		cr_expect_eq(ibv_post_recv(tgt, &rw, &bad), EINVAL);
+		cr_expect_eq(ibv_post_send(tgt, &sw, &sbad), EINVAL);
+		/* an initiator binds no window and writes no Atomic Write (RC only) */
+		sw.opcode = IBV_WR_ATOMIC_WRITE;
+		cr_expect_eq(ibv_post_send(ini, &sw, &sbad), EINVAL);
+	}
+	/* an ordinary SRQ has no number: 0 */
+	{
+		struct ibv_srq_init_attr si = {.attr = {.max_wr = 2, .max_sge = 1}};
+		struct ibv_srq *plain = ibv_create_srq(pd, &si);
+
+		cr_assert_not_null(plain);
+		cr_expect_eq(ibv_get_srq_num(plain, &n), 0);
+		cr_expect_eq(n, 0);
+		cr_assert_eq(ibv_destroy_srq(plain), 0);
+	}
+	/* another process's target QP is not opened here */
+	errno = 0;
+	cr_expect_null(ibv_open_qp(ctx, &(struct ibv_qp_open_attr){
+					       .comp_mask = IBV_QP_OPEN_ATTR_NUM |
+							    IBV_QP_OPEN_ATTR_XRCD |
+							    IBV_QP_OPEN_ATTR_TYPE,
+					       .qp_num = tgt->qp_num,
+					       .xrcd = x,
+					       .qp_type = IBV_QPT_XRC_RECV}));
+	cr_expect_eq(errno, EOPNOTSUPP);
+	cr_expect_eq(ibv_close_xrcd(x), EBUSY);
+	cr_assert_eq(ibv_destroy_qp(ini), 0);
+	cr_assert_eq(ibv_destroy_qp(tgt), 0);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	cr_assert_eq(ibv_close_xrcd(x), 0);
+	mb_free(&b);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
 }

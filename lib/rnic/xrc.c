@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * XRC domains (IBA vol 1 annex A14; ibv_open_xrcd): a connection's own, or the domain of
+ * a file, which every process that opens one with a descriptor of that file (the same
+ * inode) shares, as the kernel's uverbs share them. What is in a domain (XRC SRQs and
+ * target QPs, objects.c) is each connection's own; the domain lives while any handle on
+ * it does, and a handle cannot go while its connection has something in the domain.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "rnic_internal.h"
+
+static void xrcd_free(struct uroce_rnic *nic, struct rnic_xrcd *x)
+{
+	if (x->shared) {
+		struct rnic_xrcd *last = nic->xrcds[--nic->nxrcds];
+
+		nic->xrcds[x->idx] = last;
+		last->idx = x->idx;
+	}
+	uroce_tp_dealloc_xrcd(x->tp); /* empty: every SRQ and QP in it went before */
+	free(x);
+}
+
+/* A new handle of @p c on @p x (made if NULL and @p make: then @p dev, @p ino say whose
+ * file it is, or @p shared is false). Replies. */
+static void xrcd_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			struct rnic_xrcd *x, bool shared, dev_t dev, ino_t ino)
+{
+	struct uroce_rnic *nic = c->rnic;
+	struct uroce_ctrl_handle rep = {0};
+	bool made = false;
+	int rc;
+
+	rc = rnic_limit_object(c, RNIC_OBJ_XRCD);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
+		return;
+	}
+	if (x == NULL) {
+		x = calloc(1, sizeof(*x));
+		if (x == NULL || (x->tp = uroce_tp_alloc_xrcd(nic->dev)) == NULL) {
+			free(x);
+			REPLY(c, h, -ENOMEM, NULL, 0);
+			return;
+		}
+		x->shared = shared;
+		x->dev = dev;
+		x->ino = ino;
+		if (shared && rnic_list_add((void ***)&nic->xrcds, &nic->nxrcds, &nic->cap_xrcds, x,
+					    &x->idx)) {
+			uroce_tp_dealloc_xrcd(x->tp);
+			free(x);
+			REPLY(c, h, -ENOMEM, NULL, 0);
+			return;
+		}
+		made = true;
+	}
+	rep.handle = rnic_obj_add(c, RNIC_OBJ_XRCD, x);
+	if (rep.handle == 0) {
+		if (made)
+			xrcd_free(nic, x);
+		REPLY(c, h, -ENOMEM, NULL, 0);
+		return;
+	}
+	x->handles++;
+	REPLY(c, h, 0, &rep, sizeof(rep));
+}
+
+void rnic_cmd_open_xrcd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
+{
+	xrcd_handle(c, h, NULL, false, 0, 0);
+}
+
+void rnic_cmd_open_xrcd_file(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			     const void *payload, const int *fds)
+{
+	const struct uroce_ctrl_open_xrcd_req *req = payload;
+	struct uroce_rnic *nic = c->rnic;
+	struct rnic_xrcd *x = NULL;
+	struct stat st;
+
+	/* The descriptor proves the process opened the file; its inode names the domain.
+	 * Only O_CREAT and O_EXCL mean anything (the kernel's uverbs ignores the rest). */
+	if (fstat(fds[0], &st) != 0) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	for (uint32_t i = 0; i < nic->nxrcds; i++)
+		if (nic->xrcds[i]->dev == st.st_dev && nic->xrcds[i]->ino == st.st_ino)
+			x = nic->xrcds[i];
+	if ((x == NULL && !(req->oflags & O_CREAT)) ||
+	    (x != NULL && (req->oflags & O_CREAT) && (req->oflags & O_EXCL))) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	xrcd_handle(c, h, x, true, st.st_dev, st.st_ino);
+}
+
+int rnic_xrcd_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_xrcd *x)
+{
+	for (uint32_t k = 1; k <= c->nobjs; k++) {
+		const struct rnic_obj *o = &c->objs[k - 1];
+
+		if ((o->type == RNIC_OBJ_SRQ && ((struct rnic_srq *)o->p)->xrcd == x) ||
+		    (o->type == RNIC_OBJ_QP && ((struct rnic_qp *)o->p)->xrcd == x))
+			return -EBUSY;
+	}
+	rnic_obj_del(c, h);
+	if (--x->handles == 0)
+		xrcd_free(c->rnic, x);
+	return 0;
+}
+
+void rnic_cmd_close_xrcd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_handle *req = payload;
+	struct rnic_xrcd *x = rnic_obj_get(c, req->handle, RNIC_OBJ_XRCD);
+
+	REPLY(c, h, x ? rnic_xrcd_close(c, req->handle, x) : -EINVAL, NULL, 0);
+}
