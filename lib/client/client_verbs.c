@@ -939,6 +939,50 @@ struct uroce_client_qp *uroce_client_create_xrc_qp(struct uroce_client_ctx *ctx,
 	return qp_create(ctx, pd, xrcd, attr);
 }
 
+struct uroce_client_qp *uroce_client_open_qp(struct uroce_client_xrcd *xrcd, uint32_t qpn,
+					     void *qp_context)
+{
+	struct uroce_ctrl_open_qp_req req = {.xrcd = xrcd->handle, .qpn = qpn};
+	struct uroce_client_ctx *ctx = xrcd->ctx;
+	struct uroce_ctrl_handle rep;
+	struct uroce_client_qp *qp;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	int rc;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	rc = cl_call(ctx, UROCE_CTRL_OPEN_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
+		     0);
+	if (rc) {
+		free(qp);
+		return fail_null(rc);
+	}
+	/* No region: a target has no queue to post to (post_send and post_recv refuse it
+	 * before they would touch one). */
+	qp->ctx = ctx;
+	qp->handle = rep.handle;
+	qp->region.fd = -1;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	qp->ibv.context = ctx->ibv;
+	qp->ibv.qp_context = qp_context;
+	qp->ibv.handle = rep.handle;
+	qp->ibv.qp_num = qpn;
+	qp->ibv.qp_type = IBV_QPT_XRC_RECV;
+	qp->ibv.state = IBV_QPS_RESET;
+	rc = uroce_client_query_qp(qp, &a, IBV_QP_STATE, &ia) ? -EPROTO : 0; /* its state */
+	if (rc == 0)
+		rc = cl_obj_add(ctx, rep.handle, UROCE_CTRL_REGION_QP, qp);
+	if (rc) {
+		cl_release(ctx, UROCE_CTRL_DESTROY_QP, rep.handle);
+		free(qp);
+		return fail_null(rc);
+	}
+	return qp;
+}
+
 /* RESET: the QP's completions not yet polled leave @p cq's ring, the others kept in order,
  * as the daemon removed those it had not published yet (uroce_tp_modify_qp; the same rule:
  * an SRQ's receive completions stay). The daemon writes only past the producer index, so
@@ -983,9 +1027,11 @@ int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr,
 			/* The daemon discarded what was queued and counted it retired. */
 			qp->sq.theirs = qp->sq.mine;
 			qp->rq.theirs = qp->rq.mine;
-			/* One CQ for both: the SRQ's receive completions stay there too. */
-			cq_discard_qp(qp->ibv.recv_cq, qp->ibv.qp_num, qp->srq != NULL);
-			if (qp->ibv.send_cq != qp->ibv.recv_cq)
+			/* One CQ for both: the SRQ's receive completions stay there too. XRC QPs
+			 * may have neither (a target's are in its SRQs' CQs, and stay). */
+			if (qp->ibv.recv_cq)
+				cq_discard_qp(qp->ibv.recv_cq, qp->ibv.qp_num, qp->srq != NULL);
+			if (qp->ibv.send_cq && qp->ibv.send_cq != qp->ibv.recv_cq)
 				cq_discard_qp(qp->ibv.send_cq, qp->ibv.qp_num, false);
 		}
 	}

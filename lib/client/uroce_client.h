@@ -285,6 +285,11 @@ struct uroce_client_qp *uroce_client_create_xrc_qp(struct uroce_client_ctx *ctx,
 						   struct uroce_client_pd *pd,
 						   struct uroce_client_xrcd *xrcd,
 						   struct ibv_qp_init_attr *attr);
+/** ibv_open_qp: the XRC target QP @p qpn of @p xrcd, which any context may have made; it
+ *  lives while any context has it (made or opened; uroce_client_destroy_qp gives it up).
+ *  NULL with errno (EINVAL: no target QP of that number in the domain). */
+struct uroce_client_qp *uroce_client_open_qp(struct uroce_client_xrcd *xrcd, uint32_t qpn,
+					     void *qp_context);
 int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask);
 int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask,
 			  struct ibv_qp_init_attr *init);

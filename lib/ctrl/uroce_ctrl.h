@@ -48,7 +48,7 @@ extern "C" {
 				* RESOLVE_L2; 10: RES_LIST; 11: CREATE_FLOW,
 				* DESTROY_FLOW, raw packet QPs; 12: OPEN_XRCD,
 				* OPEN_XRCD_FILE, CLOSE_XRCD, CREATE_XRC_SRQ, XRC QPs
-				* (create_qp_req.xrcd) */
+				* (create_qp_req.xrcd), OPEN_QP */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -195,7 +195,8 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(OPEN_XRCD, open_xrcd, none, 0, handle, 0, 0)                                        \
 	X(OPEN_XRCD_FILE, open_xrcd_file, open_xrcd_req, 1, handle, 0, 0)                     \
 	X(CLOSE_XRCD, close_xrcd, handle, 0, none, 0, 0)                                      \
-	X(CREATE_XRC_SRQ, create_xrc_srq, create_xrc_srq_req, 0, create_xrc_srq_rep, 1, 0)
+	X(CREATE_XRC_SRQ, create_xrc_srq, create_xrc_srq_req, 0, create_xrc_srq_rep, 1, 0)   \
+	X(OPEN_QP, open_qp, open_qp_req, 0, handle, 0, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -481,8 +482,14 @@ struct uroce_ctrl_create_qp_req {
  * CREATE_XRC_SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): the reply is CREATE_SRQ's and the
  * number requests name it by (ibv_get_srq_num). An XRC target QP (CREATE_QP with
  * IBV_QPT_XRC_RECV) takes no PD, CQ or SRQ, only its domain; its region has rings that
- * are never used.
+ * are never used. OPEN_QP (ibv_open_qp): a handle on the target QP numbered qpn of the
+ * domain xrcd (a handle of this connection), made by any connection (-EINVAL: none). A
+ * target QP lives while any connection has a handle on it: DESTROY_QP gives one up.
  */
+struct uroce_ctrl_open_qp_req {
+	uint32_t xrcd;
+	uint32_t qpn;
+};
 struct uroce_ctrl_open_xrcd_req {
 	uint32_t oflags; /**< O_CREAT, O_EXCL; other bits ignored */
 	uint32_t reserved;
@@ -928,6 +935,7 @@ UROCE_CTRL_SIZE(struct uroce_ctrl_modify_srq_req, 20);
 UROCE_CTRL_SIZE(struct uroce_ctrl_query_srq_rep, 12);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_qp_req, 48);
 UROCE_CTRL_SIZE(struct uroce_ctrl_open_xrcd_req, 8);
+UROCE_CTRL_SIZE(struct uroce_ctrl_open_qp_req, 8);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_xrc_srq_req, 28);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_xrc_srq_rep, 40);
 UROCE_CTRL_SIZE(struct uroce_ctrl_create_qp_rep, 48);

@@ -252,6 +252,8 @@ void rnic_doorbell_slot_put(struct uroce_rnic_client *c, struct rnic_qp *qp, str
 
 	if (idx != RNIC_NOT_RETIRING)
 		retiring_del(c->rnic, idx);
+	if (slot == UINT32_MAX)
+		return; /* none (an XRC target that changed holders without one: xrc.c) */
 	c->slots[slot] = (struct rnic_queue_ref){0};
 	/* Without memory the slot stays unused: one fewer for this client. */
 	if (rnic_array_room(&c->free_slots, c->nfree_slots, &c->cap_free_slots,

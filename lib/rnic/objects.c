@@ -205,6 +205,11 @@ static int destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q
 	struct uroce_rnic *nic = c->rnic;
 	int rc;
 
+	if (q->handles > 1) {
+		/* An XRC target others have open: only this handle goes (the kernel's). */
+		rnic_xrc_qp_close(c, h, q);
+		return 0;
+	}
 	if (q->nflows)
 		return -EBUSY; /* as the kernel's uverbs: the flows go first */
 	while (q->nmcast)
@@ -486,7 +491,7 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 			case RNIC_OBJ_QP: {
 				struct rnic_qp *q = o->p;
 
-				if (uroce_tp_qp_state(q->tp) != IBV_QPS_RESET)
+				if (uroce_tp_qp_state(q->tp) != IBV_QPS_RESET && q->handles == 1)
 					uroce_tp_modify_qp(q->tp, &err, IBV_QP_STATE, NULL,
 							   rnic_now(nic));
 				destroy_qp(c, h, q);
@@ -1267,6 +1272,7 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	q->send_cq = scq;
 	q->recv_cq = rcq;
 	q->xrcd = xrcd;
+	q->handles = 1;
 	uroce_tp_qp_set_user(q->tp, q);
 	rc = rnic_doorbell_slot_get(c, q, NULL);
 	q->handle = rep.qp = rc ? 0 : rnic_obj_add(c, RNIC_OBJ_QP, q);

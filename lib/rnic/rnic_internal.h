@@ -159,6 +159,9 @@ struct rnic_qp {
 	uint32_t nmcast;
 	uint32_t nflows; /* rules steering to it (raw packet): it stays while any do */
 	struct rnic_xrcd *xrcd; /* XRC target: its domain; else NULL */
+	/* RNIC_OBJ_QP handles on it, over every connection: 1, but for an XRC target that
+	 * others opened (OPEN_QP); @client is one of their holders, @handle its handle. */
+	uint32_t handles;
 };
 
 struct rnic_flow {
@@ -356,6 +359,9 @@ struct uroce_tp_pd *rnic_pd_get(struct uroce_rnic_client *c, uint32_t handle);
 /* xrc.c: gives up handle @p h on @p x (the domain goes with its last handle). -EBUSY,
  * nothing changed, while @p c has an XRC SRQ or target QP in it. */
 int rnic_xrcd_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_xrcd *x);
+/* xrc.c: gives up handle @p h of @p c on the XRC target @p q that other handles still
+ * name (q->handles > 1), moving q to another holder if @p c held it. */
+void rnic_xrc_qp_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q);
 /* Handle @p h of @p c goes; the object with it when no other handle names it. */
 void rnic_pd_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd);
 void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m);

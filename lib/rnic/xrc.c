@@ -124,3 +124,58 @@ void rnic_cmd_close_xrcd(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 
 	REPLY(c, h, x ? rnic_xrcd_close(c, req->handle, x) : -EINVAL, NULL, 0);
 }
+
+/* ---- XRC target QPs that several connections hold (ibv_open_qp) ---- */
+
+void rnic_cmd_open_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		      const void *payload, const int *fds RNIC_UNUSED)
+{
+	const struct uroce_ctrl_open_qp_req *req = payload;
+	struct rnic_xrcd *x = rnic_obj_get(c, req->xrcd, RNIC_OBJ_XRCD);
+	struct uroce_rnic *nic = c->rnic;
+	struct uroce_ctrl_handle rep = {0};
+	struct rnic_qp *q = NULL;
+	int rc;
+
+	/* Only a target of the domain the caller has a handle on: its QPN alone would let
+	 * anyone take over another tenant's QP. */
+	for (uint32_t i = 0; x && i < nic->nqps && !q; i++)
+		if (nic->qps[i]->xrcd == x && uroce_tp_qp_num(nic->qps[i]->tp) == req->qpn)
+			q = nic->qps[i];
+	if (q == NULL) {
+		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	rc = rnic_limit_object(c, RNIC_OBJ_QP);
+	if (rc == 0) {
+		rep.handle = rnic_obj_add(c, RNIC_OBJ_QP, q);
+		rc = rep.handle ? 0 : -ENOMEM;
+	}
+	if (rc == 0)
+		q->handles++;
+	REPLY(c, h, rc, rc ? NULL : &rep, rc ? 0 : sizeof(rep));
+}
+
+void rnic_xrc_qp_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q)
+{
+	struct uroce_rnic_client *o;
+
+	rnic_obj_del(c, h);
+	q->handles--;
+	if (q->client != c || q->handle != h)
+		return;
+	/* The holder goes: another connection with a handle holds it from now on (its
+	 * events and doorbell slot follow; a target's slot never rings: it posts nothing). */
+	for (o = c->rnic->clients; o; o = o->next) {
+		for (uint32_t k = 1; k <= o->nobjs; k++) {
+			if (o->objs[k - 1].type != RNIC_OBJ_QP || o->objs[k - 1].p != q)
+				continue;
+			rnic_doorbell_slot_put(c, q, NULL);
+			q->client = o;
+			q->handle = k;
+			if (rnic_doorbell_slot_get(o, q, NULL) != 0)
+				q->doorbell_slot = UINT32_MAX; /* none: it is never rung */
+			return;
+		}
+	}
+}

@@ -5,8 +5,8 @@
  * ibv_get_srq_num, and XRC QPs from ibv_create_qp_ex (IBV_QPT_XRC_SEND, the initiator,
  * with a PD; IBV_QPT_XRC_RECV, the target, with its XRCD only). Each WR of an initiator
  * names the peer's SRQ: wr->qp_type.xrc.remote_srqn, or ibv_wr_set_xrc_srqn.
- * Not here: ibv_open_qp (another process's target QP): EOPNOTSUPP, the inline wrapper's
- * answer when the op is unset; a target QP is its creator's.
+ * ibv_open_qp gives another handle on a target QP of a domain the context has open (any
+ * process's): it lives while any handle does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -123,8 +123,32 @@ struct ibv_qp *uv_create_xrc_qp(struct ibv_context *ctx, struct ibv_qp_init_attr
 	return qp;
 }
 
+static struct ibv_qp *uv_op_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
+{
+	const uint32_t needed =
+		IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+	struct uv_qp *u;
+
+	/* rdma-core's ibv_cmd_open_qp: number, domain and type given, the type a target's */
+	if (attr->comp_mask & ~(uint32_t)(needed | IBV_QP_OPEN_ATTR_CONTEXT))
+		return uv_null(EOPNOTSUPP);
+	if ((attr->comp_mask & needed) != needed || !attr->xrcd ||
+	    attr->xrcd->context != context || attr->qp_type != IBV_QPT_XRC_RECV)
+		return uv_null(EINVAL);
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return uv_null(ENOMEM);
+	return uv_qp_adopt(uroce_client_open_qp(uroce_client_xrcd_from_ibv(attr->xrcd),
+						attr->qp_num,
+						(attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ?
+							attr->qp_context :
+							NULL),
+			   u, 0);
+}
+
 void uv_xrc_init(struct uv_context *uc)
 {
+	uc->vctx.open_qp = uv_op_open_qp;
 	uc->vctx.open_xrcd = uv_op_open_xrcd;
 	uc->vctx.close_xrcd = uv_op_close_xrcd;
 	uc->vctx.create_srq_ex = uv_op_create_srq_ex;

@@ -115,6 +115,7 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_DESTROY_FLOW, 64);
 	cr_assert_eq(UROCE_CTRL_OPEN_XRCD, 65);
 	cr_assert_eq(UROCE_CTRL_CREATE_XRC_SRQ, 68);
+	cr_assert_eq(UROCE_CTRL_OPEN_QP, 69);
 	cr_assert_eq(UROCE_CTRL_VERSION, 12);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);

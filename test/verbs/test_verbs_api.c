@@ -2612,7 +2612,6 @@ Test(verbs, what_the_device_lacks_is_eopnotsupp)
 		cr_assert_null(call, #call " succeeded");                                 \
 		cr_assert_eq(errno, EOPNOTSUPP, #call ": errno %d", errno);               \
 	} while (0)
-	LACKS_NULL(ibv_open_qp(ctx, &(struct ibv_qp_open_attr){0}));
 	LACKS_NULL(ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){.length = 64}));
 	LACKS_NULL(ibv_create_wq(ctx, &(struct ibv_wq_init_attr){.wq_type = IBV_WQT_RQ,
 								.max_wr = 1, .max_sge = 1,
@@ -4966,6 +4965,42 @@ Test(xrc, sends_go_to_the_named_srq_and_rdma_uses_its_pd)
 	cr_assert_eq(ibv_destroy_cq(cq2), 0);
 }
 
+/* A second context of the device (another process, to the daemon), with a PD, a CQ and
+ * 4 KiB of memory registered in that PD: the receiving side of the sharing cases. */
+struct xrc_peer {
+	struct ibv_context *c;
+	struct ibv_pd *pd;
+	struct ibv_cq *rcq;
+	uint8_t *mem;
+	struct ibv_mr *mr;
+};
+
+static void xrc_peer_open(struct xrc_peer *p)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+
+	cr_assert_not_null(list);
+	p->c = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	cr_assert_not_null(p->c);
+	p->pd = ibv_alloc_pd(p->c);
+	p->rcq = ibv_create_cq(p->c, 8, NULL, NULL, 0);
+	p->mem = aligned_alloc(4096, 4096);
+	cr_assert(p->pd && p->rcq && p->mem);
+	memset(p->mem, 0, 4096);
+	p->mr = ibv_reg_mr(p->pd, p->mem, 4096, ACC_ALL);
+	cr_assert_not_null(p->mr);
+}
+
+static void xrc_peer_close(struct xrc_peer *p)
+{
+	cr_assert_eq(ibv_dereg_mr(p->mr), 0);
+	free(p->mem);
+	cr_assert_eq(ibv_destroy_cq(p->rcq), 0);
+	cr_assert_eq(ibv_dealloc_pd(p->pd), 0);
+	cr_assert_eq(ibv_close_device(p->c), 0);
+}
+
 /* Two contexts that open the same file share its domain: an SRQ of one is filled
  * through the other's target QP. O_CREAT | O_EXCL on an existing domain, and no O_CREAT
  * on a file without one, are EINVAL (the kernel's uverbs rules). */
@@ -4973,21 +5008,18 @@ Test(xrc, a_file_names_one_domain_for_every_context)
 {
 	char path[] = "/tmp/uroce-xrcd-XXXXXX";
 	int fd = mkstemp(path), fd2;
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *c2 = ibv_open_device(list[0]);
-	struct ibv_pd *pd_c2 = ibv_alloc_pd(c2);
 	struct ibv_cq *scq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
-	struct ibv_cq *rcq2 = ibv_create_cq(c2, 8, NULL, NULL, 0);
+	struct xrc_peer p2;
+	struct ibv_context *c2;
 	struct ibv_xrcd *x1, *x2;
 	struct ibv_srq *srq2;
 	struct ibv_qp *ini, *tgt1;
 	struct mbuf src;
-	uint8_t *mem = aligned_alloc(4096, 4096);
-	struct ibv_mr *mr;
 	struct ibv_wc wc;
 
-	ibv_free_device_list(list);
-	cr_assert(fd >= 0 && c2 && pd_c2 && scq && rcq2 && mem);
+	cr_assert(fd >= 0 && scq);
+	xrc_peer_open(&p2);
+	c2 = p2.c;
 	fd2 = open(path, O_RDONLY);
 	cr_assert_geq(fd2, 0);
 	errno = 0;
@@ -5001,15 +5033,13 @@ Test(xrc, a_file_names_one_domain_for_every_context)
 	x2 = xrcd_open(c2, fd2, 0); /* another descriptor of the same file: the same domain */
 	cr_assert_not_null(x2, "ibv_open_xrcd (second context): %s", strerror(errno));
 
-	srq2 = xrc_srq_make(c2, pd_c2, x2, rcq2); /* the second context's SRQ */
-	tgt1 = xrc_tgt_make(ctx, x1);             /* the first context's target QP */
+	srq2 = xrc_srq_make(c2, p2.pd, x2, p2.rcq); /* the second context's SRQ */
+	tgt1 = xrc_tgt_make(ctx, x1);               /* the first context's target QP */
 	ini = xrc_ini_make(scq);
 	connect2(ini, tgt1, 7, 7);
-	memset(mem, 0, 4096);
-	mr = ibv_reg_mr(pd_c2, mem, 4096, ACC_ALL);
-	cr_assert_not_null(mr);
 	{
-		struct ibv_sge sg = {.addr = (uintptr_t)mem, .length = 4096, .lkey = mr->lkey};
+		struct ibv_sge sg = {.addr = (uintptr_t)p2.mem, .length = 4096,
+				     .lkey = p2.mr->lkey};
 		struct ibv_recv_wr rw = {.wr_id = 9, .sg_list = &sg, .num_sge = 1}, *bad;
 
 		cr_assert_eq(ibv_post_srq_recv(srq2, &rw, &bad), 0);
@@ -5025,11 +5055,11 @@ Test(xrc, a_file_names_one_domain_for_every_context)
 		post_send_ok(ini, &w);
 	}
 	expect_ok(scq, 1, IBV_WC_SEND, NULL);
-	cr_assert_eq(poll_one(rcq2, &wc, WAIT_MS), 1);
+	cr_assert_eq(poll_one(p2.rcq, &wc, WAIT_MS), 1);
 	cr_expect_eq(wc.status, IBV_WC_SUCCESS);
 	cr_expect_eq(wc.wr_id, 9);
 	cr_expect_eq(wc.qp_num, tgt1->qp_num);
-	cr_expect_eq(memcmp(mem, src.p, 300), 0);
+	cr_expect_eq(memcmp(p2.mem, src.p, 300), 0);
 
 	/* the domain outlives the first context's handle while the second holds one */
 	cr_assert_eq(ibv_destroy_qp(ini), 0);
@@ -5044,13 +5074,9 @@ Test(xrc, a_file_names_one_domain_for_every_context)
 	errno = 0;
 	cr_expect_null(xrcd_open(ctx, fd, 0), "the last handle took the domain");
 	cr_expect_eq(errno, EINVAL);
-	cr_assert_eq(ibv_dereg_mr(mr), 0);
-	free(mem);
 	mb_free(&src);
 	cr_assert_eq(ibv_destroy_cq(scq), 0);
-	cr_assert_eq(ibv_destroy_cq(rcq2), 0);
-	cr_assert_eq(ibv_dealloc_pd(pd_c2), 0);
-	cr_assert_eq(ibv_close_device(c2), 0);
+	xrc_peer_close(&p2);
 	close(fd);
 	close(fd2);
 	unlink(path);
@@ -5119,16 +5145,36 @@ Test(xrc, errors)
 		cr_expect_eq(n, 0);
 		cr_assert_eq(ibv_destroy_srq(plain), 0);
 	}
-	/* another process's target QP is not opened here */
-	errno = 0;
-	cr_expect_null(ibv_open_qp(ctx, &(struct ibv_qp_open_attr){
-					       .comp_mask = IBV_QP_OPEN_ATTR_NUM |
-							    IBV_QP_OPEN_ATTR_XRCD |
-							    IBV_QP_OPEN_ATTR_TYPE,
-					       .qp_num = tgt->qp_num,
-					       .xrcd = x,
-					       .qp_type = IBV_QPT_XRC_RECV}));
-	cr_expect_eq(errno, EOPNOTSUPP);
+	/* ibv_open_qp: a target of this domain only, by its number, as a target */
+	{
+		struct ibv_xrcd *other = xrcd_open(ctx, -1, O_CREAT);
+		struct ibv_qp_open_attr oa = {.comp_mask = IBV_QP_OPEN_ATTR_NUM |
+							   IBV_QP_OPEN_ATTR_XRCD |
+							   IBV_QP_OPEN_ATTR_TYPE,
+					      .qp_num = ini->qp_num,
+					      .xrcd = x,
+					      .qp_type = IBV_QPT_XRC_RECV};
+
+		cr_assert_not_null(other);
+		errno = 0;
+		cr_expect_null(ibv_open_qp(ctx, &oa), "an initiator opened");
+		cr_expect_eq(errno, EINVAL);
+		oa.qp_num = tgt->qp_num;
+		oa.xrcd = other;
+		errno = 0;
+		cr_expect_null(ibv_open_qp(ctx, &oa), "a target opened through another domain");
+		cr_expect_eq(errno, EINVAL);
+		oa.xrcd = x;
+		oa.qp_type = IBV_QPT_RC;
+		errno = 0;
+		cr_expect_null(ibv_open_qp(ctx, &oa), "a target opened as RC");
+		cr_expect_eq(errno, EINVAL);
+		oa.comp_mask = IBV_QP_OPEN_ATTR_NUM;
+		errno = 0;
+		cr_expect_null(ibv_open_qp(ctx, &oa), "no domain named");
+		cr_expect_eq(errno, EINVAL);
+		cr_assert_eq(ibv_close_xrcd(other), 0);
+	}
 	cr_expect_eq(ibv_close_xrcd(x), EBUSY);
 	cr_assert_eq(ibv_destroy_qp(ini), 0);
 	cr_assert_eq(ibv_destroy_qp(tgt), 0);
@@ -5136,4 +5182,89 @@ Test(xrc, errors)
 	cr_assert_eq(ibv_close_xrcd(x), 0);
 	mb_free(&b);
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
+/* ibv_open_qp: another context gets a handle on a target QP of its domain; the QP lives
+ * while any context holds it, whoever made it, and goes with the last handle. */
+Test(xrc, a_target_qp_lives_while_any_context_holds_it)
+{
+	char path[] = "/tmp/uroce-xrcd-XXXXXX";
+	int fd = mkstemp(path);
+	struct ibv_cq *scq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct xrc_peer p2;
+	struct ibv_context *c2;
+	struct ibv_xrcd *x1, *x2;
+	struct ibv_srq *srq2;
+	struct ibv_qp *ini, *tgt1, *tgt2;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_qp_open_attr oa = {.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+						   IBV_QP_OPEN_ATTR_TYPE | IBV_QP_OPEN_ATTR_CONTEXT,
+				      .qp_type = IBV_QPT_XRC_RECV,
+				      .qp_context = &oa};
+	struct mbuf src;
+	struct ibv_wc wc;
+
+	cr_assert(fd >= 0 && scq);
+	xrc_peer_open(&p2);
+	c2 = p2.c;
+	x1 = xrcd_open(ctx, fd, O_CREAT);
+	x2 = xrcd_open(c2, fd, 0);
+	cr_assert(x1 && x2);
+	srq2 = xrc_srq_make(c2, p2.pd, x2, p2.rcq);
+	tgt1 = xrc_tgt_make(ctx, x1);
+	ini = xrc_ini_make(scq);
+	connect2(ini, tgt1, 7, 7);
+	oa.qp_num = tgt1->qp_num;
+	oa.xrcd = x2;
+	tgt2 = ibv_open_qp(c2, &oa);
+	cr_assert_not_null(tgt2, "ibv_open_qp: %s", strerror(errno));
+	cr_expect_eq(tgt2->qp_num, tgt1->qp_num);
+	cr_expect_eq(tgt2->qp_type, IBV_QPT_XRC_RECV);
+	cr_expect_eq(tgt2->state, IBV_QPS_RTS);
+	cr_expect_eq(tgt2->qp_context, &oa);
+	cr_assert_eq(ibv_query_qp(tgt2, &qa, IBV_QP_STATE | IBV_QP_DEST_QPN, &qia), 0);
+	cr_expect_eq(qa.dest_qp_num, ini->qp_num);
+	mb_make(&src, 4096);
+	fill(src.p, 4096, 8);
+	/* its maker lets go: the second context's handle keeps it, and it still takes SENDs */
+	cr_assert_eq(ibv_destroy_qp(tgt1), 0);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_sge sg = {.addr = (uintptr_t)p2.mem + 2048 * i, .length = 2048,
+				     .lkey = p2.mr->lkey};
+		struct ibv_recv_wr rw = {.wr_id = 10 + i, .sg_list = &sg, .num_sge = 1}, *bad;
+		struct ibv_sge a = sge_of(&src, 100 * i, 100);
+		struct ibv_send_wr w = {.wr_id = 1 + i, .sg_list = &a, .num_sge = 1,
+					.opcode = IBV_WR_SEND};
+
+		cr_assert_eq(ibv_post_srq_recv(srq2, &rw, &bad), 0);
+		w.qp_type.xrc.remote_srqn = srq_num(srq2);
+		post_send_ok(ini, &w);
+		expect_ok(scq, 1 + i, IBV_WC_SEND, NULL);
+		cr_assert_eq(poll_one(p2.rcq, &wc, WAIT_MS), 1);
+		cr_expect_eq(wc.status, IBV_WC_SUCCESS);
+		cr_expect_eq(wc.wr_id, 10 + i);
+		cr_expect_eq(wc.qp_num, tgt2->qp_num);
+		cr_expect_eq(memcmp(p2.mem + 2048 * i, (uint8_t *)src.p + 100 * i, 100), 0);
+		if (i == 0) {
+			/* the holder may change it: RTS to RTS with a new minimum RNR timer */
+			qa.min_rnr_timer = 2;
+			cr_assert_eq(ibv_modify_qp(tgt2, &qa, IBV_QP_MIN_RNR_TIMER), 0);
+		}
+	}
+	/* the domain is busy while the opened QP is in it; the last handle takes the QP */
+	cr_expect_eq(ibv_close_xrcd(x2), EBUSY);
+	cr_assert_eq(ibv_destroy_qp(tgt2), 0);
+	errno = 0;
+	cr_expect_null(ibv_open_qp(c2, &oa), "the QP outlived its last handle");
+	cr_expect_eq(errno, EINVAL);
+	cr_assert_eq(ibv_destroy_qp(ini), 0);
+	cr_assert_eq(ibv_destroy_srq(srq2), 0);
+	cr_assert_eq(ibv_close_xrcd(x1), 0);
+	cr_assert_eq(ibv_close_xrcd(x2), 0);
+	mb_free(&src);
+	cr_assert_eq(ibv_destroy_cq(scq), 0);
+	xrc_peer_close(&p2);
+	close(fd);
+	unlink(path);
 }
