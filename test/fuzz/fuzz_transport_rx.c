@@ -7,13 +7,16 @@
  * the end): one device whose tx callback counts frames (and answers -EAGAIN when the
  * input says so), a PD, a 64 KiB MR at a fixed iova with every access right, a send and
  * a receive CQ, an SRQ, an AH, and four QPs in RTS with fixed PSNs: RC, RC on the SRQ,
- * UC, UD. Receive WQEs are posted (some with a bad lkey, a tiny buffer or several SGEs,
- * as the input chooses), and send WQEs of every opcode the QP type allows, sent at once,
- * so that the completer has work outstanding to match responses against.
+ * UC, UD; and XRC's: a domain, an XRC SRQ (completing on the receive CQ), an initiator
+ * and a target QP in RTS. Receive WQEs are posted (some with a bad lkey, a tiny buffer
+ * or several SGEs, as the input chooses), and send WQEs of every opcode the QP type
+ * allows, sent at once, so that the completer has work outstanding to match responses
+ * against.
  *
  * Input: an 8-byte setup header (missing bytes are 0), then records
  *   [len_hi len_lo ctl] + len bytes of frame   (len is cut to what is left)
- *   ctl bit 0: rkeys (RETH, AtomicETH, IETH) := the MR's key, DETH Q_Key := the UD QP's
+ *   ctl bit 0: rkeys (RETH, AtomicETH, IETH) := the MR's key, DETH Q_Key := the UD QP's,
+ *          XRCETH := the XRC SRQ's number
  *       1: RETH and AtomicETH VA := the MR's iova + (VA mod 64 KiB)
  *       2: PSN := the QP's expected PSN + (PSN - the first PSN this input sent that QP
  *          in that direction), so that captured sequences line up with our QPs
@@ -63,9 +66,14 @@
 #define MAX_FRAME 0x10000u
 #define PSN_WIN 256 /* RC request PSNs tracked from sq_psn on */
 
-enum { QP_RC, QP_RC_SRQ, QP_UC, QP_UD, NQP };
-/* Receive WQE owners: the three QPs with an RQ, and the SRQ. */
-enum { OWN_RC, OWN_UC, OWN_UD, OWN_SRQ, NOWN };
+enum { QP_RC, QP_RC_SRQ, QP_UC, QP_UD, QP_XRC_INI, QP_XRC_TGT, NQP };
+/* Receive WQE owners: the three QPs with an RQ, the SRQ, and the XRC SRQ. */
+enum { OWN_RC, OWN_UC, OWN_UD, OWN_SRQ, OWN_XSRQ, NOWN };
+/* The RC-like QPs: acknowledged, their sends complete once acknowledged. */
+#define RELIABLE(i) ((i) == QP_RC || (i) == QP_RC_SRQ || (i) == QP_XRC_INI)
+#define PEER_SRQN 0x000077u /* the XRC SRQ the initiator's WRs name at the peer */
+/* WRs by owner: a QP's send WRs (index by QP) or an owner's receive WRs */
+#define NSLOT (NQP > NOWN ? NQP : NOWN)
 enum { KIND_SEND, KIND_RECV };
 #define NRECV 4 /* receive WQEs per owner */
 #define MAXWR 16
@@ -79,8 +87,9 @@ enum {
 };
 
 /* Fixed PSNs, two of them near the 24-bit wrap. */
-static const uint32_t rq_psn[NQP] = {0xfffff0, 0x001000, 0x7ffffe, 0};
-static const uint32_t sq_psn[NQP] = {0x000100, 0xfffffa, 0x123456, 0x000042};
+static const uint32_t rq_psn[NQP] = {0xfffff0, 0x001000, 0x7ffffe, 0, 0x000500, 0xfffff8};
+static const uint32_t sq_psn[NQP] = {0x000100, 0xfffffa, 0x123456, 0x000042, 0xfffffc,
+				     0x000900};
 
 /* The setup header. */
 struct knobs {
@@ -105,6 +114,8 @@ struct fz {
 	uint32_t key;
 	struct uroce_tp_cq *scq, *rcq;
 	struct uroce_tp_srq *srq;
+	struct uroce_tp_xrcd *xrcd;
+	struct uroce_tp_srq *xsrq;
 	struct uroce_tp_ah *ah;
 	struct uroce_tp_qp *qp[NQP];
 	uint32_t qpn[NQP];
@@ -115,10 +126,10 @@ struct fz {
 	bool origin_set[NQP][2];
 	uint32_t origin[NQP][2];
 	/* posted WRs: [kind][owner][n] */
-	bool posted[2][NOWN][MAXWR];
-	bool signaled[NOWN][MAXWR];
-	uint32_t length[2][NOWN][MAXWR]; /* send: message bytes; receive: buffer bytes */
-	uint8_t done[2][NOWN][MAXWR];
+	bool posted[2][NSLOT][MAXWR];
+	bool signaled[NSLOT][MAXWR];
+	uint32_t length[2][NSLOT][MAXWR]; /* send: message bytes; receive: buffer bytes */
+	uint8_t done[2][NSLOT][MAXWR];
 	/* RC: the PSN (as an offset from sq_psn) of each WQE's last request packet, the
 	 * next PSN to assign, and which offsets went out in such a packet */
 	uint32_t end_psn[NQP][MAXWR];
@@ -137,7 +148,8 @@ static void parse_knobs(struct knobs *k, const uint8_t *h)
 					     IBV_MTU_2048};
 	static const uint32_t coalesce[4] = {16, 1, 4, 64};
 
-	memcpy(k->recv, h, NOWN);
+	memcpy(k->recv, h, OWN_XSRQ);
+	k->recv[OWN_XSRQ] = h[0] ^ h[6]; /* no byte of its own: a mix of others */
 	k->busy = h[4];
 	k->rot = h[5] & 7;
 	k->small_cq = h[5] & 0x08;
@@ -165,8 +177,11 @@ static int fz_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	CHECK(uroce_wire_icrc_check(&p) == UROCE_WIRE_OK);
 	f->nsent++;
 	/* An RC request that ends a message (READ and atomic requests do): note its PSN. */
-	for (int i = QP_RC; i <= QP_RC_SRQ; i++) {
+	for (int i = 0; i < NQP; i++) {
 		const struct uroce_opcode_info *oi = uroce_opcode_info(p.hdr.bth.opcode);
+
+		if (!RELIABLE(i))
+			continue;
 		uint32_t d = (p.hdr.bth.psn - sq_psn[i]) & UROCE_PSN_MASK;
 
 		if (p.hdr.bth.dqpn == PEER_QPN + (uint32_t)i && (oi->flags & UROCE_OPF_REQ) &&
@@ -193,7 +208,7 @@ static void fz_event(void *ctx, enum ibv_event_type type, void *obj)
 		CHECK(obj == f->scq || obj == f->rcq);
 		break;
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		CHECK(obj == f->srq);
+		CHECK(obj == f->srq); /* the XRC SRQ has no limit armed */
 		break;
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
 		CHECK(obj == f->qp[QP_RC_SRQ]);
@@ -219,7 +234,9 @@ static void bring_up(struct fz *f, int i)
 {
 	struct uroce_tp_qp *qp = f->qp[i];
 	struct ibv_qp_attr a;
-	bool rc = i == QP_RC || i == QP_RC_SRQ;
+	/* RC's responder and requester attributes: RC has both, XRC one each */
+	bool responder = i == QP_RC || i == QP_RC_SRQ || i == QP_XRC_TGT;
+	bool requester = i == QP_RC || i == QP_RC_SRQ || i == QP_XRC_INI;
 	uint8_t rd = f->k.one_rd_atomic ? 1 : 4;
 
 	memset(&a, 0, sizeof(a));
@@ -255,7 +272,7 @@ static void bring_up(struct fz *f, int i)
 	CHECK(uroce_tp_modify_qp(
 		      qp, &a,
 		      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			      (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0),
+			      (responder ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0),
 		      peer_mac, f->now) == 0);
 
 	memset(&a, 0, sizeof(a));
@@ -267,21 +284,25 @@ static void bring_up(struct fz *f, int i)
 	a.max_rd_atomic = rd;
 	CHECK(uroce_tp_modify_qp(qp, &a,
 				 IBV_QP_STATE | IBV_QP_SQ_PSN |
-					 (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-							  IBV_QP_RNR_RETRY |
-							  IBV_QP_MAX_QP_RD_ATOMIC :
-					       0),
+					 (requester ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+							      IBV_QP_RNR_RETRY |
+							      IBV_QP_MAX_QP_RD_ATOMIC :
+					  responder ? IBV_QP_TIMEOUT :
+						      0),
 				 NULL, f->now) == 0);
 	CHECK(uroce_tp_qp_state(qp) == IBV_QPS_RTS);
 }
 
 static void post_recvs(struct fz *f, int owner)
 {
-	static const int qp_of[NOWN] = {QP_RC, QP_UC, QP_UD, -1};
+	static const int qp_of[NOWN] = {QP_RC, QP_UC, QP_UD, -1, -1};
 
 	for (int n = 0; n < NRECV; n++) {
 		struct uroce_tp_recv_wqe r;
-		uint64_t va = MR_IOVA + RECV_OFF + (uint64_t)(owner * NRECV + n) * 0x800;
+		/* The 32 KiB from RECV_OFF hold four owners' buffers; the XRC SRQ shares the
+		 * RC QP's (no oracle reads the bytes received). */
+		uint64_t va = MR_IOVA + RECV_OFF +
+			      (uint64_t)((owner % OWN_XSRQ) * NRECV + n) * 0x800;
 
 		memset(&r, 0, sizeof(r));
 		r.wr_id = wr_id(KIND_RECV, owner, n);
@@ -308,8 +329,8 @@ static void post_recvs(struct fz *f, int owner)
 		for (uint32_t s = 0; s < r.num_sge; s++)
 			f->length[KIND_RECV][owner][n] += r.sg_list[s].length;
 		f->posted[KIND_RECV][owner][n] = true;
-		if (owner == OWN_SRQ)
-			CHECK(uroce_tp_post_srq_recv(f->srq, &r) == 0);
+		if (owner == OWN_SRQ || owner == OWN_XSRQ)
+			CHECK(uroce_tp_post_srq_recv(owner == OWN_SRQ ? f->srq : f->xsrq, &r) == 0);
 		else
 			CHECK(uroce_tp_post_recv(f->qp[qp_of[owner]], &r) == 0);
 	}
@@ -321,7 +342,9 @@ static void post_send(struct fz *f, int i, int n, struct uroce_tp_send_wqe *w, u
 	f->posted[KIND_SEND][i][n] = true;
 	f->signaled[i][n] = w->send_flags & IBV_SEND_SIGNALED;
 	f->length[KIND_SEND][i][n] = len;
-	if (i == QP_RC || i == QP_RC_SRQ) {
+	if (i == QP_XRC_INI)
+		w->remote_srqn = PEER_SRQN;
+	if (RELIABLE(i)) {
 		/* PSNs go to WQEs in order: a message takes one per MTU (at least one), an
 		 * atomic one, a READ one per response; its request is sent at the first. */
 		uint32_t mtu = 128u << f->k.mtu;
@@ -400,7 +423,10 @@ static void post_rc_sends(struct fz *f, int i, unsigned int rot)
 			break;
 		}
 		if (!(w.send_flags & IBV_SEND_INLINE))
-			sge1(&w, (uint64_t)i * 0x4000 + (uint64_t)((n + rot) & 7) * 0x800, len,
+			/* the send buffers below RECV_OFF: the XRC initiator shares RC's */
+			sge1(&w, (uint64_t)(i == QP_XRC_INI ? QP_RC : i) * 0x4000 +
+					 (uint64_t)((n + rot) & 7) * 0x800,
+			     len,
 			     f->k.bad_lkey && n == 7 ? f->key ^ 1 : f->key);
 		post_send(f, i, n, &w, len);
 	}
@@ -479,6 +505,11 @@ static void setup(struct fz *f)
 	sa.attr.srq_limit = 2;
 	f->srq = uroce_tp_create_srq(f->pd, &sa);
 	CHECK(f->srq != NULL);
+	f->xrcd = uroce_tp_alloc_xrcd(f->dev);
+	CHECK(f->xrcd != NULL);
+	sa.attr.srq_limit = 0;
+	f->xsrq = uroce_tp_create_xrc_srq(f->pd, f->xrcd, f->rcq, &sa);
+	CHECK(f->xsrq != NULL);
 	memset(&ah, 0, sizeof(ah));
 	ah.is_global = 1;
 	ah.port_num = 1;
@@ -490,16 +521,23 @@ static void setup(struct fz *f)
 		struct uroce_tp_qp_init init;
 
 		memset(&init, 0, sizeof(init));
-		init.qp_type = i == QP_UC ? IBV_QPT_UC : i == QP_UD ? IBV_QPT_UD : IBV_QPT_RC;
-		init.send_cq = f->scq;
-		init.recv_cq = f->rcq;
-		init.srq = i == QP_RC_SRQ ? f->srq : NULL;
-		init.cap.max_send_wr = MAXWR;
-		init.cap.max_recv_wr = 8;
-		init.cap.max_send_sge = 4;
-		init.cap.max_recv_sge = 4;
-		init.cap.max_inline_data = 64;
-		f->qp[i] = uroce_tp_create_qp(f->pd, &init);
+		init.qp_type = i == QP_UC	  ? IBV_QPT_UC :
+			       i == QP_UD	  ? IBV_QPT_UD :
+			       i == QP_XRC_INI ? IBV_QPT_XRC_SEND :
+			       i == QP_XRC_TGT ? IBV_QPT_XRC_RECV :
+						 IBV_QPT_RC;
+		if (i != QP_XRC_TGT) { /* a target has nothing but its domain */
+			init.send_cq = f->scq;
+			init.recv_cq = i == QP_XRC_INI ? NULL : f->rcq;
+			init.srq = i == QP_RC_SRQ ? f->srq : NULL;
+			init.cap.max_send_wr = MAXWR;
+			init.cap.max_recv_wr = i == QP_XRC_INI ? 0 : 8;
+			init.cap.max_send_sge = 4;
+			init.cap.max_recv_sge = i == QP_XRC_INI ? 0 : 4;
+			init.cap.max_inline_data = 64;
+		}
+		init.xrcd = i == QP_XRC_TGT ? f->xrcd : NULL;
+		f->qp[i] = uroce_tp_create_qp(i == QP_XRC_TGT ? NULL : f->pd, &init);
 		CHECK(f->qp[i] != NULL);
 		f->qpn[i] = uroce_tp_qp_num(f->qp[i]);
 		bring_up(f, i);
@@ -508,6 +546,7 @@ static void setup(struct fz *f)
 		post_recvs(f, o);
 	post_rc_sends(f, QP_RC, f->k.rot);
 	post_rc_sends(f, QP_RC_SRQ, f->k.rot + 4u);
+	post_rc_sends(f, QP_XRC_INI, f->k.rot + 2u);
 	post_other_sends(f);
 }
 
@@ -543,11 +582,11 @@ static void check_wc(struct fz *f, const struct ibv_wc *wc, int kind)
 			CHECK(wc->byte_len == f->length[kind][owner][n]);
 			/* RC: not before the whole message went out (a response can only
 			 * acknowledge what the responder received). */
-			if (owner == QP_RC || owner == QP_RC_SRQ)
+			if (RELIABLE(owner))
 				CHECK(f->sent_end[owner][f->end_psn[owner][n]]);
 		}
 	} else {
-		static const int qp_of[NOWN] = {QP_RC, QP_UC, QP_UD, QP_RC_SRQ};
+		static const int qp_of[NOWN] = {QP_RC, QP_UC, QP_UD, QP_RC_SRQ, QP_XRC_TGT};
 
 		CHECK(qp_of[owner] == qi);
 		CHECK(wc->opcode == IBV_WC_RECV || wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM);
@@ -593,13 +632,15 @@ static void check_all(struct fz *f)
 
 static int pick_qp(uint32_t dqpn, uint8_t opcode)
 {
-	if (dqpn & 4)
-		return (int)(dqpn & 3); /* any QP, the wrong type included */
+	if (dqpn & 4) /* any QP, the wrong type included */
+		return (int)(((dqpn & 3) | (dqpn >> 1 & 4)) % NQP);
 	switch (UROCE_OPCODE_TRANSPORT(opcode)) {
 	case UROCE_TRANSPORT_UC:
 		return QP_UC;
 	case UROCE_TRANSPORT_UD:
 		return QP_UD;
+	case UROCE_TRANSPORT_XRC:
+		return dqpn & 1 ? QP_XRC_TGT : QP_XRC_INI;
 	default:
 		return dqpn & 1 ? QP_RC_SRQ : QP_RC;
 	}
@@ -638,6 +679,7 @@ static void feed(struct fz *f, const uint8_t *frame, uint32_t len, uint8_t ctl)
 		h.atomiceth.rkey = f->key;
 		h.ieth_rkey = f->key;
 		h.deth.qkey = UD_QKEY;
+		h.xrc_srqn = uroce_tp_srq_num(f->xsrq);
 	}
 	if (ctl & CTL_VA) {
 		h.reth.va = MR_IOVA + (h.reth.va & (MR_SIZE - 1));

@@ -82,10 +82,35 @@ fi
 # consecutive frames of one capture (IPv4 windows overlap by 3; IPv6, for the UD GRH,
 # do not), ctl 0x37: rkeys, VAs and PSNs rewritten to fit our QPs, 1 us between frames.
 # The header's rotation (byte 5) varies with the window, so that a response finds a
-# send WQE of its kind at the head of the send queue.
+# send WQE of its kind at the head of the send queue. Each IPv4 window is written a second
+# time as XRC: RC opcodes become XRC's, and requests get an XRCETH after the BTH (ctl bit
+# 0 names the target's SRQ in it), lengths and IPv4 checksum fixed (the ICRC is the
+# target's to recompute).
 python3 - "$seeds" "$tseeds" <<'PY'
-import os, re, sys
+import os, re, struct, sys
 src, dst = sys.argv[1], sys.argv[2]
+RC_RESPONSES = range(0x0d, 0x13)
+def as_xrc(frame):
+    if len(frame) < 54 or frame[12:14] != b'\x08\x00' or frame[23] != 17:
+        return frame
+    ihl = (frame[14] & 15) * 4
+    bth = 14 + ihl + 8
+    if frame[bth - 6:bth - 4] != struct.pack('>H', 4791) or frame[bth] >= 0x20:
+        return frame
+    op = frame[bth]
+    f = bytearray(frame)
+    f[bth] = 0xa0 | op
+    if op not in RC_RESPONSES:
+        f[bth + 12:bth + 12] = b'\x00\x00\x00\x01'
+        struct.pack_into('>H', f, 16, struct.unpack_from('>H', f, 16)[0] + 4)
+        struct.pack_into('>H', f, 14 + ihl + 4, struct.unpack_from('>H', f, 14 + ihl + 4)[0] + 4)
+        struct.pack_into('>H', f, 24, 0)
+        words = struct.unpack('>%dH' % (ihl // 2), bytes(f[14:14 + ihl]))
+        c = sum(words)
+        while c >> 16:
+            c = (c & 0xffff) + (c >> 16)
+        struct.pack_into('>H', f, 24, ~c & 0xffff)
+    return bytes(f)
 stems = {}
 for name in os.listdir(src):
     m = re.fullmatch(r'(.+\.pcap(?:-[a-z0-9]+)?)-([0-9]+)', name)
@@ -98,13 +123,17 @@ for stem, files in sorted(stems.items()):
     files.sort()
     step = 3 if variant == '' else 6
     for w, start in enumerate(range(0, len(files), step)):
-        out = bytearray([0, 0, 0, 0, 0, w & 7, 0, 0])
-        for _, name in files[start:start + 6]:
-            with open(os.path.join(src, name), 'rb') as f:
-                frame = f.read()
-            out += len(frame).to_bytes(2, 'big') + bytes([0x37]) + frame
-        with open(os.path.join(dst, '%s-w%d' % (stem, start + 1)), 'wb') as f:
-            f.write(out)
+        for xrc in (False, True) if variant == '' else (False,):
+            out = bytearray([0, 0, 0, 0, 0, w & 7, 0, 0])
+            for _, name in files[start:start + 6]:
+                with open(os.path.join(src, name), 'rb') as f:
+                    frame = f.read()
+                if xrc:
+                    frame = as_xrc(frame)
+                out += len(frame).to_bytes(2, 'big') + bytes([0x37]) + frame
+            with open(os.path.join(dst, '%s-w%d%s' % (stem, start + 1, '-xrc' if xrc else '')),
+                      'wb') as f:
+                f.write(out)
 PY
 ntseeds=$(find "$tseeds" -type f | wc -l)
 if ((ntseeds == 0)); then
