@@ -119,9 +119,30 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 			put(&o, p, "state", uroce_tp_qp_state(q->tp));
 			put(&o, p, "sq_posted", q->sq_taken);
 			put(&o, p, "sq_outstanding", uroce_tp_qp_sq_outstanding(q->tp));
+			/* posted by the application, not taken yet: a doorbell that waits */
+			put(&o, p, "sq_waiting", uroce_ring_cons_avail(&q->sq));
 			put(&o, p, "rq_posted", q->rq_taken);
 			put(&o, p, "rq_outstanding", uroce_tp_qp_rq_outstanding(q->tp));
 			put(&o, p, "client_pid", (uint64_t)q->client->pid);
+		}
+		/* Each CQ's completions on their way: in the transport, in the application's
+		 * ring unpolled. A stalled program shows here whether it stopped polling. */
+		for (const struct uroce_rnic_client *cl = nic->clients; cl; cl = cl->next) {
+			if (!viewer->admin && cl->uid != viewer->uid)
+				continue;
+			for (uint32_t h = 1; h <= cl->nobjs; h++) {
+				struct rnic_cq *q = cl->objs[h - 1].p;
+				char p[48];
+
+				if (cl->objs[h - 1].type != RNIC_OBJ_CQ)
+					continue;
+				snprintf(p, sizeof(p), "cq.%d.%u.", (int)cl->pid, h);
+				put(&o, p, "unpolled",
+				    q->ring.mine - atomic_load_explicit(&q->ring.sh->cons,
+									memory_order_relaxed));
+				put(&o, p, "in_transport", uroce_tp_cq_count(q->tp));
+				put(&o, p, "ready", q->ready);
+			}
 		}
 	}
 	return (int)o.n;
