@@ -692,6 +692,17 @@ mtu4096_pair() {
 #     middle packets of 4154 carrying 4096; both as payload Gbit/s;
 #   qps: unmodified perftest ib_write_bw -q N, N in CURVE_QPS, at 64 KiB (Gbit/s) and at
 #     64 B (million messages/s): the baseline is the same run's one-QP figure.
+# pt_iters_per_qp TOTAL Q: perftest ib_write_bw's -n for Q QPs carrying about TOTAL WRITEs,
+# rounded up to a multiple of its completion moderation (cq_mod, 100). perftest signals
+# every 100th WRITE and the last, counts 100 for each completion, and stops polling its
+# one CQ once the count reaches Q x n: with n not a multiple of 100, each QP that ends
+# counts up to 99 it never sent, the count can reach Q x n while other QPs still wait for
+# completions, and those QPs, unable to post past their tx depth, never finish (seen at
+# -q 32 -n 6250: completions left unpolled in the CQ, the run killed by its timeout).
+pt_iters_per_qp() {
+	echo $(((($1 + $2 - 1) / $2 + 99) / 100 * 100))
+}
+
 curves_pair() {
 	local s n v frame pay q last= cfg=$VERBS_CFG_FULL
 	if want sizes memif; then
@@ -732,12 +743,12 @@ curves_pair() {
 		for q in $CURVE_QPS; do
 			# perftest's -n is per QP: the run's total stays the same at every N.
 			perftest memif ib_write_bw -q "$q" -s 65536 -m 4096 \
-				-n $(((PT_BW_ITERS_MEMIF + q - 1) / q))
+				-n "$(pt_iters_per_qp "$PT_BW_ITERS_MEMIF" "$q")"
 			v=$(awk '$1 == 65536 && NF >= 5 && $2 ~ /^[0-9]+$/ { print $4; exit }' "$PT_OUT")
 			[ -n "$v" ] && point qps.bw "$q" \
 				"$(awk -v x="$v" 'BEGIN { printf "%.3f\n", x * 1048576 * 8 / 1e9 }')"
 			perftest memif ib_write_bw -q "$q" -s 64 -m 4096 \
-				-n $(((CURVE_RATE_ITERS + q - 1) / q))
+				-n "$(pt_iters_per_qp "$CURVE_RATE_ITERS" "$q")"
 			point qps.rate "$q" \
 				"$(awk '$1 == 64 && NF >= 5 && $2 ~ /^[0-9]+$/ { print $5; exit }' "$PT_OUT")"
 			log "  perftest memif ib_write_bw -q $q: 64 KiB $(tail -n1 "$TMP/res.qps.bw@$q" \
