@@ -68,15 +68,17 @@ uq() {
 		timeout 60 qperf -t "$SECONDS_EACH" 10.84.0.2 -cm1 "$@" 2>&1 | fig
 }
 
-# onk NS CMD...: in a kernel namespace; onu A|B CMD...: next to daemon A or B, with
-# $pre preloaded (librspreload.so for a plain socket program).
-onk() { local ns=$1; shift; ip netns exec "$ns" timeout 60 "$@"; }
-onu() {
-	local d=$1 ns
-	shift
-	[ "$d" = A ] && ns=$IT_NS_A || ns=$IT_NS_B
-	ip netns exec "$ns" env UROCE_SOCKET="$(it_sock "$d")" LD_LIBRARY_PATH="$libs" \
-		LD_PRELOAD="${pre:-}" timeout 60 "$@"
+# kns NS, uns A|B: set the array `on` to the words that run a program in a kernel
+# namespace, or next to daemon A or B with $pre preloaded (librspreload.so for a plain
+# socket program). No shell function in between, so `"${on[@]}" prog &` makes $! the
+# program's own timeout. -k: a server blocked where SIGTERM does not end it (sockperf in an
+# rsockets accept, under librspreload) is killed 3 s after the TERM.
+kns() { on=(ip netns exec "$1" timeout -k 3 60); }
+uns() {
+	local ns
+	[ "$1" = A ] && ns=$IT_NS_A || ns=$IT_NS_B
+	on=(ip netns exec "$ns" env UROCE_SOCKET="$(it_sock "$1")" LD_LIBRARY_PATH="$libs"
+		LD_PRELOAD="${pre:-}" timeout -k 3 60)
 }
 PORT=$((20000 + $$ % 10000))
 # settle kernel|uroce PID: until the server listens. The kernel's socket shows in ss; an
@@ -90,12 +92,14 @@ settle() {
 }
 # sp kernel|uroce: sockperf's median one-way latency (us).
 sp() {
-	local srv cli pid pre=$PRELOAD
+	local srv cli pid on pre=$PRELOAD
 	PORT=$((PORT + 1))
 	if [ "$1" = kernel ]; then
-		srv=(onk "$KNS_B") cli=(onk "$KNS_A") addr=10.83.0.2
+		kns "$KNS_B" && srv=("${on[@]}") && kns "$KNS_A" && cli=("${on[@]}")
+		addr=10.83.0.2
 	else
-		srv=(onu B) cli=(onu A) addr=10.84.0.2
+		uns B && srv=("${on[@]}") && uns A && cli=("${on[@]}")
+		addr=10.84.0.2
 	fi
 	"${srv[@]}" sockperf server --tcp -i "$addr" -p "$PORT" >/dev/null 2>&1 &
 	pid=$!
