@@ -61,25 +61,31 @@ fig() {
 		if (u == "KB/sec") f /= 1000; else if (u == "GB/sec") f *= 1000
 		printf "%.2f\n", f; exit }'
 }
-# kq TEST...: qperf over kernel TCP; uq TEST...: over uroce, from namespace A.
-kq() { ip netns exec "$KNS_A" timeout 60 qperf -t "$SECONDS_EACH" 10.83.0.2 "$@" 2>&1 | fig; }
-uq() {
-	ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" \
-		timeout 60 qperf -t "$SECONDS_EACH" 10.84.0.2 -cm1 "$@" 2>&1 | fig
-}
-
-# kns NS, uns A|B: set the array `on` to the words that run a program in a kernel
+# kns ARRAY NS, uns ARRAY A|B: fill ARRAY with the words that run a program in a kernel
 # namespace, or next to daemon A or B with $pre preloaded (librspreload.so for a plain
-# socket program). No shell function in between, so `"${on[@]}" prog &` makes $! the
-# program's own timeout. -k: a server blocked where SIGTERM does not end it (sockperf in an
-# rsockets accept, under librspreload) is killed 3 s after the TERM.
-kns() { on=(ip netns exec "$1" timeout -k 3 60); }
+# socket program). Words, not a function, so `"${srv[@]}" prog &` makes $! the program's
+# own timeout. -k: a server blocked where SIGTERM does not end it (sockperf in an rsockets
+# accept, under librspreload) is killed 3 s after the TERM.
+kns() { local -n words=$1; words=(ip netns exec "$2" timeout -k 3 60); }
 uns() {
+	local -n words=$1
 	local ns
-	[ "$1" = A ] && ns=$IT_NS_A || ns=$IT_NS_B
-	on=(ip netns exec "$ns" env UROCE_SOCKET="$(it_sock "$1")" LD_LIBRARY_PATH="$libs"
+	[ "$2" = A ] && ns=$IT_NS_A || ns=$IT_NS_B
+	words=(ip netns exec "$ns" env UROCE_SOCKET="$(it_sock "$2")" LD_LIBRARY_PATH="$libs"
 		LD_PRELOAD="${pre:-}" timeout -k 3 60)
 }
+# kq TEST...: qperf over kernel TCP; uq TEST...: over uroce, from namespace A.
+kq() {
+	local on
+	kns on "$KNS_A"
+	"${on[@]}" qperf -t "$SECONDS_EACH" 10.83.0.2 "$@" 2>&1 | fig
+}
+uq() {
+	local on
+	uns on A
+	"${on[@]}" qperf -t "$SECONDS_EACH" 10.84.0.2 -cm1 "$@" 2>&1 | fig
+}
+
 PORT=$((20000 + $$ % 10000))
 # settle kernel|uroce PID: until the server listens. The kernel's socket shows in ss; an
 # rsocket listens in the daemon (rdma_cm), where only time tells.
@@ -92,13 +98,15 @@ settle() {
 }
 # sp kernel|uroce: sockperf's median one-way latency (us).
 sp() {
-	local srv cli pid on pre=$PRELOAD
+	local srv cli pid pre=$PRELOAD
 	PORT=$((PORT + 1))
 	if [ "$1" = kernel ]; then
-		kns "$KNS_B" && srv=("${on[@]}") && kns "$KNS_A" && cli=("${on[@]}")
+		kns srv "$KNS_B"
+		kns cli "$KNS_A"
 		addr=10.83.0.2
 	else
-		uns B && srv=("${on[@]}") && uns A && cli=("${on[@]}")
+		uns srv B
+		uns cli A
 		addr=10.84.0.2
 	fi
 	"${srv[@]}" sockperf server --tcp -i "$addr" -p "$PORT" >/dev/null 2>&1 &
