@@ -51,7 +51,9 @@ ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" LD_LIBRARY_PATH="$libs"
 	qperf >/dev/null 2>&1 &
 upid=$!
 IT_PIDS+=("$kpid" "$upid")
-sleep 1
+# qperf's servers take their clients on a kernel TCP socket (port 19765), in both pairs.
+it_wait_listen 19765 "$kpid" 10 "$KNS_B" || { echo "eco_vs_tcp: kernel qperf server"; exit 1; }
+it_wait_listen 19765 "$upid" 10 "$IT_NS_B" || { echo "eco_vs_tcp: uroce qperf server"; exit 1; }
 
 # fig: qperf's figure in what it prints, in us or MB/s.
 fig() {
@@ -87,18 +89,20 @@ uq() {
 }
 
 PORT=$((20000 + $$ % 10000))
-# settle kernel|uroce PID: until the server listens. The kernel's socket shows in ss; an
-# rsocket listens in the daemon (rdma_cm), where only time tells.
+# settle kernel|uroce PID LISTENING0: until the server listens, for at most 10 s. The
+# kernel's socket shows in ss; an rsocket listens through rdma_cm in daemon B, which counts
+# its listening ids (cm.listening, above LISTENING0 from before the server started). A
+# fixed second's wait lost that race under load, and the run printed no figure.
 settle() {
 	if [ "$1" = kernel ]; then
 		it_wait_listen "$PORT" "$2" 10 "$KNS_B"
 	else
-		sleep 1
+		it_wait_cm_listening "$(it_sock B)" "$3" "$2" 10
 	fi
 }
 # sp kernel|uroce: sockperf's median one-way latency (us).
 sp() {
-	local srv cli pid pre=$PRELOAD
+	local srv cli pid pre=$PRELOAD listening0
 	PORT=$((PORT + 1))
 	if [ "$1" = kernel ]; then
 		kns srv "$KNS_B"
@@ -109,9 +113,10 @@ sp() {
 		uns cli A
 		addr=10.84.0.2
 	fi
+	listening0=$(it_stat "$(it_sock B)" cm.listening)
 	"${srv[@]}" sockperf server --tcp -i "$addr" -p "$PORT" >/dev/null 2>&1 &
 	pid=$!
-	settle "$1" "$pid"
+	settle "$1" "$pid" "$listening0"
 	"${cli[@]}" sockperf ping-pong --tcp -i "$addr" -p "$PORT" -t "$SECONDS_EACH" 2>&1 |
 		awk '/percentile 50.000/ { printf "%.2f\n", $NF; exit }'
 	kill "$pid" 2>/dev/null
