@@ -12,8 +12,9 @@ A Criterion binary counts as the number of tests in its "Synthesis" line; any ot
 (a script) counts as one. Prints, for each test that did not pass, its name, result and
 the last lines of its output (CI keeps only the tail of a run's output, so a failure must
 be named here, not only where meson printed it): first its lines that say what
-failed (an assertion, a sanitizer report), then its tail; then a line per log and, last,
-"tests: N passed, N failed, N skipped". Exits 1 when anything failed or a log is missing.
+failed (an assertion, a sanitizer report) with the indented lines under each, then its
+tail; then a line per log and, last, "tests: N passed, N failed, N skipped". Exits 1 when
+anything failed or a log is missing.
 """
 import json
 import re
@@ -22,8 +23,23 @@ import sys
 TAIL_LINES = 40
 # Lines that say what failed even when the tail is a leak report or a teardown log.
 KEY_LINE = re.compile(r"Assertion Failed|\[FAIL\]|CRASH|ERROR: \w+Sanitizer|runtime error:|FAILED")
-KEY_LINES = 20
+KEY_LINES = 60
 SYNTH = re.compile(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)")
+
+
+def key_lines(lines):
+    """The lines that say what failed, each with the indented lines right after it (the
+    details a test prints under a failure: counters, the peer's view)."""
+    keys = []
+    in_key = False
+    for line in lines:
+        if KEY_LINE.search(line):
+            in_key = True
+        elif not (in_key and line[:1].isspace()):
+            in_key = False
+        if in_key:
+            keys.append(line)
+    return keys
 
 
 def summarise(path, failures):
@@ -71,7 +87,7 @@ def main(paths):
             continue
         for name, result, duration, out in failures:
             all_lines = out.rstrip("\n").split("\n")
-            keys = [line for line in all_lines[:-TAIL_LINES] if KEY_LINE.search(line)]
+            keys = key_lines(all_lines[:-TAIL_LINES])
             print(f"==== {p}: {name}: {result} after {duration:.1f} s")
             if keys:
                 print("\n".join("  ! " + line for line in keys[:KEY_LINES]))
