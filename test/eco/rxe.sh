@@ -108,6 +108,34 @@ our_wait_ready() {
 # a line matching CHECK (shown), and our daemon must have sent at least N packets
 # meanwhile. READY: how to know that the server listens (vm_wait_ready).
 VM_FI=/tmp/fi_check
+
+# path_counts: where a frame from the VM to us is counted, in order: "name value" lines.
+path_counts() {
+	vmx exec -- "cd /sys/class/net/eth0/statistics && echo vm.eth0.tx \$(cat tx_packets)" 2>&1
+	local dev st
+	for dev in rxetap0:rx rxeveth0-br:tx rxeveth0:rx; do
+		for st in packets dropped; do
+			echo "ns.${dev%:*}.${dev#*:}_$st $(ip netns exec "$NS" cat \
+				"/sys/class/net/${dev%:*}/statistics/${dev#*:}_$st")"
+		done
+	done
+	it_stats_prefix "$S" port. | grep -E '^port\.(ipackets|imissed|rx_nombuf|rx_socket_drops|link_up) '
+	it_stats_prefix "$S" daemon. | grep -E '^daemon\.(rx_non_roce|kernel_rx|sleeps|woke_frame) '
+}
+# path_probe: after a failed case, 5 datagrams from the VM to us, and how far they got: each
+# counter on the way from the VM's eth0 to our daemon before and after, and the MAC the VM
+# sends to: where its frames stop when ours reach it and none of its reach us.
+path_probe() {
+	local before after
+	before=$(path_counts)
+	echo "    path: the VM sends us 5 datagrams; its neighbour entry for us (our MAC" \
+		"$(ip netns exec "$NS" cat /sys/class/net/rxeveth0/address)): $(vmx exec -t 20 -- "bash -c 'for i in 1 2 3 4 5; do echo x >/dev/udp/$OUR_IP/9;" \
+			"sleep 0.2; done'; ip neigh show $OUR_IP" 2>&1)"
+	after=$(path_counts)
+	echo "    path: $(awk 'NR == FNR { b[$1] = $2; next }
+		{ printf "%s %s +%d  ", $1, $2, $2 - b[$1] }' <(echo "$before") <(echo "$after"))"
+}
+
 pair() {
 	local label=$1 port=$2 ready=$3 sargs=$4 cargs=$5 check=$6 n=$7
 	local role rc vrc sent0 sent out spid scmd ccmd cout
@@ -160,8 +188,9 @@ pair() {
 			echo "    us:  $(it_stats_prefix "$S" cm. | awk '$2 != 0 { printf "%s %s ", $1, $2 }')"
 			echo "    us:  $("$UROCE_CLI" -S "$S" stat 2>/dev/null |
 				awk '$1 ~ /retry|seq_err|rnr|wrong|bad/ && $2 != 0 { printf "%s %s ", $1, $2 }')"
-			vmx exec -- "grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null | grep -v ':0\$' | tr '\n' ' '" 2>&1 |
+			vmx exec -- "grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null | grep -v ':0\$' | tr '\n' ' '; echo" 2>&1 |
 				sed 's/^/    rxe: /'
+			path_probe
 			IT_FAILS=$((IT_FAILS + 1))
 		fi
 	done
