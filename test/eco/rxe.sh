@@ -24,7 +24,8 @@
 #
 # Topology: uroced 198.18.0.100 on af_packet rxeveth0, with its kernel interface uroce0
 # (host.kernel_iface: the programs' TCP and libfabric's address lookup use our address)
-# == bridge rxebr0 == tap == VM eth0/rxe0 (198.18.0.1).
+# == bridge rxebr0 (no address, no ARP) == tap == VM eth0/rxe0 (198.18.0.1). Before the
+# cases, the VM resolves our address by broadcast and must learn our MAC.
 #   test/eco/rxe.sh   (root; $UROCED, $UROCE_CLI, $UROCE_VERBS_LIBDIR, $UROCE_RDMACM_LIBDIR)
 # Env: RXE_VM_DIR; RXE_ECO_WORK (the VM image with the middleware, default
 # /tmp/rxe-vm-eco); RXE_BUILD_IMAGE=1 builds it when missing (from the rxe tests' image
@@ -65,8 +66,13 @@ it_rxe_vm_names uxe${IT_ID} uxe${IT_ID}
 T0=$SECONDS
 it_rxe_vm_up || exit 1
 # Our kernel interface carries the subnet; the bridge's own address would be a second
-# route to it.
+# route to it. Nor may the bridge answer ARP: Linux answers for a local address (our
+# kernel interface's) on any interface, with that interface's MAC, sooner than the
+# daemon. A VM that asks by broadcast (at first, or when its entry for us has failed)
+# learns the bridge's MAC and sends it everything, which the bridge keeps: our frames
+# reach the VM and none of its reach us, as in one CI run's eco_rxe from one case on.
 ip -n "$NS" addr del "$BR_IP/24" dev rxebr0
+ip -n "$NS" link set rxebr0 arp off
 
 # af_packet rings of 8192 frames: UCX busy-polls (test/eco/ucx.sh).
 it_daemon R "$NS" "--vdev=net_af_packet0,iface=rxeveth0,framecnt=8192" "$OUR_IP" 1500 \
@@ -76,6 +82,19 @@ ours() {
 	ip netns exec "$NS" env LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR:$UROCE_RDMACM_LIBDIR" \
 		UROCE_SOCKET="$S" "$@"
 }
+# The VM resolves our address by broadcast once, as it does again whenever its entry for us
+# fails: what it learns must be our MAC.
+our_mac=$(ip netns exec "$NS" cat /sys/class/net/rxeveth0/address)
+learnt=$(vmx exec -t 20 -- "ip neigh del $OUR_IP dev eth0 2>/dev/null;" \
+	"bash -c 'echo x >/dev/udp/$OUR_IP/9'; for i in \$(seq 50); do" \
+	"ip neigh show $OUR_IP dev eth0 | grep -q lladdr && break; sleep 0.1; done;" \
+	"ip neigh show $OUR_IP dev eth0" 2>&1)
+if [[ $learnt == *"lladdr $our_mac "* ]]; then
+	it_log "ok: the VM resolves $OUR_IP to our MAC: $learnt"
+else
+	it_log "FAILED: the VM resolved $OUR_IP to \"$learnt\", not our MAC $our_mac"
+	IT_FAILS=$((IT_FAILS + 1))
+fi
 vmx exec -- "rdma dev set rxe0 name uroce0" >/dev/null || {
 	it_log "cannot rename the VM's rxe0"
 	exit 1
