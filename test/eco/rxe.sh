@@ -138,8 +138,8 @@ path_counts() {
 				"/sys/class/net/${dev%:*}/statistics/${dev#*:}_$st")"
 		done
 	done
-	it_stats_prefix "$S" port. | grep -E '^port\.(ipackets|imissed|rx_nombuf|rx_socket_drops|link_up) '
-	it_stats_prefix "$S" daemon. | grep -E '^daemon\.(rx_non_roce|kernel_rx|sleeps|woke_frame) '
+	"$UROCE_CLI" -S "$S" stat 2>/dev/null | awk '$1 ~ /^port\.(ipackets|imissed|rx_nombuf|rx_socket_drops|link_up)$/ ||
+		$1 ~ /^daemon\.(rx_non_roce|kernel_rx|sleeps|woke_frame)$/ { print $1, $2 }'
 }
 # path_probe: after a failed case, 5 datagrams from the VM to us, and how far they got: each
 # counter on the way from the VM's eth0 to our daemon before and after, and the MAC the VM
@@ -148,7 +148,7 @@ path_probe() {
 	local before after
 	before=$(path_counts)
 	echo "    path: the VM sends us 5 datagrams; its neighbour entry for us (our MAC" \
-		"$(ip netns exec "$NS" cat /sys/class/net/rxeveth0/address)): $(vmx exec -t 20 -- "bash -c 'for i in 1 2 3 4 5; do echo x >/dev/udp/$OUR_IP/9;" \
+		"$our_mac): $(vmx exec -t 20 -- "bash -c 'for i in 1 2 3 4 5; do echo x >/dev/udp/$OUR_IP/9;" \
 			"sleep 0.2; done'; ip neigh show $OUR_IP" 2>&1)"
 	after=$(path_counts)
 	echo "    path: $(awk 'NR == FNR { b[$1] = $2; next }
