@@ -68,7 +68,28 @@ it_cleanup() {
 	exit "$rc"
 }
 
-# it_init NAME: names unique to this run; exit 77 (skip) unless root and the binaries exist.
+# it_reap_stale: what earlier runs killed outright left behind. A SIGKILL skips every trap,
+# and meson sends one half a second after its SIGTERM when a test times out or meson is
+# interrupted, while a run's cleanup takes seconds. The namespaces of a run are named after
+# its script's PID (ux<pid>a, uxe<pid>, ...); those whose script no longer runs are removed
+# with whatever still runs in them: an rxe VM (qemu -daemonize leaves the test's process
+# group, so meson's kill misses it and it keeps burning a core), a daemon.
+it_reap_stale() {
+	local ns pid p
+	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+		[[ $ns =~ ^ux[a-z]?([0-9]+)[a-z]?$ ]] || continue
+		pid=${BASH_REMATCH[1]}
+		kill -0 "$pid" 2>/dev/null && continue
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null
+		done
+		ip netns del "$ns" 2>/dev/null &&
+			it_log "removed netns $ns (and what ran in it) of an earlier run that was killed"
+	done
+}
+
+# it_init NAME: names unique to this run; exit 77 (skip) unless root and the binaries exist;
+# removes what runs killed before left behind (it_reap_stale).
 it_init() {
 	IT_NAME=$1
 	if [ "$(id -u)" -ne 0 ]; then
@@ -81,6 +102,7 @@ it_init() {
 			exit 77
 		fi
 	done
+	it_reap_stale
 	IT_ID=$$
 	IT_DIR=$(mktemp -d "/tmp/uroce-it-$IT_NAME.XXXXXX")
 	trap it_cleanup EXIT
