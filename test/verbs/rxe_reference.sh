@@ -83,7 +83,8 @@ it_log "network: netns $NS, tap rxetap0; VM $VM in batch mode (TCG)"
 RXE_NS=$NS "$RXE_VM_DIR/net.sh" up 1 >/dev/null || exit 1
 # shellcheck disable=SC2086 # CASES is a list of words
 RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT timeout $((VM_BOOT_TIMEOUT + 600)) \
-	"$RXE_VM_DIR/run-vm.sh" "$VM" --tap rxetap0 --ip "$VM_IP/24" --share "$share" \
+	"$RXE_VM_DIR/run-vm.sh" "$VM" "${IT_RXE_VM_OPTS[@]}" --tap rxetap0 --ip "$VM_IP/24" \
+	--share "$share" \
 	--cmd "/host/run.sh $(echo $CASES)" --timeout 600 >"$IT_DIR/vm.out" 2>&1
 rc=$?
 sed 's/^/    /' "$IT_DIR/vm.out" | grep -v 'accel-probe'
