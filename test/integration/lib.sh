@@ -446,10 +446,8 @@ it_rxe_vm_names() {
 # barrier (lock; addl) becomes a plain load and store. QEMU's I/O thread reads the virtio
 # rings in parallel, so the guest's store of a ring index can pass its load of QEMU's event
 # index: both read the old value, the guest does not notify, QEMU waits for a notification,
-# and that queue stops for good. One eco_rxe run met it: the VM's console said "virtio_net
-# eth0: TX timeout on queue: 0" every 5 s and the VM sent nothing from one case on.
-# devtools/tcg_sb_litmus.sh shows the reordering: about 90 per million iterations of a
-# store-buffering test between a guest and a host thread with maxcpus=1, none with 2.
+# and that queue stops for good ("virtio_net eth0: TX timeout on queue: 0" on the console).
+# doc/interop.md has the figures of devtools/tcg_sb_litmus.sh, which measures it.
 IT_RXE_VM_OPTS=(--smp 1,maxcpus=2)
 # vmx ARGS...: rxevm.py on this run's VM (exec, spawn, wait, kill, put, ...).
 vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
