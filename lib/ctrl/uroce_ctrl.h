@@ -27,6 +27,7 @@
  */
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,43 @@ extern "C" {
 #define UROCE_CTRL_DEFAULT_SOCKET "/run/uroce/uroced.sock"
 /** Environment variable a client reads for the socket path. */
 #define UROCE_CTRL_SOCKET_ENV "UROCE_SOCKET"
+
+/*
+ * ---- lengths and offsets a client sends --------------------------------------------------
+ *
+ * Every length, offset and address in a request is hostile: the daemon sums, rounds and
+ * compares them only through these helpers, which answer false where the arithmetic would
+ * wrap, so that no check passes on a wrapped value (three REG_MR segments of L, 2^63 - 4 KiB
+ * and 2^63 + 8 KiB - L once summed to 4 KiB and passed a one-page MR's size check). All in
+ * 64 bits; a narrower field is widened by the caller.
+ */
+
+/** *@p sum = @p a + @p b. @return false (and *@p sum unspecified) where that wraps. */
+static inline bool uroce_ctrl_add(uint64_t a, uint64_t b, uint64_t *sum)
+{
+	return !__builtin_add_overflow(a, b, sum);
+}
+
+/** Is [@p offset, @p offset + @p length) inside [0, @p size)? Never wraps. */
+static inline bool uroce_ctrl_range_within(uint64_t offset, uint64_t length, uint64_t size)
+{
+	return offset <= size && length <= size - offset;
+}
+
+/** The pages that [@p addr, @p addr + @p length) touches: *@p start rounded down and
+ *  *@p end rounded up to @p page (a power of two). @return false where @p addr + @p length
+ *  or the rounding up wraps. */
+static inline bool uroce_ctrl_page_span(uint64_t addr, uint64_t length, uint64_t page,
+					uint64_t *start, uint64_t *end)
+{
+	uint64_t last;
+
+	if (!uroce_ctrl_add(addr, length, &last) || !uroce_ctrl_add(last, page - 1, end))
+		return false;
+	*start = addr & ~(page - 1);
+	*end &= ~(page - 1);
+	return true;
+}
 
 /*
  * The device node. Middleware that looks for kernel RDMA devices checks that

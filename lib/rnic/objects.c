@@ -800,19 +800,20 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	uint32_t i, handle;
 	int rc = -EINVAL;
 
-	if (!pd || req->length == 0 || req->addr + req->length < req->addr ||
-	    req->iova + req->length < req->iova)
+	if (!pd || req->length == 0 ||
+	    !uroce_ctrl_page_span(req->addr, req->length, ps, &start, &end) ||
+	    !uroce_ctrl_add(req->iova, req->length, &at))
 		goto fail;
-	start = req->addr & ~(ps - 1);
-	end = (req->addr + req->length + ps - 1) & ~(ps - 1);
+	/* Each piece inside its region, and their sum (unwrapped) exactly the span: what is
+	 * mapped below is then exactly what was reserved. */
 	for (i = 0; i < req->nseg; i++) {
 		const struct uroce_ctrl_mr_seg *s = &req->seg[i];
 		struct rnic_region *r = rnic_obj_get(c, s->region, RNIC_OBJ_REGION);
 
 		if (!r || s->length == 0 || ((s->offset | s->length) & (ps - 1)) ||
-		    s->offset > r->size || s->length > r->size - s->offset)
+		    !uroce_ctrl_range_within(s->offset, s->length, r->size) ||
+		    !uroce_ctrl_add(total, s->length, &total))
 			goto fail;
-		total += s->length;
 	}
 	if (total != end - start)
 		goto fail;

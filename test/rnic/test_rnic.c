@@ -561,6 +561,92 @@ static int reg_mr_of(struct host *h, struct uroce_rnic_client *c, uint64_t len, 
 	return rc;
 }
 
+/* A sealed memfd of @p size bytes (sparse: any size tmpfs takes), mapped as a region of
+ * @p c. @return its handle. */
+static uint32_t region_of(struct host *h, struct uroce_rnic_client *c, uint64_t size)
+{
+	struct uroce_ctrl_map_region_req map = {.size = size};
+	int fd = memfd_create("region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, UROCE_SHM_SEALS), 0);
+	cr_assert_eq(request_fd(h, c, UROCE_CTRL_MAP_REGION, &map, sizeof(map), fd), 0);
+	return handle_of(h);
+}
+
+/* REG_MR of [addr, addr + length) in PD @p pd from @p nseg segments. */
+static int reg_mr_segs(struct host *h, struct uroce_rnic_client *c, uint32_t pd, uint64_t addr,
+		       uint64_t length, const struct uroce_ctrl_mr_seg *seg, uint32_t nseg)
+{
+	uint8_t buf[sizeof(struct uroce_ctrl_reg_mr_req) + 4 * sizeof(struct uroce_ctrl_mr_seg)];
+	struct uroce_ctrl_reg_mr_req *reg = (void *)buf;
+
+	cr_assert_leq(nseg, 4u);
+	memset(buf, 0, sizeof(buf));
+	*reg = (struct uroce_ctrl_reg_mr_req){.pd = pd,
+					      .access = IBV_ACCESS_LOCAL_WRITE,
+					      .addr = addr,
+					      .iova = addr,
+					      .length = length,
+					      .nseg = nseg};
+	memcpy(reg->seg, seg, nseg * sizeof(*seg));
+	return request(h, c, UROCE_CTRL_REG_MR, buf,
+		       sizeof(*reg) + nseg * sizeof(struct uroce_ctrl_mr_seg));
+}
+
+/* Issue 43 (1): REG_MR's segment lengths once summed in 64 bits unchecked. Three pieces of
+ * L, 2^63 - 4 KiB and 2^63 + 8 KiB - L add up to 2^64 + 4 KiB, that is 4 KiB: a one-page
+ * MR's size. The daemon reserved 4 KiB and mapped L bytes of the tenant's memfd with
+ * MAP_FIXED over its own libraries (this process dies of it on the old code). Every sum
+ * and rounding of a client's numbers must refuse to wrap: EINVAL, nothing mapped,
+ * nothing charged. */
+Test(rnic, reg_mr_refuses_lengths_that_wrap)
+{
+	const uint64_t page = 4096, big = 64ull << 20, huge = (1ull << 63) - page;
+	struct host h;
+	struct uroce_rnic_client *c;
+	uint32_t pd, small, sparse;
+	uint64_t mappings;
+
+	host_init(&h, 0x43, 43);
+	c = hello(&h);
+	cr_assert_eq(request(&h, c, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	pd = handle_of(&h);
+	small = region_of(&h, c, big);
+	sparse = region_of(&h, c, huge); /* tmpfs takes up to 2^63 - 1 bytes, sparse */
+	mappings = stat_of(&h, c, "mappings");
+
+	struct uroce_ctrl_mr_seg wrap[3] = {
+		{.region = small, .length = big},
+		{.region = sparse, .length = huge},
+		{.region = sparse, .length = (1ull << 63) + 2 * page - big}};
+	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x10000000, page, wrap, 3), -EINVAL,
+		     "segments whose sum wraps to the span");
+	/* Two pieces that wrap to exactly 0 past a one-page span's end... */
+	struct uroce_ctrl_mr_seg wrap0[2] = {{.region = sparse, .length = huge},
+					     {.region = sparse, .length = page + page}};
+	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x10000000, page, wrap0, 2), -EINVAL);
+	/* ...an address whose end, or whose end rounded up to a page, wraps... */
+	struct uroce_ctrl_mr_seg one = {.region = small, .length = page};
+	cr_assert_eq(reg_mr_segs(&h, c, pd, UINT64_MAX - 10, 5, &one, 1), -EINVAL);
+	cr_assert_eq(reg_mr_segs(&h, c, pd, UINT64_MAX - page + 2, 1, &one, 1), -EINVAL);
+	/* ...and a piece whose offset + length wraps past its region's size. */
+	struct uroce_ctrl_mr_seg past = {.region = small, .offset = UINT64_MAX - page + 1,
+					 .length = 2 * page};
+	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x10000000, 2 * page, &past, 1), -EINVAL);
+	cr_assert_eq(stat_of(&h, c, "mappings"), mappings, "nothing was mapped");
+	cr_assert_eq(stat_of(&h, c, "objects.mr"), 0u);
+
+	/* The same regions still serve an honest MR: the last page of the sparse one and the
+	 * first of the other, in one span, written through the daemon's mapping. */
+	struct uroce_ctrl_mr_seg ok[2] = {{.region = sparse, .offset = huge - page, .length = page},
+					  {.region = small, .length = page}};
+	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x10000000, 2 * page, ok, 2), 0);
+	cr_assert_eq(stat_of(&h, c, "mappings"), mappings + 1);
+	host_fini(&h);
+}
+
 static int modify_qkey(struct host *h, struct uroce_rnic_client *c, uint32_t qp, uint32_t qkey)
 {
 	struct uroce_ctrl_modify_qp_req req = {
