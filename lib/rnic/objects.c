@@ -330,13 +330,32 @@ static int mr_kill(struct rnic_mr *m)
 	return 0;
 }
 
+/* Another client than @p c that names @p m by a handle (an importer), or NULL. */
+static struct uroce_rnic_client *mr_other_holder(struct uroce_rnic_client *c,
+						 const struct rnic_mr *m)
+{
+	for (struct uroce_rnic_client *o = c->rnic->clients; o; o = o->next) {
+		if (o == c)
+			continue;
+		for (uint32_t k = 0; k < o->nobjs; k++)
+			if (o->objs[k].type == RNIC_OBJ_MR && o->objs[k].p == m)
+				return o;
+	}
+	return NULL;
+}
+
 void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 {
 	rnic_obj_del(c, h);
 	if (m->pin_owner == c && m->refs > 1) {
-		/* Its registrant goes; an importer keeps the pages, charged to nobody. */
+		/* Its registrant lets go while an importer keeps the pages: the charge moves
+		 * to that importer, as the pages stay pinned. Dropped here, a registrant could
+		 * register, import elsewhere and unimport its own handle over and over, each
+		 * time pinning more with nothing charged (issue 43 (6)). */
 		c->pinned -= m->mem->map_len;
-		m->pin_owner = NULL;
+		m->pin_owner = mr_other_holder(c, m);
+		if (m->pin_owner)
+			m->pin_owner->pinned += m->mem->map_len;
 	}
 	if (--m->refs)
 		return;

@@ -45,6 +45,8 @@ struct host {
 	unsigned int replies;
 	struct uroce_ip_stack *ip;
 	struct uroce_rnic *nic;
+	/* what the host says a process may pin (ops->memlock_limit); 0: no limit */
+	uint64_t memlock;
 };
 
 static int host_reply(void *io_ctx, void *conn, const void *msg, uint32_t len, const int *fds,
@@ -173,6 +175,14 @@ static void host_release_held(struct host *h)
 	h->nheld = 0;
 }
 
+static uint64_t host_memlock_limit(void *io_ctx, pid_t pid)
+{
+	const struct host *h = io_ctx;
+
+	(void)pid;
+	return h->memlock ? h->memlock : UINT64_MAX;
+}
+
 static const struct uroce_rnic_ops host_ops = {
 	.reply = host_reply,
 	.tx = host_tx,
@@ -184,6 +194,7 @@ static const struct uroce_rnic_ops host_ops = {
 	.admin = host_admin,
 	.capture_start = host_capture_start,
 	.stats = host_stats,
+	.memlock_limit = host_memlock_limit,
 };
 
 /* @p zc: a host whose port lends memory to frames (ops->tx_zc). @p seed: the RNIC's (0:
@@ -1295,6 +1306,45 @@ Test(rnic, import_shares_pd_and_mr_between_clients)
 	cr_assert_eq(stat_of(&h, c, "orphans"), 0u, "gone with the MR");
 	close(a_token);
 	close(b_token);
+	host_fini(&h);
+}
+
+/* Issue 43 (6): an MR's charge once vanished when its registrant released its handle while
+ * an importer kept the MR (UNIMPORT_MR of one's own MR): register 1 MiB, import it on a
+ * second context, unimport the original, repeat, and 64 MiB stood pinned under a 2 MiB
+ * limit. The pages stay pinned while any handle names them, so the charge moves to the
+ * holder that is left, and the limit counts it. */
+Test(rnic, a_charge_moves_to_the_importer_and_never_vanishes)
+{
+	const uint64_t mib = 1u << 20;
+	struct host h;
+	struct uroce_rnic_client *a, *b;
+	struct uroce_ctrl_handle req;
+	uint32_t rkey, a_mr;
+	int a_token;
+	int rc = 0;
+
+	host_init(&h, 0x36, 36);
+	h.memlock = 2 * mib; /* both clients are this process: one RLIMIT_MEMLOCK */
+	a = hello(&h);
+	a_token = dup(h.fds[0]);
+	b = hello(&h);
+	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, a_token), 0);
+	for (int round = 0; round < 4 && rc == 0; round++) {
+		rc = reg_mr_of(&h, a, mib, &rkey);
+		if (rc)
+			break;
+		a_mr = mr_of(&h);
+		req.handle = a_mr;
+		cr_assert_eq(request(&h, b, UROCE_CTRL_IMPORT_MR, &req, sizeof(req)), 0);
+		cr_assert_eq(request(&h, a, UROCE_CTRL_UNIMPORT_MR, &req, sizeof(req)), 0);
+		cr_assert_leq(round, 1, "a third MiB pinned under a 2 MiB limit");
+	}
+	cr_assert_eq(rc, -ENOMEM, "RLIMIT_MEMLOCK counts what the importer holds");
+	cr_assert_eq(stat_of(&h, b, "objects.mr"), 2u);
+	/* The importer goes: the pages go, and with them the charge. */
+	uroce_rnic_client_free(b);
+	cr_assert_eq(reg_mr_of(&h, a, 2 * mib, &rkey), 0);
 	host_fini(&h);
 }
 
