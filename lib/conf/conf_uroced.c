@@ -94,6 +94,10 @@ static const struct uroce_conf_key keys[] = {
 	UINT(limits, cm_ids, 0, UINT32_MAX, "0",
 	     "rdma_cm ids per user (connection requests a listener holds included); 0: no "
 	     "limit"),
+	UINT(limits, mappings, 0, UINT32_MAX, "16384",
+	     "the daemon's memory mappings per user (an MR takes one per piece of memory file "
+	     "it spans: ENOMEM beyond, as mmap at vm.max_map_count, 65530 by default, which "
+	     "every user shares); 0: no limit"),
 	UINT(limits, client_pds, 0, UINT32_MAX, "0",
 	     "protection domains per connection, within its user's; 0: only the user's limit"),
 	UINT(limits, client_mrs, 0, UINT32_MAX, "0",

@@ -155,7 +155,7 @@ struct uroce_conf {
 		uint32_t clients;
 		uint32_t pds, mrs;
 		uint64_t mr_bytes;
-		uint32_t regions, channels, cqs, srqs, qps, ahs, cm_ids;
+		uint32_t regions, channels, cqs, srqs, qps, ahs, cm_ids, mappings;
 		uint32_t client_pds, client_mrs;
 		uint64_t client_mr_bytes;
 		uint32_t client_regions, client_channels, client_cqs, client_srqs, client_qps,

@@ -144,3 +144,20 @@ int rnic_limit_pin(struct uroce_rnic_client *c, uint64_t bytes)
 	}
 	return 0;
 }
+
+int rnic_limit_maps(struct uroce_rnic_client *c, uint64_t n)
+{
+	const struct uroce_rnic_client *o;
+	uint64_t limit = c->rnic->conf.limits.mappings, user = 0;
+
+	if (!limit || c->admin)
+		return 0;
+	for (o = c->rnic->clients; o; o = o->next)
+		if (o->uid == c->uid)
+			user += o->maps;
+	if (n > limit || user > limit - n) {
+		refused(c, "the daemon's mappings (limits.mappings)", limit);
+		return -ENOMEM;
+	}
+	return 0;
+}

@@ -313,6 +313,22 @@ void rnic_mems_orphan(struct uroce_rnic *nic)
 	nic->held_mems = NULL;
 }
 
+/* Moves what @p m costs (its pinned bytes, the daemon's mappings it holds: limits.c) from
+ * the client charged now to @p to (NULL: nobody, once the pages are unmapped or wait only
+ * for frames and windows that hold them). */
+static void mr_charge_move(struct rnic_mr *m, struct uroce_rnic_client *to)
+{
+	if (m->pin_owner) {
+		m->pin_owner->pinned -= m->mem->map_len;
+		m->pin_owner->maps -= m->nmaps;
+	}
+	m->pin_owner = to;
+	if (to) {
+		to->pinned += m->mem->map_len;
+		to->maps += m->nmaps;
+	}
+}
+
 /* The MR's transport object and pages go, whichever handle asked (DEREG_MR; the last
  * handle released). -EBUSY: memory windows are bound to it. */
 static int mr_kill(struct rnic_mr *m)
@@ -322,9 +338,7 @@ static int mr_kill(struct rnic_mr *m)
 	if (rc)
 		return rc;
 	m->tp = NULL;
-	if (m->pin_owner) /* unpinned at dereg, as ib_umem_release() */
-		m->pin_owner->pinned -= m->mem->map_len;
-	m->pin_owner = NULL;
+	mr_charge_move(m, NULL); /* unpinned at dereg, as ib_umem_release() */
 	mem_mr_gone(m->mem);
 	m->mem = NULL;
 	return 0;
@@ -352,10 +366,7 @@ void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 		 * to that importer, as the pages stay pinned. Dropped here, a registrant could
 		 * register, import elsewhere and unimport its own handle over and over, each
 		 * time pinning more with nothing charged (issue 43 (6)). */
-		c->pinned -= m->mem->map_len;
-		m->pin_owner = mr_other_holder(c, m);
-		if (m->pin_owner)
-			m->pin_owner->pinned += m->mem->map_len;
+		mr_charge_move(m, mr_other_holder(c, m));
 	}
 	if (--m->refs)
 		return;
@@ -363,8 +374,7 @@ void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 		/* Another client's window is bound to it: freed when that has gone, charged
 		 * to nobody meanwhile (c, its registrant, may be going). */
 		if (m->pin_owner == c)
-			c->pinned -= m->mem->map_len;
-		m->pin_owner = NULL;
+			mr_charge_move(m, NULL);
 		m->orphan_next = c->rnic->orphan_mrs;
 		c->rnic->orphan_mrs = m;
 		return;
@@ -839,6 +849,8 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	rc = rnic_limit_object(c, RNIC_OBJ_MR);
 	if (rc == 0)
 		rc = rnic_limit_pin(c, total);
+	if (rc == 0)
+		rc = rnic_limit_maps(c, req->nseg);
 	if (rc)
 		goto fail;
 	/* Reserve the whole span, then map each piece over it: the MR is contiguous in our
@@ -868,7 +880,7 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	m->mem->map = base;
 	m->mem->map_len = total;
 	m->refs = 1;
-	m->pin_owner = c;
+	m->nmaps = req->nseg;
 	m->iova = req->iova;
 	m->length = req->length;
 	m->access = req->access;
@@ -887,7 +899,7 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	/* Frames may point into it (ops->tx_zc); it stays mapped while one does. */
 	uroce_tp_mr_set_ctx(m->tp, m->mem);
 	nic->mappings++;
-	c->pinned += total;
+	mr_charge_move(m, c);
 	rep.mr = handle;
 	uroce_tp_mr_keys(m->tp, &rep.lkey, &rep.rkey);
 	REPLY(c, h, 0, &rep, sizeof(rep));

@@ -93,6 +93,7 @@ struct rnic_mr {
 	/* Whose pinned bytes it is (limits.c); NULL once that client has gone while an
 	 * importer's handle keeps the MR. */
 	struct uroce_rnic_client *pin_owner;
+	uint32_t nmaps; /* the daemon's mappings of its pages: one per segment (limits.c) */
 	uint64_t iova, length; /* as registered: what IMPORT_MR reports */
 	uint32_t access;
 	struct rnic_mr *orphan_next; /* on nic->orphan_mrs */
@@ -218,6 +219,7 @@ struct uroce_rnic_client {
 	uint32_t nfree_slots, cap_free_slots;
 	int async_efd;
 	uint64_t pinned; /* bytes of its MRs' page spans (limits.c) */
+	uint64_t maps;   /* the daemon's mappings its MRs hold (limits.c) */
 	/* Its context region's file, which a token (IMPORT_CONTEXT) must be, and the id of
 	 * the client whose PDs and MRs it may import (0: none). import.c */
 	dev_t region_dev;
@@ -425,6 +427,10 @@ int rnic_limit_client(struct uroce_rnic_client *c);
  * or beyond its process's RLIMIT_MEMLOCK (ops->memlock_limit). Charged by the caller in
  * c->pinned once the MR exists. */
 int rnic_limit_pin(struct uroce_rnic_client *c, uint64_t bytes);
+/* @p n more of the daemon's mappings for an MR of @p c: -ENOMEM beyond limits.mappings for
+ * its user (what mmap answers at vm.max_map_count, which every tenant shares). Charged
+ * by the caller in c->maps once the MR exists. */
+int rnic_limit_maps(struct uroce_rnic_client *c, uint64_t n);
 
 /* stats.c */
 /* The counters @p viewer may see (per-QP lines: its user's QPs; an admin's: all). */

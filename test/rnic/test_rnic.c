@@ -271,7 +271,7 @@ static int request(struct host *h, struct uroce_rnic_client *c, uint16_t cmd, co
 static int request_fd(struct host *h, struct uroce_rnic_client *c, uint16_t cmd,
 		      const void *payload, uint32_t len, int fd)
 {
-	uint8_t msg[sizeof(struct uroce_ctrl_hdr) + 512];
+	static uint8_t msg[UROCE_CTRL_MSG_MAX]; /* REG_MR's 1,024 segments fit */
 	struct uroce_ctrl_hdr hdr = {.magic = UROCE_CTRL_MAGIC,
 				     .version = UROCE_CTRL_VERSION,
 				     .cmd = cmd,
@@ -279,6 +279,7 @@ static int request_fd(struct host *h, struct uroce_rnic_client *c, uint16_t cmd,
 				     .len = (uint32_t)sizeof(hdr) + len};
 	unsigned int before = h->replies;
 
+	cr_assert_leq(hdr.len, sizeof(msg));
 	memcpy(msg, &hdr, sizeof(hdr));
 	if (len) /* ALLOC_PD and the like have no payload (NULL) */
 		memcpy(msg + sizeof(hdr), payload, len);
@@ -306,9 +307,10 @@ static uint32_t handle_of(const struct host *h)
 	return r.handle;
 }
 
-static struct uroce_rnic_client *hello(struct host *h)
+/* A greeted client of @p uid, this process. */
+static struct uroce_rnic_client *hello_as(struct host *h, uid_t uid)
 {
-	const struct uroce_rnic_peer peer = {.pid = getpid(), .uid = getuid(), .gid = getgid()};
+	const struct uroce_rnic_peer peer = {.pid = getpid(), .uid = uid, .gid = getgid()};
 	struct uroce_ctrl_hello_req req = {.version = UROCE_CTRL_VERSION, .name = "test_rnic"};
 	struct uroce_rnic_client *c = uroce_rnic_client_new(h->nic, &peer, h);
 
@@ -317,6 +319,11 @@ static struct uroce_rnic_client *hello(struct host *h)
 	cr_assert_eq(h->nfds, 3u, "the context region, the async eventfd, the wake eventfd");
 	cr_assert_str_eq(uroce_rnic_client_name(c), "test_rnic");
 	return c;
+}
+
+static struct uroce_rnic_client *hello(struct host *h)
+{
+	return hello_as(h, getuid());
 }
 
 static struct ibv_port_attr query_port(struct host *h, struct uroce_rnic_client *c)
@@ -590,10 +597,11 @@ static uint32_t region_of(struct host *h, struct uroce_rnic_client *c, uint64_t 
 static int reg_mr_segs(struct host *h, struct uroce_rnic_client *c, uint32_t pd, uint64_t addr,
 		       uint64_t length, const struct uroce_ctrl_mr_seg *seg, uint32_t nseg)
 {
-	uint8_t buf[sizeof(struct uroce_ctrl_reg_mr_req) + 4 * sizeof(struct uroce_ctrl_mr_seg)];
+	static uint8_t buf[sizeof(struct uroce_ctrl_reg_mr_req) +
+			  UROCE_CTRL_MR_MAX_SEGS * sizeof(struct uroce_ctrl_mr_seg)];
 	struct uroce_ctrl_reg_mr_req *reg = (void *)buf;
 
-	cr_assert_leq(nseg, 4u);
+	cr_assert_leq(nseg, UROCE_CTRL_MR_MAX_SEGS);
 	memset(buf, 0, sizeof(buf));
 	*reg = (struct uroce_ctrl_reg_mr_req){.pd = pd,
 					      .access = IBV_ACCESS_LOCAL_WRITE,
@@ -655,6 +663,44 @@ Test(rnic, reg_mr_refuses_lengths_that_wrap)
 					  {.region = small, .length = page}};
 	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x10000000, 2 * page, ok, 2), 0);
 	cr_assert_eq(stat_of(&h, c, "mappings"), mappings + 1);
+	host_fini(&h);
+}
+
+/* Issue 43 (7): every MR segment is one of the daemon's mappings, and vm.max_map_count
+ * (65,530) is every tenant's: 66 REG_MRs of 1,024 pieces once left another user's
+ * registration failing with ENOMEM. A user's mappings are bounded (limits.mappings, a
+ * quarter of that by default): beyond, ENOMEM as mmap would say, and another user still
+ * registers. */
+Test(rnic, one_user_cannot_take_the_daemons_mappings)
+{
+	const uint64_t page = 4096;
+	static struct uroce_ctrl_mr_seg seg[UROCE_CTRL_MR_MAX_SEGS];
+	struct host h;
+	struct uroce_rnic_client *greedy, *other;
+	uint32_t pd, region, rkey;
+	unsigned int n;
+	int rc = 0;
+
+	host_init(&h, 0x37, 37);
+	greedy = hello_as(&h, 4242);
+	cr_assert_eq(request(&h, greedy, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	pd = handle_of(&h);
+	/* Every other page of one file: pieces no mapping can merge. */
+	region = region_of(&h, greedy, 2 * UROCE_CTRL_MR_MAX_SEGS * page);
+	for (unsigned int i = 0; i < UROCE_CTRL_MR_MAX_SEGS; i++)
+		seg[i] = (struct uroce_ctrl_mr_seg){.region = region, .offset = 2 * i * page,
+						    .length = page};
+	for (n = 0; n < 64 && rc == 0; n++)
+		rc = reg_mr_segs(&h, greedy, pd, 0x10000000, UROCE_CTRL_MR_MAX_SEGS * page, seg,
+				 UROCE_CTRL_MR_MAX_SEGS);
+	cr_assert_eq(rc, -ENOMEM);
+	cr_assert_eq(n - 1, 16384u / UROCE_CTRL_MR_MAX_SEGS, "limits.mappings: 16384 a user");
+	other = hello_as(&h, 4243);
+	cr_assert_eq(reg_mr_of(&h, other, 8 * page, &rkey), 0, "another user still registers");
+	/* What the greedy user gave back, it may take again. */
+	uroce_rnic_client_free(greedy);
+	greedy = hello_as(&h, 4242);
+	cr_assert_eq(reg_mr_of(&h, greedy, page, &rkey), 0);
 	host_fini(&h);
 }
 
