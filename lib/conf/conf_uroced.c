@@ -70,28 +70,29 @@ static const struct uroce_conf_key keys[] = {
 	STR(control, admin_group, "",
 	    "group whose members may administer (capture, fault, log-level, cm-drop) besides root; "
 	    "empty: root only"),
-	UINT(control, max_clients, 1, 1024, "64", "most applications connected at once"),
+	UINT(control, max_clients, 1, 1024, "256", "most applications connected at once"),
 
-	UINT(limits, clients, 0, 1024, "0",
+	UINT(limits, clients, 0, 1024, "64",
 	     "most connections (device contexts) one user holds at once: HELLO beyond it fails "
 	     "with EAGAIN; 0: only control.max_clients. Each [limits] key is per user, over all "
 	     "of the user's connections; root and control.admin_group are exempt"),
-	UINT(limits, pds, 0, UINT32_MAX, "0", "protection domains per user; 0: no limit"),
-	UINT(limits, mrs, 0, UINT32_MAX, "0", "memory regions and windows per user; 0: no limit"),
+	UINT(limits, pds, 0, UINT32_MAX, "4096", "protection domains per user; 0: no limit"),
+	UINT(limits, mrs, 0, UINT32_MAX, "16384",
+	     "memory regions and windows per user; 0: no limit"),
 	UINT(limits, mr_bytes, 0, UINT64_MAX, "0",
 	     "bytes registered per user, in whole pages: beyond it REG_MR fails with ENOMEM; "
 	     "0: no limit (each process is held to its RLIMIT_MEMLOCK anyway, as the kernel "
 	     "does, unless it has CAP_IPC_LOCK)"),
-	UINT(limits, regions, 0, UINT32_MAX, "0",
+	UINT(limits, regions, 0, UINT32_MAX, "1024",
 	     "memory files the verbs library shares registered pages through, per user (the "
 	     "daemon holds a descriptor for each); 0: no limit"),
-	UINT(limits, channels, 0, UINT32_MAX, "0",
+	UINT(limits, channels, 0, UINT32_MAX, "1024",
 	     "completion channels per user (each an eventfd the daemon holds); 0: no limit"),
-	UINT(limits, cqs, 0, UINT32_MAX, "0", "completion queues per user; 0: no limit"),
-	UINT(limits, srqs, 0, UINT32_MAX, "0", "shared receive queues per user; 0: no limit"),
-	UINT(limits, qps, 0, UINT32_MAX, "0", "queue pairs per user; 0: no limit"),
-	UINT(limits, ahs, 0, UINT32_MAX, "0", "address handles per user; 0: no limit"),
-	UINT(limits, cm_ids, 0, UINT32_MAX, "0",
+	UINT(limits, cqs, 0, UINT32_MAX, "16384", "completion queues per user; 0: no limit"),
+	UINT(limits, srqs, 0, UINT32_MAX, "4096", "shared receive queues per user; 0: no limit"),
+	UINT(limits, qps, 0, UINT32_MAX, "16384", "queue pairs per user; 0: no limit"),
+	UINT(limits, ahs, 0, UINT32_MAX, "65536", "address handles per user; 0: no limit"),
+	UINT(limits, cm_ids, 0, UINT32_MAX, "16384",
 	     "rdma_cm ids per user (connection requests a listener holds included); 0: no "
 	     "limit"),
 	UINT(limits, mappings, 0, UINT32_MAX, "16384",

@@ -87,9 +87,16 @@ Test(conf, defaults)
 	cr_expect_eq(c.control.socket_mode, 0660);
 	cr_expect_str_eq(c.control.socket_group, "");
 	cr_expect_str_eq(c.control.admin_group, "");
-	cr_expect_eq(c.control.max_clients, 64);
-	cr_expect(c.limits.clients == 0 && c.limits.qps == 0 && c.limits.mr_bytes == 0,
-		  "no [limits] by default: RLIMIT_MEMLOCK is the one that binds");
+	cr_expect_eq(c.control.max_clients, 256);
+	/* Shipped limits leave room for others (issue 43 (8): with every one 0, one user
+	 * took all the connections): a user gets a quarter of the connections and of
+	 * vm.max_map_count's 65530 mappings; registered bytes stay RLIMIT_MEMLOCK's. */
+	cr_expect_eq(c.limits.clients, c.control.max_clients / 4);
+	cr_expect_eq(c.limits.mappings, 16384);
+	cr_expect(c.limits.regions && c.limits.qps && c.limits.cqs && c.limits.mrs &&
+		  c.limits.pds && c.limits.channels && c.limits.srqs && c.limits.ahs &&
+		  c.limits.cm_ids, "every object a user holds is bounded");
+	cr_expect_eq(c.limits.mr_bytes, 0, "RLIMIT_MEMLOCK is the one that binds bytes");
 	cr_expect_eq(c.transport.ack_coalesce, 16);
 	cr_expect_eq(c.transport.max_unacked_psns, 128);
 	cr_expect_eq(c.transport.max_pkts_per_ack, 64);

@@ -704,6 +704,30 @@ Test(rnic, one_user_cannot_take_the_daemons_mappings)
 	host_fini(&h);
 }
 
+/* Issue 43 (8): with every shipped [limits] key 0, one user took all of
+ * control.max_clients' connections and another user's was refused. By default a user
+ * holds a quarter of them: beyond, HELLO fails with EAGAIN (as the rdma cgroup), and
+ * another user still connects. */
+Test(rnic, the_shipped_limits_leave_connections_for_others)
+{
+	struct uroce_ctrl_hello_req req = {.version = UROCE_CTRL_VERSION, .name = "greedy"};
+	const struct uroce_rnic_peer greedy = {.pid = getpid(), .uid = 4244, .gid = 4244};
+	struct uroce_rnic_client *c[65];
+	struct host h;
+
+	host_init(&h, 0x38, 38);
+	for (unsigned int i = 0; i < 64; i++)
+		c[i] = hello_as(&h, 4244);
+	c[64] = uroce_rnic_client_new(h.nic, &greedy, &h);
+	cr_assert_not_null(c[64]);
+	cr_assert_eq(request(&h, c[64], UROCE_CTRL_HELLO, &req, sizeof(req)), -EAGAIN);
+	uroce_rnic_client_free(c[64]);
+	uroce_rnic_client_free(hello_as(&h, 4245));
+	for (unsigned int i = 0; i < 64; i++)
+		uroce_rnic_client_free(c[i]);
+	host_fini(&h);
+}
+
 static int modify_qkey(struct host *h, struct uroce_rnic_client *c, uint32_t qp, uint32_t qkey)
 {
 	struct uroce_ctrl_modify_qp_req req = {
