@@ -277,11 +277,22 @@ static void mem_unmap(struct uroce_rnic_mem *mem)
 	free(mem);
 }
 
-/* The MR is deregistered: its pages go now, or with the last frame that points there. */
+/* An MR that lay in @p mem is deregistered: with the last one, the pages go now, or with
+ * the last frame that points there; no new MR finds the mapping from then on. */
 static void mem_mr_gone(struct uroce_rnic_mem *mem)
 {
 	struct uroce_rnic *nic = mem->nic;
 
+	if (--mem->mrs)
+		return;
+	if (mem->region) {
+		struct uroce_rnic_mem **pm = &mem->region->mems;
+
+		while (*pm != mem)
+			pm = &(*pm)->region_next;
+		*pm = mem->region_next;
+		mem->region = NULL;
+	}
 	if (mem->frames == 0) {
 		mem_unmap(mem);
 		return;
@@ -319,12 +330,12 @@ void rnic_mems_orphan(struct uroce_rnic *nic)
 static void mr_charge_move(struct rnic_mr *m, struct uroce_rnic_client *to)
 {
 	if (m->pin_owner) {
-		m->pin_owner->pinned -= m->mem->map_len;
+		m->pin_owner->pinned -= m->span;
 		m->pin_owner->maps -= m->nmaps;
 	}
 	m->pin_owner = to;
 	if (to) {
-		to->pinned += m->mem->map_len;
+		to->pinned += m->span;
 		to->maps += m->nmaps;
 	}
 }
@@ -468,6 +479,9 @@ static int dealloc_pd(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *p
 
 static void destroy_region(struct uroce_rnic_client *c, uint32_t h, struct rnic_region *r)
 {
+	/* Its mappings live on with their MRs (a mapping holds the file), shared no more. */
+	for (struct uroce_rnic_mem *mem = r->mems; mem; mem = mem->region_next)
+		mem->region = NULL;
 	close(r->fd);
 	rnic_obj_del(c, h);
 	free(r);
@@ -793,6 +807,7 @@ void rnic_cmd_map_region(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 	}
 	r->fd = fd;
 	r->size = req->size;
+	r->mems = NULL;
 	handle = rnic_obj_add(c, RNIC_OBJ_REGION, r);
 	if (!handle) {
 		close(fd);
@@ -815,17 +830,108 @@ void rnic_cmd_region_fd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	uroce_rnic_reply(c, h, 0, NULL, 0, &r->fd, 1);
 }
 
+/* The region of an MR whose pieces are one run of it (each where the last ended), and the
+ * run's offset in *@p offset; NULL when the MR is stitched from several. The pieces have
+ * been checked to lie in their regions. */
+static struct rnic_region *mr_single_run(struct uroce_rnic_client *c,
+					 const struct uroce_ctrl_reg_mr_req *req, uint64_t *offset)
+{
+	uint64_t next = req->seg[0].offset;
+
+	for (uint32_t i = 0; i < req->nseg; i++) {
+		if (req->seg[i].region != req->seg[0].region || req->seg[i].offset != next)
+			return NULL;
+		next += req->seg[i].length; /* within the region: cannot wrap */
+	}
+	*offset = req->seg[0].offset;
+	return rnic_obj_get(c, req->seg[0].region, RNIC_OBJ_REGION);
+}
+
+static struct uroce_rnic_mem *mem_new(struct uroce_rnic *nic, void *map, uint64_t len)
+{
+	struct uroce_rnic_mem *mem = calloc(1, sizeof(*mem));
+
+	if (!mem) {
+		munmap(map, len);
+		return NULL;
+	}
+	mem->nic = nic;
+	mem->map = map;
+	mem->map_len = len;
+	mem->mrs = 1;
+	nic->mappings++;
+	return mem;
+}
+
+/* The mapping of bytes [@p offset, @p offset + @p len) of region @p r: one that an MR
+ * made before, when it covers them, else a new one, kept on the region's list. MRs over
+ * the same buffer (UCX's registration cache, perftest's re-registrations) so share one
+ * mapping. NULL with errno. */
+static struct uroce_rnic_mem *mem_of_run(struct uroce_rnic *nic, struct rnic_region *r,
+					 uint64_t offset, uint64_t len, uint64_t *at)
+{
+	struct uroce_rnic_mem *mem;
+	void *map;
+
+	for (mem = r->mems; mem; mem = mem->region_next)
+		if (offset >= mem->region_off &&
+		    uroce_ctrl_range_within(offset - mem->region_off, len, mem->map_len)) {
+			mem->mrs++;
+			*at = offset - mem->region_off;
+			return mem;
+		}
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, (off_t)offset);
+	if (map == MAP_FAILED || !(mem = mem_new(nic, map, len)))
+		return NULL;
+	mem->region = r;
+	mem->region_off = offset;
+	mem->region_next = r->mems;
+	r->mems = mem;
+	*at = 0;
+	return mem;
+}
+
+/* A mapping stitched from the MR's pieces: the whole span reserved, then each piece mapped
+ * over it, so the MR is contiguous in our address space as in the application's. What is
+ * mapped is exactly what was reserved: the pieces sum (unwrapped) to @p total. NULL with
+ * errno. */
+static struct uroce_rnic_mem *mem_of_pieces(struct uroce_rnic_client *c,
+					    const struct uroce_ctrl_reg_mr_req *req,
+					    uint64_t total)
+{
+	uint8_t *base;
+	uint64_t at = 0;
+	int err;
+
+	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return NULL;
+	for (uint32_t i = 0; i < req->nseg; i++) {
+		const struct uroce_ctrl_mr_seg *s = &req->seg[i];
+		struct rnic_region *r = rnic_obj_get(c, s->region, RNIC_OBJ_REGION);
+
+		if (mmap(base + at, s->length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			 r->fd, (off_t)s->offset) == MAP_FAILED) {
+			err = errno;
+			munmap(base, total);
+			errno = err;
+			return NULL;
+		}
+		at += s->length;
+	}
+	return mem_new(c->rnic, base, total);
+}
+
 void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		     const void *payload, const int *fds RNIC_UNUSED)
 {
-	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_reg_mr_req *req = payload;
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
 	struct uroce_tp_pd *pd = rnic_pd_get(c, req->pd);
 	struct uroce_ctrl_reg_mr_rep rep = {0};
-	uint64_t start, end, total = 0, at;
+	uint64_t start, end, total = 0, at = 0, run_off = 0;
+	struct rnic_region *run;
 	struct rnic_mr *m = NULL;
-	uint8_t *base = MAP_FAILED;
 	uint32_t i, handle;
 	int rc = -EINVAL;
 
@@ -833,8 +939,7 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	    !uroce_ctrl_page_span(req->addr, req->length, ps, &start, &end) ||
 	    !uroce_ctrl_add(req->iova, req->length, &at))
 		goto fail;
-	/* Each piece inside its region, and their sum (unwrapped) exactly the span: what is
-	 * mapped below is then exactly what was reserved. */
+	/* Each piece inside its region, and their sum (unwrapped) exactly the span. */
 	for (i = 0; i < req->nseg; i++) {
 		const struct uroce_ctrl_mr_seg *s = &req->seg[i];
 		struct rnic_region *r = rnic_obj_get(c, s->region, RNIC_OBJ_REGION);
@@ -846,69 +951,55 @@ void rnic_cmd_reg_mr(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h
 	}
 	if (total != end - start)
 		goto fail;
+	run = mr_single_run(c, req, &run_off);
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	/* Charged whether or not its mapping turns out shared: a shared one outlives the MR
+	 * that made it, so each MR pays for what it could hold alone. */
+	m->nmaps = run ? 1 : req->nseg;
+	m->span = total;
 	rc = rnic_limit_object(c, RNIC_OBJ_MR);
 	if (rc == 0)
 		rc = rnic_limit_pin(c, total);
 	if (rc == 0)
-		rc = rnic_limit_maps(c, req->nseg);
+		rc = rnic_limit_maps(c, m->nmaps);
 	if (rc)
 		goto fail;
-	/* Reserve the whole span, then map each piece over it: the MR is contiguous in our
-	 * address space as it is in the application's. */
-	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED) {
-		rc = -ENOMEM;
+	at = 0;
+	m->mem = run ? mem_of_run(c->rnic, run, run_off, total, &at) : mem_of_pieces(c, req, total);
+	if (!m->mem) {
+		rc = -errno;
 		goto fail;
 	}
-	for (i = 0, at = 0; i < req->nseg; i++) {
-		const struct uroce_ctrl_mr_seg *s = &req->seg[i];
-		struct rnic_region *r = rnic_obj_get(c, s->region, RNIC_OBJ_REGION);
-
-		if (mmap(base + at, s->length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-			 r->fd, (off_t)s->offset) == MAP_FAILED) {
-			rc = -errno;
-			goto fail;
-		}
-		at += s->length;
-	}
-	m = calloc(1, sizeof(*m));
-	if (!m || !(m->mem = calloc(1, sizeof(*m->mem)))) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	m->mem->nic = nic;
-	m->mem->map = base;
-	m->mem->map_len = total;
 	m->refs = 1;
-	m->nmaps = req->nseg;
 	m->iova = req->iova;
 	m->length = req->length;
 	m->access = req->access;
-	m->tp = uroce_tp_reg_mr(pd, req->iova, base + (req->addr - start), req->length,
-				req->access);
+	m->tp = uroce_tp_reg_mr(pd, req->iova, (uint8_t *)m->mem->map + at + (req->addr - start),
+				req->length, req->access);
 	if (!m->tp) {
 		rc = -errno;
-		goto fail;
+		goto fail_mem;
 	}
 	handle = rnic_obj_add(c, RNIC_OBJ_MR, m);
 	if (!handle) {
 		uroce_tp_dereg_mr(m->tp);
 		rc = -ENOMEM;
-		goto fail;
+		goto fail_mem;
 	}
 	/* Frames may point into it (ops->tx_zc); it stays mapped while one does. */
 	uroce_tp_mr_set_ctx(m->tp, m->mem);
-	nic->mappings++;
 	mr_charge_move(m, c);
 	rep.mr = handle;
 	uroce_tp_mr_keys(m->tp, &rep.lkey, &rep.rkey);
 	REPLY(c, h, 0, &rep, sizeof(rep));
 	return;
+fail_mem:
+	mem_mr_gone(m->mem);
 fail:
-	if (base != MAP_FAILED)
-		munmap(base, total);
-	if (m)
-		free(m->mem);
 	free(m);
 	REPLY(c, h, rc, NULL, 0);
 }

@@ -63,17 +63,25 @@ struct uroce_rnic_client;
 struct rnic_region { /* application memory that MRs map (a sealed memfd) */
 	int fd;
 	uint64_t size;
+	struct uroce_rnic_mem *mems; /* its mappings that MRs may share (objects.c) */
 };
 
-/* The daemon's view of an MR's pages, shared by the MR and the zero-copy frames that
- * point into it: unmapped when the MR is gone and the last frame has let go. */
+/* The daemon's view of an MR's pages, shared by the MRs that lie in it and the zero-copy
+ * frames that point into it: unmapped when its last MR is gone and the last frame has let
+ * go. A mapping of one run of one region is on that region's list, so that the next MR
+ * that lies in the same run maps nothing new; one stitched from several pieces serves its
+ * own MR only. */
 struct uroce_rnic_mem {
 	struct uroce_rnic *nic; /* NULL once the RNIC is destroyed before the frames left */
 	void *map;
 	uint64_t map_len;
 	uint64_t frames;        /* zero-copy frames holding it */
-	bool mr_gone;           /* deregistered: on nic->held_mems until frames is 0 */
+	uint32_t mrs;           /* live MRs that lie in it */
+	bool mr_gone;           /* its last MR deregistered: on nic->held_mems until frames is 0 */
 	struct uroce_rnic_mem *held_next, *held_prev;
+	struct rnic_region *region; /* whose run it maps (NULL: stitched, or region gone) */
+	uint64_t region_off;        /* where in the region's file the map starts */
+	struct uroce_rnic_mem *region_next;
 };
 
 /* A PD and an MR may be named by handles of several clients (IMPORT_PD, IMPORT_MR): the
@@ -93,7 +101,8 @@ struct rnic_mr {
 	/* Whose pinned bytes it is (limits.c); NULL once that client has gone while an
 	 * importer's handle keeps the MR. */
 	struct uroce_rnic_client *pin_owner;
-	uint32_t nmaps; /* the daemon's mappings of its pages: one per segment (limits.c) */
+	uint32_t nmaps; /* the daemon's mappings charged for it (limits.c) */
+	uint64_t span;  /* the bytes of its page span: what it pins (limits.c) */
 	uint64_t iova, length; /* as registered: what IMPORT_MR reports */
 	uint32_t access;
 	struct rnic_mr *orphan_next; /* on nic->orphan_mrs */

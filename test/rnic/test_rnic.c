@@ -579,6 +579,15 @@ static int reg_mr_of(struct host *h, struct uroce_rnic_client *c, uint64_t len, 
 	return rc;
 }
 
+/* The MR handle a REG_MR (reg_mr_of) answered. */
+static uint32_t mr_of(const struct host *h)
+{
+	struct uroce_ctrl_reg_mr_rep rep;
+
+	memcpy(&rep, reply_payload(h), sizeof(rep));
+	return rep.mr;
+}
+
 /* A sealed memfd of @p size bytes (sparse: any size tmpfs takes), mapped as a region of
  * @p c. @return its handle. */
 static uint32_t region_of(struct host *h, struct uroce_rnic_client *c, uint64_t size)
@@ -701,6 +710,60 @@ Test(rnic, one_user_cannot_take_the_daemons_mappings)
 	uroce_rnic_client_free(greedy);
 	greedy = hello_as(&h, 4242);
 	cr_assert_eq(reg_mr_of(&h, greedy, page, &rkey), 0);
+	host_fini(&h);
+}
+
+/* Issue 43 (7): MRs that lie in one run of one region share one mapping of it (UCX's
+ * registration cache and perftest register the same buffer again and again); a mapping
+ * stitched from several pieces is its MR's own. The shared one lives while any MR lies
+ * in it, its region's handle closed or not, and each MR is still charged its own span. */
+Test(rnic, mrs_of_one_region_share_one_mapping)
+{
+	const uint64_t page = 4096;
+	struct host h;
+	struct uroce_rnic_client *c;
+	struct uroce_ctrl_handle req;
+	uint32_t pd, region, other, mr[4];
+	uint64_t mappings;
+
+	host_init(&h, 0x39, 39);
+	c = hello(&h);
+	cr_assert_eq(request(&h, c, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	pd = handle_of(&h);
+	region = region_of(&h, c, 8 * page);
+	other = region_of(&h, c, page);
+	mappings = stat_of(&h, c, "mappings");
+
+	struct uroce_ctrl_mr_seg whole = {.region = region, .length = 8 * page};
+	struct uroce_ctrl_mr_seg two[2] = {{.region = region, .offset = 2 * page, .length = page},
+					   {.region = region, .offset = 3 * page, .length = page}};
+	struct uroce_ctrl_mr_seg stitched[2] = {{.region = region, .length = page},
+						{.region = other, .length = page}};
+	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x10000000, 8 * page, &whole, 1), 0);
+	mr[0] = mr_of(&h);
+	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x20000000, 2 * page, two, 2), 0, "one run, in two");
+	mr[1] = mr_of(&h);
+	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x10000000, 8 * page, &whole, 1), 0);
+	mr[2] = mr_of(&h);
+	cr_assert_eq(stat_of(&h, c, "mappings"), mappings + 1, "three MRs, one mapping");
+	cr_assert_eq(reg_mr_segs(&h, c, pd, 0x30000000, 2 * page, stitched, 2), 0);
+	mr[3] = mr_of(&h);
+	cr_assert_eq(stat_of(&h, c, "mappings"), mappings + 2, "a stitched MR maps its own");
+
+	/* The MR that made the mapping goes, and the region's handle: the others keep it. */
+	req.handle = mr[0];
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), 0);
+	req.handle = region;
+	cr_assert_eq(request(&h, c, UROCE_CTRL_UNMAP_REGION, &req, sizeof(req)), 0);
+	cr_assert_eq(stat_of(&h, c, "mappings"), mappings + 2);
+	req.handle = mr[1];
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), 0);
+	req.handle = mr[2];
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), 0);
+	cr_assert_eq(stat_of(&h, c, "mappings"), mappings + 1, "the last MR in it took it along");
+	req.handle = mr[3];
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), 0);
+	cr_assert_eq(stat_of(&h, c, "mappings"), mappings);
 	host_fini(&h);
 }
 
@@ -1251,15 +1314,6 @@ Test(rnic, region_fd_returns_the_clients_own_memfd)
 	cr_assert_eq(request(&h, a, UROCE_CTRL_REGION_FD, &req, sizeof(req)), -EINVAL,
 		     "a PD is no region");
 	host_fini(&h);
-}
-
-/* The MR handle a REG_MR (reg_mr_of) answered. */
-static uint32_t mr_of(const struct host *h)
-{
-	struct uroce_ctrl_reg_mr_rep rep;
-
-	memcpy(&rep, reply_payload(h), sizeof(rep));
-	return rep.mr;
 }
 
 /* @p c imports PD @p pd (its handle in *@p c_pd) and MR @p mr of the context it imports
