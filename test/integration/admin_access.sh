@@ -31,10 +31,13 @@ done
 USER_PLAIN=uroce-t$$
 USER_ADMIN=uroce-a$$
 GROUP_ADMIN=uroce-g$$
+# The script's status goes through to it_cleanup, which exits with it.
 cleanup_users() {
+	local rc=$?
 	userdel "$USER_PLAIN" 2>/dev/null
 	userdel "$USER_ADMIN" 2>/dev/null
 	groupdel "$GROUP_ADMIN" 2>/dev/null
+	(exit "$rc")
 	it_cleanup
 }
 trap cleanup_users EXIT
