@@ -516,7 +516,9 @@ struct uroce_ctrl_create_qp_req {
  * whose descriptor comes with it, shared by every process that opens one for the same
  * file (inode), as the kernel's uverbs share them: with O_CREAT it is made if it does not
  * exist, with O_CREAT | O_EXCL it must not exist yet (-EINVAL), without O_CREAT it must
- * (-EINVAL). CLOSE_XRCD: -EBUSY while this connection has an XRC SRQ or target QP in it.
+ * (-EAGAIN), the kernel's errnos; a descriptor opened with O_PATH, which needs no
+ * permission on the file, is refused (-EBADF) as the kernel's fdget() refuses it.
+ * CLOSE_XRCD: -EBUSY while this connection has an XRC SRQ or target QP in it.
  * CREATE_XRC_SRQ (ibv_create_srq_ex, IBV_SRQT_XRC): the reply is CREATE_SRQ's and the
  * number requests name it by (ibv_get_srq_num). An XRC target QP (CREATE_QP with
  * IBV_QPT_XRC_RECV) takes no PD, CQ or SRQ, only its domain; its region has rings that

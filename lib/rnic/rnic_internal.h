@@ -134,6 +134,9 @@ struct rnic_xrcd {
 	ino_t ino;
 	uint32_t handles; /* RNIC_OBJ_XRCD handles of every connection */
 	uint32_t idx;     /* in the daemon's list of shared domains (when shared) */
+	/* A descriptor of the file (shared; else -1), kept while the domain lives as the
+	 * kernel's keeps the inode: its number cannot name another file meanwhile. */
+	int file_fd;
 };
 
 struct rnic_srq {

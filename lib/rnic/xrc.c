@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rnic_internal.h"
 
@@ -22,13 +23,17 @@ static void xrcd_free(struct uroce_rnic *nic, struct rnic_xrcd *x)
 		last->idx = x->idx;
 	}
 	uroce_tp_dealloc_xrcd(x->tp); /* empty: every SRQ and QP in it went before */
+	if (x->file_fd >= 0)
+		close(x->file_fd);
 	free(x);
 }
 
-/* A new handle of @p c on @p x (made if NULL and @p make: then @p dev, @p ino say whose
- * file it is, or @p shared is false). Replies. */
+/* A new handle of @p c on @p x (made if NULL: then @p file_fd is the descriptor of the
+ * file whose inode @p dev, @p ino names it, or -1 for a domain of the connection alone).
+ * @p file_fd is taken in every case: kept by a domain made of it, closed otherwise.
+ * Replies. */
 static void xrcd_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
-			struct rnic_xrcd *x, bool shared, dev_t dev, ino_t ino)
+			struct rnic_xrcd *x, int file_fd, dev_t dev, ino_t ino)
 {
 	struct uroce_rnic *nic = c->rnic;
 	struct uroce_ctrl_handle rep = {0};
@@ -36,44 +41,50 @@ static void xrcd_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	int rc;
 
 	rc = rnic_limit_object(c, RNIC_OBJ_XRCD);
-	if (rc) {
-		REPLY(c, h, rc, NULL, 0);
-		return;
-	}
+	if (rc)
+		goto refuse;
 	if (x == NULL) {
+		rc = -ENOMEM;
 		x = calloc(1, sizeof(*x));
 		if (x == NULL || (x->tp = uroce_tp_alloc_xrcd(nic->dev)) == NULL) {
 			free(x);
-			REPLY(c, h, -ENOMEM, NULL, 0);
-			return;
+			goto refuse;
 		}
-		x->shared = shared;
+		x->shared = file_fd >= 0;
 		x->dev = dev;
 		x->ino = ino;
-		if (shared && rnic_list_add((void ***)&nic->xrcds, &nic->nxrcds, &nic->cap_xrcds, x,
-					    &x->idx)) {
+		if (x->shared && rnic_list_add((void ***)&nic->xrcds, &nic->nxrcds, &nic->cap_xrcds,
+					       x, &x->idx)) {
 			uroce_tp_dealloc_xrcd(x->tp);
 			free(x);
-			REPLY(c, h, -ENOMEM, NULL, 0);
-			return;
+			goto refuse;
 		}
+		x->file_fd = file_fd;
+		file_fd = -1;
 		made = true;
 	}
 	rep.handle = rnic_obj_add(c, RNIC_OBJ_XRCD, x);
 	if (rep.handle == 0) {
 		if (made)
-			xrcd_free(nic, x);
-		REPLY(c, h, -ENOMEM, NULL, 0);
-		return;
+			xrcd_free(nic, x); /* and the descriptor it kept */
+		rc = -ENOMEM;
+		goto refuse;
 	}
 	x->handles++;
+	if (file_fd >= 0)
+		close(file_fd); /* the domain has its own */
 	REPLY(c, h, 0, &rep, sizeof(rep));
+	return;
+refuse:
+	if (file_fd >= 0)
+		close(file_fd);
+	REPLY(c, h, rc, NULL, 0);
 }
 
 void rnic_cmd_open_xrcd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
-	xrcd_handle(c, h, NULL, false, 0, 0);
+	xrcd_handle(c, h, NULL, -1, 0, 0);
 }
 
 void rnic_cmd_open_xrcd_file(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
@@ -83,22 +94,36 @@ void rnic_cmd_open_xrcd_file(struct uroce_rnic_client *c, const struct uroce_ctr
 	struct uroce_rnic *nic = c->rnic;
 	struct rnic_xrcd *x = NULL;
 	struct stat st;
+	int flags, rc;
 
-	/* The descriptor proves the process opened the file; its inode names the domain.
-	 * Only O_CREAT and O_EXCL mean anything (the kernel's uverbs ignores the rest). */
-	if (fstat(fds[0], &st) != 0) {
-		REPLY(c, h, -EINVAL, NULL, 0);
-		return;
+	/* The descriptor proves the process opened the file, with the permissions that
+	 * took; its inode names the domain. An O_PATH descriptor proves nothing (it needs no
+	 * permission on the file, only on the folders): the kernel's fdget() refuses it, and
+	 * ib_uverbs_open_xrcd says EBADF. Any other open checked read or write permission
+	 * (O_RDONLY read; O_ACCMODE's fourth value, as O_RDWR, both). Only O_CREAT and O_EXCL
+	 * mean anything (the kernel's uverbs ignores the rest). */
+	flags = fcntl(fds[0], F_GETFL);
+	if (flags < 0 || (flags & O_PATH) || fstat(fds[0], &st) != 0) {
+		rc = -EBADF;
+		goto out;
 	}
 	for (uint32_t i = 0; i < nic->nxrcds; i++)
 		if (nic->xrcds[i]->dev == st.st_dev && nic->xrcds[i]->ino == st.st_ino)
 			x = nic->xrcds[i];
-	if ((x == NULL && !(req->oflags & O_CREAT)) ||
-	    (x != NULL && (req->oflags & O_CREAT) && (req->oflags & O_EXCL))) {
-		REPLY(c, h, -EINVAL, NULL, 0);
-		return;
+	/* The kernel's errnos: no domain yet and no O_CREAT is EAGAIN, O_EXCL on one EINVAL. */
+	if (x == NULL && !(req->oflags & O_CREAT)) {
+		rc = -EAGAIN;
+		goto out;
 	}
-	xrcd_handle(c, h, x, true, st.st_dev, st.st_ino);
+	if (x != NULL && (req->oflags & O_CREAT) && (req->oflags & O_EXCL)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	xrcd_handle(c, h, x, fds[0], st.st_dev, st.st_ino);
+	return;
+out:
+	close(fds[0]);
+	REPLY(c, h, rc, NULL, 0);
 }
 
 int rnic_xrcd_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_xrcd *x)

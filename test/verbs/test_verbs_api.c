@@ -5024,7 +5024,7 @@ Test(xrc, a_file_names_one_domain_for_every_context)
 	cr_assert_geq(fd2, 0);
 	errno = 0;
 	cr_expect_null(xrcd_open(ctx, fd, 0), "a domain without O_CREAT");
-	cr_expect_eq(errno, EINVAL);
+	cr_expect_eq(errno, EAGAIN, "the kernel's errno: %s", strerror(errno));
 	x1 = xrcd_open(ctx, fd, O_CREAT);
 	cr_assert_not_null(x1, "ibv_open_xrcd: %s", strerror(errno));
 	errno = 0;
@@ -5073,7 +5073,7 @@ Test(xrc, a_file_names_one_domain_for_every_context)
 	cr_assert_eq(ibv_close_xrcd(x2), 0);
 	errno = 0;
 	cr_expect_null(xrcd_open(ctx, fd, 0), "the last handle took the domain");
-	cr_expect_eq(errno, EINVAL);
+	cr_expect_eq(errno, EAGAIN, "%s", strerror(errno));
 	mb_free(&src);
 	cr_assert_eq(ibv_destroy_cq(scq), 0);
 	xrc_peer_close(&p2);
@@ -5267,4 +5267,99 @@ Test(xrc, a_target_qp_lives_while_any_context_holds_it)
 	xrc_peer_close(&p2);
 	close(fd);
 	unlink(path);
+}
+
+/* ---------------------------------------------------------------- rights */
+
+/*
+ * Rights the daemon grants only as the kernel proves them: CAP_NET_RAW over the user
+ * namespace that owns the device's network namespace (a raw packet QP), what the process
+ * that connected may pin (RLIMIT_MEMLOCK, CAP_IPC_LOCK), and a descriptor that carries
+ * access (an XRC domain's file). The attackers are children with uids of their own, on a
+ * daemon whose socket anyone may open; another tenant is served after each attack.
+ */
+static void rights_init(void)
+{
+	char why[512];
+
+	check_library();
+	if (vfx_reference())
+		cr_skip_test("the rights are the daemon's");
+	if (vfx_daemon_start(&dmn, IPV4, "lcore.idle_yield_us=2 control.socket_mode=0666", why,
+			     sizeof(why)) != 0)
+		cr_assert_fail("no uroced: %s", why);
+	open_ctx();
+}
+
+TestSuite(rights, .init = rights_init, .fini = suite_fini, .timeout = 60);
+
+static char xrc_victim_file[128];
+
+/* Another user's XRC domain through an O_PATH descriptor of its 0600 file, which needs
+ * no permission on the file. Report: a domain opened, the errno. */
+static void child_xrcd_by_o_path(int fd)
+{
+	struct ibv_cq *cq;
+	struct ibv_pd *cpd = child_pd(&cq);
+	struct ibv_xrcd *x;
+	int path_fd;
+
+	if (!cpd || open(xrc_victim_file, O_RDONLY | O_CLOEXEC) >= 0 || errno != EACCES) {
+		report(fd, -1, errno);
+		return;
+	}
+	path_fd = open(xrc_victim_file, O_PATH | O_CLOEXEC);
+	if (path_fd < 0) {
+		report(fd, -1, errno);
+		return;
+	}
+	errno = 0;
+	x = xrcd_open(cpd->context, path_fd, 0);
+	report(fd, x != NULL, x ? 0 : errno);
+}
+
+/* Linux's ib_uverbs_open_xrcd takes the file with fdget(), which refuses an O_PATH
+ * descriptor (EBADF): only an open that checked the file's permissions names a domain.
+ * The daemon only looked at the descriptor's inode, and another user opened the victim's
+ * domain, its target QPs and SRQs with it. */
+Test(rights, an_o_path_descriptor_opens_no_xrc_domain)
+{
+	struct ibv_xrcd *mine, *again;
+	struct user_proc u;
+	char dir[64];
+	int fd, path_fd, ro_fd;
+
+	snprintf(dir, sizeof(dir), "/tmp/uroce-xrc-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(chmod(dir, 0755), 0);
+	snprintf(xrc_victim_file, sizeof(xrc_victim_file), "%s/domain", dir);
+	fd = open(xrc_victim_file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	mine = xrcd_open(ctx, fd, O_CREAT);
+	cr_assert_not_null(mine, "the owner's domain: %s", strerror(errno));
+	user_start(&u, UID_A, RLIM_INFINITY, child_xrcd_by_o_path);
+	cr_expect_eq(u.rep.made, 0, "another user opened the domain through O_PATH");
+	cr_expect_eq(u.rep.err, EBADF, "%s", strerror(u.rep.err));
+	cr_assert_eq(user_done(&u), 0);
+	/* O_PATH is refused whoever holds it; a descriptor opened for reading names it. */
+	path_fd = open(xrc_victim_file, O_PATH | O_CLOEXEC);
+	cr_assert_geq(path_fd, 0);
+	errno = 0;
+	cr_expect_null(xrcd_open(ctx, path_fd, 0), "the owner's O_PATH descriptor");
+	cr_expect_eq(errno, EBADF, "%s", strerror(errno));
+	ro_fd = open(xrc_victim_file, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(ro_fd, 0);
+	again = xrcd_open(ctx, ro_fd, 0);
+	cr_expect_not_null(again, "the owner's read-only descriptor: %s", strerror(errno));
+	if (again)
+		cr_expect_eq(ibv_close_xrcd(again), 0);
+	cr_expect_eq(ibv_close_xrcd(mine), 0);
+	close(ro_fd);
+	close(path_fd);
+	close(fd);
+	unlink(xrc_victim_file);
+	rmdir(dir);
+	user_start(&u, UID_B, RLIM_INFINITY, child_pingpong_reported);
+	cr_assert_eq(u.rep.made, 1, "another user's ping-pong");
+	cr_assert_eq(user_done(&u), 0);
 }
