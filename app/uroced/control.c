@@ -246,25 +246,6 @@ static bool peer_is_admin(int fd, const struct ucred *cred)
 	return false;
 }
 
-/* Has the peer CAP_NET_RAW in its effective set (/proc/PID/status, CapEff)? What Linux
- * asks of a raw packet QP's creator; unknown is no. */
-static bool peer_has_net_raw(pid_t pid)
-{
-	char path[64], line[128];
-	unsigned long long caps = 0;
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "CapEff: %llx", &caps) == 1;
-	fclose(f);
-	return found && (caps >> 13 & 1); /* CAP_NET_RAW is capability 13 */
-}
-
 static void accept_clients(void)
 {
 	for (;;) {
@@ -301,8 +282,7 @@ static void accept_clients(void)
 		peer = (struct uroce_rnic_peer){.pid = cred.pid,
 						.uid = cred.uid,
 						.gid = cred.gid,
-						.admin = peer_is_admin(fd, &cred),
-						.net_raw = peer_has_net_raw(cred.pid)};
+						.admin = peer_is_admin(fd, &cred)};
 		c->client = uroce_rnic_client_new(uroced.rnic, &peer, c);
 		if (!c->client || epoll_ctl(uroced.epfd, EPOLL_CTL_ADD, fd,
 					    &(struct epoll_event){.events = EPOLLIN | EPOLLRDHUP,

@@ -79,6 +79,9 @@ struct uroce_client_ctx {
 	size_t nobjs, cap_objs;
 	/* Inherited through fork(): the parent's, never used here (fork.c). */
 	bool forked;
+	/* The daemon took our proof of CAP_NET_RAW (client_verbs.c, prove_net_raw): it
+	 * holds for the connection's life. Atomic: any thread may prove. */
+	bool net_raw_proven;
 	struct uroce_client_ctx *fork_next; /* fork.c's list of open contexts */
 };
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -829,6 +830,27 @@ int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr 
 
 /* ---- QP ---------------------------------------------------------------------------- */
 
+/*
+ * Shows the daemon, once per context, that this process has CAP_NET_RAW over the
+ * device's namespace (PROVE_NET_RAW): a packet socket, which the kernel opens only for
+ * it. The daemon reads no capability from /proc. Without one nothing is sent, and the
+ * request that needs the right gets the daemon's EPERM, as the kernel's.
+ */
+static void prove_net_raw(struct uroce_client_ctx *ctx)
+{
+	int s;
+
+	if (__atomic_load_n(&ctx->net_raw_proven, __ATOMIC_RELAXED))
+		return;
+	/* Protocol 0: the socket receives nothing; it only shows what the kernel allowed. */
+	s = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return;
+	if (cl_call(ctx, UROCE_CTRL_PROVE_NET_RAW, NULL, 0, &s, 1, NULL, 0, NULL, 0) == 0)
+		__atomic_store_n(&ctx->net_raw_proven, true, __ATOMIC_RELAXED);
+	close(s);
+}
+
 /* A QP of @p pd (NULL for an XRC target) or @p xrcd (an XRC target's; else NULL). */
 static struct uroce_client_qp *qp_create(struct uroce_client_ctx *ctx, struct uroce_client_pd *pd,
 					 struct uroce_client_xrcd *xrcd,
@@ -851,6 +873,8 @@ static struct uroce_client_qp *qp_create(struct uroce_client_ctx *ctx, struct ur
 		req.recv_cq = uroce_client_cq_from_ibv(attr->recv_cq)->handle;
 	if (attr->srq)
 		req.srq = uroce_client_srq_from_ibv(attr->srq)->handle;
+	if (attr->qp_type == IBV_QPT_RAW_PACKET)
+		prove_net_raw(ctx);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
@@ -1017,6 +1041,9 @@ int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr,
 	struct uroce_ctrl_modify_qp_req req = {.qp = qp->handle, .mask = mask, .attr = *attr};
 	int rc;
 
+	/* A controlled Q_Key (high bit) is for CAP_NET_RAW, as the kernel's. */
+	if ((mask & IBV_QP_QKEY) && (attr->qkey & 0x80000000u))
+		prove_net_raw(qp->ctx);
 	/* Serialized with posts: a transition to RESET empties the queues on both sides. */
 	pthread_spin_lock(&qp->sq_lock);
 	pthread_spin_lock(&qp->rq_lock);

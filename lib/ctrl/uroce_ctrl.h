@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 #define UROCE_CTRL_MAGIC 0x75637472u /* "uctr" */
-#define UROCE_CTRL_VERSION 12u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
+#define UROCE_CTRL_VERSION 13u /* 2: connection management (CM_*); 3: CAPTURE_START by fd;
 				* 4: the daemon's wake-up (HELLO); 5: CQ waiters and the
 				* doorbell summary (HELLO, queue_ctl); 6: RESIZE_CQ,
 				* RESIZE_SRQ; 7: ALLOC_MW, DEALLOC_MW, BIND_MW
@@ -49,7 +49,7 @@ extern "C" {
 				* RESOLVE_L2; 10: RES_LIST; 11: CREATE_FLOW,
 				* DESTROY_FLOW, raw packet QPs; 12: OPEN_XRCD,
 				* OPEN_XRCD_FILE, CLOSE_XRCD, CREATE_XRC_SRQ, XRC QPs
-				* (create_qp_req.xrcd), OPEN_QP */
+				* (create_qp_req.xrcd), OPEN_QP; 13: PROVE_NET_RAW */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -234,7 +234,9 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
 	X(OPEN_XRCD_FILE, open_xrcd_file, open_xrcd_req, 1, handle, 0, 0)                     \
 	X(CLOSE_XRCD, close_xrcd, handle, 0, none, 0, 0)                                      \
 	X(CREATE_XRC_SRQ, create_xrc_srq, create_xrc_srq_req, 0, create_xrc_srq_rep, 1, 0)   \
-	X(OPEN_QP, open_qp, open_qp_req, 0, handle, 0, 0)
+	X(OPEN_QP, open_qp, open_qp_req, 0, handle, 0, 0)                                     \
+	/* CAP_NET_RAW as the kernel proves it (see "rights" below) */                       \
+	X(PROVE_NET_RAW, prove_net_raw, none, 1, none, 0, 0)
 
 enum uroce_ctrl_cmd {
 	UROCE_CTRL_CMD_NONE = 0, /* never sent: the rows count from 1 */
@@ -831,6 +833,18 @@ union uroce_ctrl_any_payload {
 	struct uroce_ctrl_cm_conn_req cm_conn_req;
 	struct uroce_ctrl_cm_event cm_event;
 };
+
+/*
+ * Rights. The daemon knows who connected by SO_PEERCRED; a capability it cannot learn
+ * from there the client proves with what the kernel gave it. PROVE_NET_RAW: one packet
+ * socket (AF_PACKET), which the kernel opens only for CAP_NET_RAW over the user namespace
+ * that owns the socket's network namespace. When that user namespace also owns the
+ * daemon's network namespace (the device's), the connection may from then on do what
+ * Linux gives CAP_NET_RAW over the device's (rdma_dev_has_raw_cap): create raw packet QPs
+ * and their flows, set controlled Q_Keys. -EPERM otherwise: the root of a user namespace
+ * of its own (`unshare -Ur`) has CAP_NET_RAW there only. lib/client proves it before the
+ * first request that needs it, when the process can open such a socket.
+ */
 
 /**
  * Checks a received request before anything reads its payload: magic, version, command,

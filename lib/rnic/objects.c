@@ -1334,7 +1334,8 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		return;
 	}
 	/* A raw packet QP sends any frame and its flows can see every tenant's: Linux
-	 * gives it only to CAP_NET_RAW (EPERM otherwise). */
+	 * gives it only to CAP_NET_RAW over the device's namespace (EPERM otherwise), which
+	 * the client proved, or not, with PROVE_NET_RAW (rights.c). */
 	if (req->qp_type == IBV_QPT_RAW_PACKET && !c->net_raw) {
 		REPLY(c, h, -EPERM, NULL, 0);
 		return;
@@ -1460,9 +1461,11 @@ void rnic_cmd_modify_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		return;
 	}
 	/* A controlled Q_Key (high bit set, IBA 10.2.5; the GSI's is 0x80010000) is the
-	 * kernel's to give: Linux asks for CAP_NET_RAW. Here root and the administrators
-	 * may; anyone else could forge CM messages for other tenants' connections. */
-	if ((req->mask & IBV_QP_QKEY) && (attr.qkey & 0x80000000u) && c->uid != 0 && !c->admin) {
+	 * kernel's to give: Linux asks for CAP_NET_RAW. Here root, the administrators and
+	 * a client that proved CAP_NET_RAW may; anyone else could forge CM messages for
+	 * other tenants' connections. */
+	if ((req->mask & IBV_QP_QKEY) && (attr.qkey & 0x80000000u) && c->uid != 0 && !c->admin &&
+	    !c->net_raw) {
 		nic->cnt.qkey_refused++;
 		REPLY(c, h, -EPERM, NULL, 0);
 		return;
@@ -1575,6 +1578,11 @@ void rnic_cmd_create_flow(struct uroce_rnic_client *c, const struct uroce_ctrl_h
 
 	if (!q || req->attr_size < sizeof(r.attr) || req->attr_size > sizeof(r.b)) {
 		REPLY(c, h, -EINVAL, NULL, 0);
+		return;
+	}
+	/* Linux's ib_uverbs_ex_create_flow asks for CAP_NET_RAW before anything else. */
+	if (!c->net_raw) {
+		REPLY(c, h, -EPERM, NULL, 0);
 		return;
 	}
 	memcpy(r.b, req->attr, req->attr_size);

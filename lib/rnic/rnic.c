@@ -236,7 +236,6 @@ struct uroce_rnic_client *uroce_rnic_client_new(struct uroce_rnic *nic,
 	c->uid = peer->uid;
 	c->gid = peer->gid;
 	c->admin = peer->admin;
-	c->net_raw = peer->net_raw;
 	c->id = ++nic->next_client_id;
 	c->async_efd = -1;
 	c->region.fd = -1;

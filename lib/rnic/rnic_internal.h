@@ -213,7 +213,9 @@ struct uroce_rnic_client {
 	uid_t uid;
 	gid_t gid;
 	bool admin; /* the host's policy: may use ADMIN, CAPTURE_START */
-	bool net_raw; /* may create raw packet QPs (CAP_NET_RAW) */
+	/* proved CAP_NET_RAW over the device's namespace (PROVE_NET_RAW, rights.c): raw
+	 * packet QPs, flows, controlled Q_Keys */
+	bool net_raw;
 	char name[UROCE_CTRL_NAME_MAX];
 	struct rnic_obj *objs; /* handle h is objs[h - 1] */
 	uint32_t nobjs, cap_objs;

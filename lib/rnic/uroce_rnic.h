@@ -176,9 +176,7 @@ struct uroce_rnic_peer {
 	uid_t uid;
 	gid_t gid;
 	bool admin; /**< may use the ADMIN-flagged commands (the host's policy) */
-	/** may create raw packet QPs, whose flows see other tenants' frames: Linux's rule,
-	 *  CAP_NET_RAW in the peer's effective set */
-	bool net_raw;
+	/* CAP_NET_RAW is not the host's to say: the client proves it (PROVE_NET_RAW). */
 };
 
 /**

@@ -86,6 +86,7 @@ static const struct expected_cmd {
 	{62, "RES_LIST", SZ(res_list_req), 0, SZ(res_list_rep), 0, UROCE_CTRL_CMD_REP_TAIL},
 	{63, "CREATE_FLOW", SZ(create_flow_req), 0, HANDLE, 0, 0},
 	{64, "DESTROY_FLOW", HANDLE, 0, 0, 0, 0},
+	{70, "PROVE_NET_RAW", 0, 1, 0, 0, 0},
 };
 #define NEXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -116,7 +117,8 @@ Test(table, numbers_are_the_released_ones)
 	cr_assert_eq(UROCE_CTRL_OPEN_XRCD, 65);
 	cr_assert_eq(UROCE_CTRL_CREATE_XRC_SRQ, 68);
 	cr_assert_eq(UROCE_CTRL_OPEN_QP, 69);
-	cr_assert_eq(UROCE_CTRL_VERSION, 12);
+	cr_assert_eq(UROCE_CTRL_PROVE_NET_RAW, 70);
+	cr_assert_eq(UROCE_CTRL_VERSION, 13);
 	/* A new command adds a row at the end (and one here); none goes. */
 	cr_assert_geq(UROCE_CTRL_CMD_END, NEXPECTED + 1);
 }

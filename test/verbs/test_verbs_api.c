@@ -26,6 +26,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -5292,6 +5293,95 @@ static void rights_init(void)
 }
 
 TestSuite(rights, .init = rights_init, .fini = suite_fini, .timeout = 60);
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? write(fd, text, strlen(text)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Makes this process root of a user namespace of its own (`unshare -Ur`; with @p net, a
+ * network namespace too, as `unshare -Urn`): every capability, there only. */
+static int enter_user_namespace(bool net)
+{
+	char map[64];
+	uid_t uid = getuid();
+	gid_t group = getgid();
+
+	/* setuid() from root made us undumpable: /proc/self would be root's to write. */
+	if (prctl(PR_SET_DUMPABLE, 1) != 0 ||
+	    unshare(CLONE_NEWUSER | (net ? CLONE_NEWNET : 0)) != 0)
+		return -1;
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+	if (write_file("/proc/self/setgroups", "deny") != 0 ||
+	    write_file("/proc/self/uid_map", map) != 0)
+		return -1;
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)group);
+	return write_file("/proc/self/gid_map", map);
+}
+
+/* A raw packet QP as the root of a user namespace: report made -2 if there is none. */
+static void child_userns_raw_qp(int fd)
+{
+	if (enter_user_namespace(false) != 0) {
+		report(fd, -2, errno);
+		return;
+	}
+	child_raw_qp(fd);
+}
+
+/* The same with a network namespace of its own, where a packet socket is the child's
+ * to open: it shows the daemon one, of the wrong namespace. */
+static void child_userns_netns_raw_qp(int fd)
+{
+	int s;
+
+	if (enter_user_namespace(true) != 0) {
+		report(fd, -2, errno);
+		return;
+	}
+	s = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		report(fd, -3, errno);
+		return;
+	}
+	close(s);
+	child_raw_qp(fd);
+}
+
+/* After `unshare -Ur` a process has CAP_NET_RAW in its effective set, over its own user
+ * namespace only: the kernel would give it no packet socket of our network namespace,
+ * and Linux no raw packet QP (rdma_dev_has_raw_cap). The daemon read CapEff from /proc
+ * and gave it one, with flows that saw every tenant's frames. */
+Test(rights, raw_qp_needs_cap_net_raw_in_the_daemons_user_namespace)
+{
+	struct user_proc u;
+
+	user_start(&u, UID_A, RLIM_INFINITY, child_userns_raw_qp);
+	if (u.rep.made == -2) {
+		user_done(&u);
+		cr_skip_test("no user namespace for uid %d: %s", UID_A, strerror(u.rep.err));
+	}
+	cr_assert_eq(u.rep.made, 0, "a raw packet QP for the root of a user namespace");
+	cr_assert_eq(u.rep.err, EPERM, "%s", strerror(u.rep.err));
+	cr_assert_eq(user_done(&u), 0);
+	user_start(&u, UID_A, RLIM_INFINITY, child_userns_netns_raw_qp);
+	cr_assert_eq(u.rep.made, 0, "a raw packet QP for a packet socket of another netns (%d, %s)",
+		     u.rep.made, strerror(u.rep.err));
+	cr_assert_eq(u.rep.err, EPERM, "%s", strerror(u.rep.err));
+	cr_assert_eq(user_done(&u), 0);
+	/* Root's works, and another tenant is served. */
+	user_start(&u, 0, RLIM_INFINITY, child_raw_qp);
+	cr_assert_eq(u.rep.made, 1, "root's raw packet QP: %s", strerror(u.rep.err));
+	cr_assert_eq(user_done(&u), 0);
+	user_start(&u, UID_B, RLIM_INFINITY, child_pingpong_reported);
+	cr_assert_eq(u.rep.made, 1, "another user's ping-pong");
+	cr_assert_eq(user_done(&u), 0);
+}
 
 static char xrc_victim_file[128];
 
