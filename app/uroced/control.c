@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -46,6 +46,9 @@ static void conn_close(struct uroced_conn *c, const char *why)
 	epoll_ctl(uroced.epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	close(c->sock);
 	c->sock = -1;
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->pidfd = -1;
 	for (pp = &uroced.conns; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -180,38 +183,61 @@ static void close_silent_conns(void)
 	}
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5; older libc headers lack it */
+#endif
+
 /*
- * What process @p pid may pin, as the kernel's ib_umem_get() decides for an MR: without
- * limit with CAP_IPC_LOCK (counted only in our own user namespace: a container's root has
- * it in its own only, and the kernel would not believe it), else its soft RLIMIT_MEMLOCK
- * as it is now. Both from /proc, which anyone may read: prlimit(2) on another user's
- * process wants CAP_SYS_RESOURCE, which a root in a container may lack. 0 when the
- * process cannot be read (it is going).
+ * A pidfd of the process that made connection @p fd (@p cred: what SO_PEERCRED said of
+ * it), or -1 when it is gone. SO_PEERPIDFD names the very process that called connect(),
+ * whatever has happened to its pid since. A kernel without it (before 6.5) gets
+ * pidfd_open() of the pid SO_PEERCRED gave: if that process exited between its connect()
+ * and our accept() and its pid went to another, the pidfd is the other's. That window is
+ * the residual one; after accept() the pidfd holds the process (its pid cannot be reused
+ * while it lives, and we check it is alive after each read).
  */
-uint64_t uroced_memlock_limit(void *io_ctx, pid_t pid)
+static int peer_pidfd(int fd, const struct ucred *cred)
 {
-	unsigned long long caps = 0, soft = 0;
-	struct stat their_ns, our_ns;
+	int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0)
+		return pidfd;
+	if (errno != ENOPROTOOPT)
+		return -1; /* the process is gone (ESRCH, EINVAL) */
+	return (int)syscall(SYS_pidfd_open, cred->pid, 0);
+}
+
+/*
+ * What the process that made connection @p conn may pin, as the kernel's ib_umem_get()
+ * decides for an MR: without limit with CAP_IPC_LOCK, else its soft RLIMIT_MEMLOCK as it
+ * is now. Both as the kernel proves them of that very process, never of whatever has its
+ * pid now: CAP_IPC_LOCK is root's, by the uid SO_PEERCRED gave at connect (0 in our user
+ * namespace: a container's root is another uid here); the kernel shows another process's
+ * capabilities only in /proc, which a setuid execve changes (a child that connected and
+ * then ran passwd lent the connection every capability) and which counts them in that
+ * process's own user namespace. A process that is not root is held to its
+ * RLIMIT_MEMLOCK, whatever capability it holds. The limit is read from /proc/PID/limits
+ * (prlimit(2) on another user's process wants CAP_SYS_RESOURCE), then the pidfd taken at
+ * accept says whether the process is still alive: while it lives its pid is its own, so
+ * the number read was its. 0 when the process is gone.
+ */
+uint64_t uroced_memlock_limit(void *io_ctx, void *conn)
+{
+	const struct uroced_conn *c = conn;
+	unsigned long long soft = 0;
 	char path[64], line[160], value[32];
+	uint64_t limit = 0;
 	bool found = false;
 	FILE *f;
 
 	(void)io_ctx;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &caps) == 1)
-			break;
-	fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	if ((caps >> CAP_IPC_LOCK) & 1 && stat(path, &their_ns) == 0 &&
-	    stat("/proc/self/ns/user", &our_ns) == 0 && their_ns.st_ino == our_ns.st_ino &&
-	    their_ns.st_dev == our_ns.st_dev)
+	if (c->uid == 0)
 		return UINT64_MAX;
+	if (c->pidfd < 0)
+		return 0;
 	/* "Max locked memory         8388608              8388608              bytes" */
-	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)c->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
@@ -221,8 +247,14 @@ uint64_t uroced_memlock_limit(void *io_ctx, pid_t pid)
 	if (!found)
 		return 0;
 	if (strcmp(value, "unlimited") == 0)
-		return UINT64_MAX;
-	return sscanf(value, "%llu", &soft) == 1 ? (uint64_t)soft : 0;
+		limit = UINT64_MAX;
+	else if (sscanf(value, "%llu", &soft) == 1)
+		limit = (uint64_t)soft;
+	/* Signal 0 sends nothing; ESRCH: it exited, and the pid may be another's. EPERM
+	 * (another user's process, and we lack CAP_KILL) still says it lives. */
+	if (syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0) != 0 && errno != EPERM)
+		return 0;
+	return limit;
 }
 
 /* Is the peer root or a member (primary or supplementary) of control.admin_group? */
@@ -279,6 +311,9 @@ static void accept_clients(void)
 		}
 		c->sock = fd;
 		c->accepted_ns = uroced.now_ns;
+		c->uid = cred.uid;
+		c->pid = cred.pid;
+		c->pidfd = peer_pidfd(fd, &cred);
 		peer = (struct uroce_rnic_peer){.pid = cred.pid,
 						.uid = cred.uid,
 						.gid = cred.gid,
@@ -289,6 +324,8 @@ static void accept_clients(void)
 								  .data.ptr = c}) != 0) {
 			if (c->client)
 				uroce_rnic_client_free(c->client);
+			if (c->pidfd >= 0)
+				close(c->pidfd);
 			close(fd);
 			free(c);
 			continue;

@@ -67,6 +67,12 @@ int uroced_notify(const char *state);
 struct uroced_conn {
 	int sock;
 	struct uroce_rnic_client *client;
+	/* The process that connected, as the kernel said at accept: its uid (SO_PEERCRED, in
+	 * our user namespace), its pid and a pidfd of it (-1: it was gone), which says
+	 * whether a number read of the pid is still that process's. */
+	uid_t uid;
+	pid_t pid;
+	int pidfd;
 	uint64_t accepted_ns; /* a connection that has not said HELLO by UROCED_HELLO_NS goes */
 	/* Its request waits for a neighbour (uroce_rnic_handle() said false): no further
 	 * request is read until the RNIC answers it. */
@@ -245,8 +251,9 @@ unsigned int uroced_control_poll(uint64_t timeout_ns);
 /* ops->reply: sends on connection @p conn (a struct uroced_conn). */
 int uroced_conn_send(void *io_ctx, void *conn, const void *msg, uint32_t len, const int *fds,
 		     unsigned int nfds);
-/* ops->memlock_limit: what process @p pid may register (RLIMIT_MEMLOCK, CAP_IPC_LOCK). */
-uint64_t uroced_memlock_limit(void *io_ctx, pid_t pid);
+/* ops->memlock_limit: what the process that made connection @p conn may register
+ * (RLIMIT_MEMLOCK, CAP_IPC_LOCK). */
+uint64_t uroced_memlock_limit(void *io_ctx, void *conn);
 /* The IP stack's resolutions: to the RNIC, and the connection it answered reads again. */
 void uroced_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], const uint8_t *mac,
 			   int err);

@@ -137,7 +137,8 @@ int rnic_limit_pin(struct uroce_rnic_client *c, uint64_t bytes)
 	}
 	/* Asked at each registration, as the kernel reads the rlimit then: an application
 	 * may raise its soft limit after opening the device. */
-	limit = nic->ops->memlock_limit ? nic->ops->memlock_limit(nic->io_ctx, c->pid) : UINT64_MAX;
+	limit = nic->ops->memlock_limit ? nic->ops->memlock_limit(nic->io_ctx, c->conn) :
+					  UINT64_MAX;
 	if (bytes > limit || process > limit - bytes) {
 		refused(c, "registered bytes (RLIMIT_MEMLOCK)", limit);
 		return -ENOMEM;

@@ -109,12 +109,14 @@ struct uroce_rnic_ops {
 	int (*mcast_add)(void *io_ctx, const uint8_t mac[6]);
 	int (*mcast_del)(void *io_ctx, const uint8_t mac[6]);
 	/**
-	 * Optional (NULL: no limit): the bytes process @p pid may register, as the kernel
-	 * charges an MR's pages against RLIMIT_MEMLOCK: its soft limit, UINT64_MAX when it
-	 * is infinite or the process has CAP_IPC_LOCK. Asked at each registration, as the
-	 * kernel reads it then. 0 when the host cannot tell (the process is gone).
+	 * Optional (NULL: no limit): the bytes the process that made connection @p conn
+	 * (uroce_rnic_client_new) may register, as the kernel charges an MR's pages against
+	 * RLIMIT_MEMLOCK: its soft limit, UINT64_MAX when it is infinite or the process has
+	 * CAP_IPC_LOCK, each as the host's kernel proves it of that process (never of
+	 * whatever process has its pid now). Asked at each registration, as the kernel
+	 * reads it then. 0 when the host cannot tell (the process is gone).
 	 */
-	uint64_t (*memlock_limit)(void *io_ctx, pid_t pid);
+	uint64_t (*memlock_limit)(void *io_ctx, void *conn);
 	/** The host's clock in ns, the one every time passed to lib/transport and lib/cm
 	 * is on. Called often: a cached value of the current poll turn is right. */
 	uint64_t (*now_ns)(void *io_ctx);

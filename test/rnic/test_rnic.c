@@ -175,11 +175,11 @@ static void host_release_held(struct host *h)
 	h->nheld = 0;
 }
 
-static uint64_t host_memlock_limit(void *io_ctx, pid_t pid)
+static uint64_t host_memlock_limit(void *io_ctx, void *conn)
 {
 	const struct host *h = io_ctx;
 
-	(void)pid;
+	(void)conn;
 	return h->memlock ? h->memlock : UINT64_MAX;
 }
 
