@@ -355,18 +355,25 @@ static int mr_kill(struct rnic_mr *m)
 	return 0;
 }
 
-/* Another client than @p c that names @p m by a handle (an importer), or NULL. */
+/* Another client than @p c that keeps @p m's pages: by a handle of the MR (an importer),
+ * else by a memory window bound to it (in a PD it imported). NULL: none. */
 static struct uroce_rnic_client *mr_other_holder(struct uroce_rnic_client *c,
 						 const struct rnic_mr *m)
 {
-	for (struct uroce_rnic_client *o = c->rnic->clients; o; o = o->next) {
+	struct uroce_rnic_client *o, *window = NULL;
+
+	for (o = c->rnic->clients; o; o = o->next) {
 		if (o == c)
 			continue;
-		for (uint32_t k = 0; k < o->nobjs; k++)
+		for (uint32_t k = 0; k < o->nobjs; k++) {
 			if (o->objs[k].type == RNIC_OBJ_MR && o->objs[k].p == m)
 				return o;
+			if (o->objs[k].type == RNIC_OBJ_MW && m->tp &&
+			    uroce_tp_mw_mr(o->objs[k].p) == m->tp)
+				window = o;
+		}
 	}
-	return NULL;
+	return window;
 }
 
 void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
@@ -383,9 +390,9 @@ void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 		return;
 	if (m->tp && mr_kill(m)) {
 		/* Another client's window is bound to it: freed when that has gone, charged
-		 * to nobody meanwhile (c, its registrant, may be going). */
+		 * to that client meanwhile (c, its registrant, may be going). */
 		if (m->pin_owner == c)
-			mr_charge_move(m, NULL);
+			mr_charge_move(m, mr_other_holder(c, m));
 		m->orphan_next = c->rnic->orphan_mrs;
 		c->rnic->orphan_mrs = m;
 		return;
@@ -571,6 +578,11 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	c->nobjs = c->cap_objs = 0;
 	if (nic->orphan_pds || nic->orphan_mrs)
 		rnic_orphans_retry(nic, false);
+	/* An orphaned MR charged to c (its windows held it) that another client's window
+	 * still holds: the charge goes on to that client, never to a freed one. */
+	for (struct rnic_mr *m = nic->orphan_mrs; m; m = m->orphan_next)
+		if (m->pin_owner == c)
+			mr_charge_move(m, mr_other_holder(c, m));
 	rnic_doorbell_slots_free(c);
 	memset(&c->doorbells, 0, sizeof(c->doorbells));
 	c->wake = NULL;

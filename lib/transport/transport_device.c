@@ -441,6 +441,11 @@ uint32_t uroce_tp_mw_rkey(const struct uroce_tp_mw *mw)
 	return mw->rkey;
 }
 
+const struct uroce_tp_mr *uroce_tp_mw_mr(const struct uroce_tp_mw *mw)
+{
+	return mw->mr;
+}
+
 /* Nothing reachable through it any more; the MR and the QP it held are let go. */
 static void mw_unbind(struct uroce_tp_mw *mw)
 {

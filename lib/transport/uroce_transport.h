@@ -319,6 +319,8 @@ struct uroce_tp_mw;
  *  for a type verbs does not define, ENOMEM. */
 struct uroce_tp_mw *uroce_tp_alloc_mw(struct uroce_tp_pd *pd, enum ibv_mw_type type);
 uint32_t uroce_tp_mw_rkey(const struct uroce_tp_mw *mw);
+/** The MR the window is bound to now, or NULL. */
+const struct uroce_tp_mr *uroce_tp_mw_mr(const struct uroce_tp_mw *mw);
 /** Unbinds it if bound, and frees it. @return 0. */
 int uroce_tp_dealloc_mw(struct uroce_tp_mw *mw);
 
