@@ -9,15 +9,40 @@
  * Oracles: nothing crashes or reads out of bounds (ASan/UBSan); every request gets
  * exactly one reply (or waits for a neighbour, which never answers here, and is then
  * failed by the harness), and a successful one carries the payload and descriptors its
- * command's row says; and when the connection goes, every object and mapping of it is
- * freed (the daemon's own counters return to zero).
+ * command's row says; when the connection goes, every object and mapping of it is
+ * freed (the daemon's own counters return to zero); and the daemon never maps over its
+ * own memory: every mmap with MAP_FIXED must land inside a mapping that lib/rnic made
+ * itself and still holds (mmap and munmap are wrapped at link time, see meson.build).
+ * Without that last one, a MAP_FIXED over the heap or a library goes unseen until
+ * something happens to touch it, and one past the end of a reservation into nothing not
+ * at all.
+ *
+ * Lengths and offsets are where a hostile client wins (a sum that wraps in 64 bits, an
+ * end that passes a bound): random bytes almost never land on 2^63 - 4 KiB, so besides
+ * requests given as bytes there are requests built from edge values (kind 4, below).
+ * Each length, offset, size, count or depth field of a command (the table "fields")
+ * takes one selector byte: an edge value (0, 1, a page, 2^31, 2^32, 2^63, 2^64 - a page,
+ * ...), that value plus or minus a page or one, or the value that brings the sum of the
+ * request's summed fields (REG_MR's segment lengths) to it, so that the sum wraps to a
+ * small total; a handle field names a live object of its type. MAP_REGION gets a real
+ * sealed memfd of the size it asks, sparse, up to the 2^63 - 1 bytes that tmpfs allows.
  *
  * Input: records [kind (1), length (1), bytes...]:
- *   kind % 4 == 0: a request, header fixed up (magic, version, len; cmd: byte 0 % N + 1,
+ *   kind % 8 == 0: a request, header fixed up (magic, version, len; cmd: byte 0 % N + 1,
  *                  so byte 0 = cmd - 1 for the N commands of UROCE_CTRL_COMMANDS)
- *   kind % 4 == 1: a request as given (header included), unfixed
- *   kind % 4 == 2: a send WQE written into QP handle (byte 0) 's SQ ring and committed
- *   kind % 4 == 3: a recv WQE into a QP's RQ ring; then the data path runs once
+ *   kind % 8 == 1, 5: a request as given (header included), unfixed
+ *   kind % 8 == 2: a send WQE written into QP handle (byte 0) 's SQ ring and committed
+ *   kind % 8 == 3: a recv WQE into a QP's RQ ring; then the data path runs once
+ *   kind % 8 == 4: a request from edge values: byte 0 as for kind 0, then one selector
+ *                  per field of the command (REG_MR: its header's, then the segment
+ *                  count, then region, offset and length of each segment), then bytes
+ *                  that fill the rest of the payload (laid down before the selectors)
+ *   kind % 8 == 6, 7: a send (6) or recv (7) WQE as for kinds 2 and 3, byte 0 the QP,
+ *                  then one selector per length, address and key field, then the bytes
+ * A selector s: s >> 5 == 7 keeps the bytes' value; else edge value s & 31, and s >> 5
+ * 0: as is, 1: plus a page, 2: minus a page, 3: plus one, 4: minus one, 5: minus the sum
+ * so far, 6: times a page. For a handle: s == 0 keeps the bytes, else the ((s - 1) % n)th
+ * newest of the n live objects of the type (a key: of an MR).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +59,113 @@
 static struct uroce_rnic *nic;
 static struct uroce_ip_stack *ip;
 static uint64_t now_ns;
+
+/* ---- the daemon's own memory: mmap and munmap, wrapped (-Wl,--wrap) ------------------ */
+
+/*
+ * The mappings the code under test made without MAP_FIXED and has not unmapped: the only
+ * places where a MAP_FIXED of its may land (REG_MR reserves an MR's span, then maps
+ * each segment over it). Ranges are page-rounded; an munmap cuts what it covers.
+ */
+#define GUARD_SPANS 4096
+struct guard_span {
+	uintptr_t lo, hi;
+};
+static struct guard_span guard_spans[GUARD_SPANS];
+static size_t guard_nspans;
+
+/* mmap is mmap64 where _FILE_OFFSET_BITS is 64 (as meson builds): both are wrapped. */
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+void *__real_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int __real_munmap(void *addr, size_t len);
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int __wrap_munmap(void *addr, size_t len);
+
+static uintptr_t guard_page_up(uintptr_t len)
+{
+	uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	return len > UINTPTR_MAX - (ps - 1) ? UINTPTR_MAX & ~(ps - 1) : (len + ps - 1) & ~(ps - 1);
+}
+
+static bool guard_holds(uintptr_t lo, uintptr_t len)
+{
+	for (size_t i = 0; i < guard_nspans; i++)
+		if (lo >= guard_spans[i].lo && lo < guard_spans[i].hi &&
+		    len <= guard_spans[i].hi - lo)
+			return true;
+	return false;
+}
+
+static void guard_cut(uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < guard_nspans;) {
+		struct guard_span *g = &guard_spans[i];
+
+		if (hi <= g->lo || lo >= g->hi) {
+			i++;
+		} else if (lo > g->lo && hi < g->hi) {
+			/* A hole in the middle: the span becomes two. */
+			CHECK(guard_nspans < GUARD_SPANS);
+			guard_spans[guard_nspans].lo = hi;
+			guard_spans[guard_nspans++].hi = g->hi;
+			g->hi = lo;
+			i++;
+		} else if (lo > g->lo) {
+			g->hi = lo;
+			i++;
+		} else if (hi < g->hi) {
+			g->lo = hi;
+			i++;
+		} else {
+			*g = guard_spans[--guard_nspans];
+		}
+	}
+}
+
+static void *guard_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len,
+			int prot, int flags, int fd, off_t off)
+{
+	uintptr_t span = guard_page_up(len);
+	void *p;
+
+	if ((flags & MAP_FIXED) && (len == 0 || !guard_holds((uintptr_t)addr, span))) {
+		fprintf(stderr,
+			"fuzz_daemon_ctrl: mmap(%p, %zu, MAP_FIXED) is not inside a mapping of "
+			"the daemon's own: it would replace whatever is there\n",
+			addr, len);
+		__builtin_trap();
+	}
+	p = real(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && !(flags & MAP_FIXED)) {
+		guard_cut((uintptr_t)p, (uintptr_t)p + span);
+		CHECK(guard_nspans < GUARD_SPANS);
+		guard_spans[guard_nspans].lo = (uintptr_t)p;
+		guard_spans[guard_nspans++].hi = (uintptr_t)p + span;
+	}
+	return p;
+}
+
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return guard_mmap(__real_mmap, addr, len, prot, flags, fd, off);
+}
+
+void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return guard_mmap(__real_mmap64, addr, len, prot, flags, fd, off);
+}
+
+int __wrap_munmap(void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr, span = guard_page_up(len);
+	int rc = __real_munmap(addr, len);
+
+	if (rc == 0)
+		guard_cut(lo, span > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + span);
+	return rc;
+}
 
 /* ---- the host: lib/rnic's ops, with no port, socket or file ------------------------- */
 
@@ -174,12 +306,14 @@ static void setup_once(void)
 	CHECK(nic);
 }
 
-/* A sealed memfd of @p size (bounded), as the client library makes for MRs. */
+/* A sealed memfd of @p size, as the client library makes for MRs. Sparse: any size that
+ * tmpfs takes (up to 2^63 - 1 bytes) costs only the pages the daemon touches, and a
+ * region of 2^63 - 4 KiB is what lets three segment lengths wrap a 64-bit sum. */
 static int make_region_fd(uint64_t size)
 {
 	int fd;
 
-	if (size == 0 || size > (1u << 20))
+	if (size == 0 || size > INT64_MAX)
 		return -1;
 	fd = memfd_create("fuzz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -225,6 +359,344 @@ static void request(struct uroce_rnic_client *c, uint8_t *msg, uint32_t len)
 		CHECK(uroce_rnic_neigh_resolved(nic, c->id, NULL, -EHOSTUNREACH) == c);
 	}
 	CHECK(replies == before + 1);
+}
+
+/* ---- requests and WQEs from edge values ------------------------------------------------ */
+
+#define PAGE 4096ull
+/* The values where a bound check or a sum goes wrong; 32 of them, a selector's low bits. */
+static const uint64_t edges[32] = {
+	0,
+	1,
+	PAGE - 1,
+	PAGE,
+	2 * PAGE,
+	3 * PAGE,
+	255,
+	256,
+	0xffff,
+	0x10000,
+	1ull << 20,
+	64ull << 20,
+	0x7fffffff,
+	0x80000000,
+	0xffffffff - PAGE + 1,
+	0xffffffff,
+	1ull << 32,
+	(1ull << 32) + PAGE,
+	1ull << 40,
+	1ull << 47,
+	1ull << 48,
+	1ull << 62,
+	(1ull << 63) - 2 * PAGE,
+	(1ull << 63) - PAGE,
+	(1ull << 63) - 1,
+	1ull << 63,
+	(1ull << 63) + PAGE,
+	(1ull << 63) + 2 * PAGE,
+	-2 * PAGE,
+	-PAGE,
+	-2ull,
+	-1ull,
+};
+
+enum field_kind {
+	F_EDGE,	  /* a length, offset, size, count or depth */
+	F_SUM,	  /* the same, summed over the request (REG_MR's segment lengths) */
+	F_HANDLE, /* a live object of type .type (RNIC_OBJ_FREE: of any type) */
+	F_LKEY,	  /* a live MR's L_Key */
+	F_RKEY,	  /* a live MR's R_Key */
+};
+
+struct field {
+	uint16_t cmd; /* 0: a WQE's (send_fields, recv_fields) */
+	uint16_t offset;
+	uint8_t width;
+	uint8_t kind;
+	uint8_t type;
+};
+
+#define FIELD(cmd, st, member, kind, type)                                                 \
+	{                                                                                  \
+		UROCE_CTRL_##cmd, (uint16_t)offsetof(struct uroce_ctrl_##st, member),      \
+			(uint8_t)sizeof(((struct uroce_ctrl_##st *)0)->member), kind, type \
+	}
+#define EDGE(cmd, st, member)	   FIELD(cmd, st, member, F_EDGE, 0)
+#define HANDLE(cmd, st, member, t) FIELD(cmd, st, member, F_HANDLE, RNIC_OBJ_##t)
+
+/* Every request field of lib/ctrl/uroce_ctrl.h that is a length, offset, size, count,
+ * depth or index the daemon bounds, or a handle a sequence needs to hit; in payload order. */
+static const struct field fields[] = {
+	EDGE(QUERY_PORT, query_port_req, port),
+	EDGE(QUERY_GID, query_gid_req, port),
+	EDGE(QUERY_GID, query_gid_req, index),
+	HANDLE(DEALLOC_PD, handle, handle, PD),
+	EDGE(MAP_REGION, map_region_req, size),
+	HANDLE(UNMAP_REGION, handle, handle, REGION),
+	HANDLE(REG_MR, reg_mr_req, pd, PD),
+	EDGE(REG_MR, reg_mr_req, addr),
+	EDGE(REG_MR, reg_mr_req, length),
+	EDGE(REG_MR, reg_mr_req, iova),
+	HANDLE(DEREG_MR, handle, handle, MR),
+	HANDLE(DESTROY_CHANNEL, handle, handle, CHANNEL),
+	EDGE(CREATE_CQ, create_cq_req, cqe),
+	HANDLE(CREATE_CQ, create_cq_req, channel, CHANNEL),
+	EDGE(CREATE_CQ, create_cq_req, comp_vector),
+	HANDLE(DESTROY_CQ, handle, handle, CQ),
+	HANDLE(CREATE_SRQ, create_srq_req, pd, PD),
+	EDGE(CREATE_SRQ, create_srq_req, attr.max_wr),
+	EDGE(CREATE_SRQ, create_srq_req, attr.max_sge),
+	EDGE(CREATE_SRQ, create_srq_req, attr.srq_limit),
+	HANDLE(MODIFY_SRQ, modify_srq_req, srq, SRQ),
+	EDGE(MODIFY_SRQ, modify_srq_req, attr.max_wr),
+	EDGE(MODIFY_SRQ, modify_srq_req, attr.max_sge),
+	EDGE(MODIFY_SRQ, modify_srq_req, attr.srq_limit),
+	HANDLE(QUERY_SRQ, handle, handle, SRQ),
+	HANDLE(DESTROY_SRQ, handle, handle, SRQ),
+	HANDLE(CREATE_QP, create_qp_req, pd, PD),
+	HANDLE(CREATE_QP, create_qp_req, send_cq, CQ),
+	HANDLE(CREATE_QP, create_qp_req, recv_cq, CQ),
+	HANDLE(CREATE_QP, create_qp_req, srq, SRQ),
+	EDGE(CREATE_QP, create_qp_req, cap.max_send_wr),
+	EDGE(CREATE_QP, create_qp_req, cap.max_recv_wr),
+	EDGE(CREATE_QP, create_qp_req, cap.max_send_sge),
+	EDGE(CREATE_QP, create_qp_req, cap.max_recv_sge),
+	EDGE(CREATE_QP, create_qp_req, cap.max_inline_data),
+	HANDLE(CREATE_QP, create_qp_req, xrcd, XRCD),
+	HANDLE(MODIFY_QP, modify_qp_req, qp, QP),
+	EDGE(MODIFY_QP, modify_qp_req, attr.qkey),
+	EDGE(MODIFY_QP, modify_qp_req, attr.rq_psn),
+	EDGE(MODIFY_QP, modify_qp_req, attr.sq_psn),
+	EDGE(MODIFY_QP, modify_qp_req, attr.dest_qp_num),
+	EDGE(MODIFY_QP, modify_qp_req, attr.cap.max_send_wr),
+	EDGE(MODIFY_QP, modify_qp_req, attr.cap.max_recv_wr),
+	EDGE(MODIFY_QP, modify_qp_req, attr.cap.max_inline_data),
+	EDGE(MODIFY_QP, modify_qp_req, attr.ah_attr.grh.sgid_index),
+	EDGE(MODIFY_QP, modify_qp_req, attr.pkey_index),
+	EDGE(MODIFY_QP, modify_qp_req, attr.max_rd_atomic),
+	EDGE(MODIFY_QP, modify_qp_req, attr.max_dest_rd_atomic),
+	EDGE(MODIFY_QP, modify_qp_req, attr.port_num),
+	EDGE(MODIFY_QP, modify_qp_req, attr.timeout),
+	HANDLE(QUERY_QP, query_qp_req, qp, QP),
+	HANDLE(DESTROY_QP, handle, handle, QP),
+	HANDLE(CREATE_AH, create_ah_req, pd, PD),
+	EDGE(CREATE_AH, create_ah_req, attr.grh.sgid_index),
+	EDGE(CREATE_AH, create_ah_req, attr.port_num),
+	HANDLE(DESTROY_AH, handle, handle, AH),
+	EDGE(CM_CONNECT, cm_conn_req, param.private_data_len),
+	EDGE(CM_CONNECT, cm_conn_req, param.responder_resources),
+	EDGE(CM_CONNECT, cm_conn_req, param.initiator_depth),
+	EDGE(CM_ACCEPT, cm_conn_req, param.private_data_len),
+	EDGE(CM_REJECT, cm_conn_req, param.private_data_len),
+	EDGE(CM_SET_OPTION, cm_option_req, value),
+	HANDLE(ATTACH_MCAST, mcast_req, qp, QP),
+	HANDLE(DETACH_MCAST, mcast_req, qp, QP),
+	HANDLE(RESIZE_CQ, resize_cq_req, cq, CQ),
+	EDGE(RESIZE_CQ, resize_cq_req, cqe),
+	HANDLE(RESIZE_SRQ, modify_srq_req, srq, SRQ),
+	EDGE(RESIZE_SRQ, modify_srq_req, attr.max_wr),
+	EDGE(RESIZE_SRQ, modify_srq_req, attr.max_sge),
+	EDGE(RESIZE_SRQ, modify_srq_req, attr.srq_limit),
+	HANDLE(ALLOC_MW, alloc_mw_req, pd, PD),
+	HANDLE(DEALLOC_MW, handle, handle, MW),
+	HANDLE(REREG_MR, rereg_mr_req, mr, MR),
+	HANDLE(REREG_MR, rereg_mr_req, to, MR),
+	HANDLE(REGION_FD, handle, handle, REGION),
+	HANDLE(IMPORT_PD, handle, handle, PD),
+	HANDLE(IMPORT_MR, handle, handle, MR),
+	HANDLE(UNIMPORT_PD, handle, handle, PD),
+	HANDLE(UNIMPORT_MR, handle, handle, MR),
+	EDGE(RES_LIST, res_list_req, start),
+	HANDLE(CREATE_FLOW, create_flow_req, qp, QP),
+	EDGE(CREATE_FLOW, create_flow_req, attr_size),
+	HANDLE(DESTROY_FLOW, handle, handle, FLOW),
+	HANDLE(CLOSE_XRCD, handle, handle, XRCD),
+	HANDLE(CREATE_XRC_SRQ, create_xrc_srq_req, pd, PD),
+	HANDLE(CREATE_XRC_SRQ, create_xrc_srq_req, xrcd, XRCD),
+	HANDLE(CREATE_XRC_SRQ, create_xrc_srq_req, cq, CQ),
+	EDGE(CREATE_XRC_SRQ, create_xrc_srq_req, attr.max_wr),
+	EDGE(CREATE_XRC_SRQ, create_xrc_srq_req, attr.max_sge),
+	EDGE(CREATE_XRC_SRQ, create_xrc_srq_req, attr.srq_limit),
+	HANDLE(OPEN_QP, open_qp_req, xrcd, XRCD),
+	EDGE(OPEN_QP, open_qp_req, qpn),
+};
+
+/* REG_MR's segments, each after the segment count: offsets within one segment. */
+static const struct field seg_fields[] = {
+	{0, offsetof(struct uroce_ctrl_mr_seg, region), 4, F_HANDLE, RNIC_OBJ_REGION},
+	{0, offsetof(struct uroce_ctrl_mr_seg, offset), 8, F_EDGE, 0},
+	{0, offsetof(struct uroce_ctrl_mr_seg, length), 8, F_SUM, 0},
+};
+
+#define WQE_FIELD(st, member, kind)                                                     \
+	{                                                                               \
+		0, (uint16_t)offsetof(struct uroce_ctrl_##st, member),                  \
+			(uint8_t)sizeof(((struct uroce_ctrl_##st *)0)->member), kind, 0 \
+	}
+
+/* A send WQE's: the bind's first, as they share the SGEs' bytes (a selector that keeps
+ * the bytes leaves what an earlier field wrote). */
+static const struct field send_fields[] = {
+	WQE_FIELD(send_wqe, bind.mr_lkey, F_LKEY),
+	WQE_FIELD(send_wqe, bind.addr, F_EDGE),
+	WQE_FIELD(send_wqe, bind.length, F_EDGE),
+	WQE_FIELD(send_wqe, remote_addr, F_EDGE),
+	WQE_FIELD(send_wqe, rkey, F_RKEY),
+	WQE_FIELD(send_wqe, compare_add, F_EDGE),
+	WQE_FIELD(send_wqe, num_sge, F_EDGE),
+	WQE_FIELD(send_wqe, inline_len, F_EDGE),
+	WQE_FIELD(send_wqe, sg_list[0].addr, F_EDGE),
+	WQE_FIELD(send_wqe, sg_list[0].length, F_SUM),
+	WQE_FIELD(send_wqe, sg_list[0].lkey, F_LKEY),
+	WQE_FIELD(send_wqe, sg_list[1].addr, F_EDGE),
+	WQE_FIELD(send_wqe, sg_list[1].length, F_SUM),
+	WQE_FIELD(send_wqe, sg_list[1].lkey, F_LKEY),
+};
+
+static const struct field recv_fields[] = {
+	WQE_FIELD(recv_wqe, num_sge, F_EDGE),
+	WQE_FIELD(recv_wqe, sg_list[0].addr, F_EDGE),
+	WQE_FIELD(recv_wqe, sg_list[0].length, F_SUM),
+	WQE_FIELD(recv_wqe, sg_list[0].lkey, F_LKEY),
+	WQE_FIELD(recv_wqe, sg_list[1].addr, F_EDGE),
+	WQE_FIELD(recv_wqe, sg_list[1].length, F_SUM),
+	WQE_FIELD(recv_wqe, sg_list[1].lkey, F_LKEY),
+};
+
+/* The ((sel - 1) % n)th newest of the client's n live objects of @p type (RNIC_OBJ_FREE:
+ * any); 0 if it has none. */
+static uint32_t newest_handle(struct uroce_rnic_client *c, uint8_t type, uint8_t sel)
+{
+	uint32_t n = 0, h;
+
+	for (h = c->nobjs; h >= 1; h--)
+		if (type == RNIC_OBJ_FREE ? c->objs[h - 1].type != RNIC_OBJ_FREE :
+					    c->objs[h - 1].type == type)
+			n++;
+	if (n == 0)
+		return 0;
+	n = (uint32_t)(sel - 1) % n;
+	for (h = c->nobjs; h >= 1; h--)
+		if (type == RNIC_OBJ_FREE ? c->objs[h - 1].type != RNIC_OBJ_FREE :
+					    c->objs[h - 1].type == type) {
+			if (n-- == 0)
+				break;
+		}
+	return h;
+}
+
+/* Writes field @p f at @p base as its selector @p sel says; @p sum: the F_SUM fields'
+ * total so far, which this one joins. */
+static void put_field(struct uroce_rnic_client *c, uint8_t *base, const struct field *f,
+		      uint8_t sel, uint64_t *sum)
+{
+	uint64_t v = 0, e = edges[sel & 31];
+
+	memcpy(&v, base + f->offset, f->width); /* little-endian: the low bytes */
+	switch (f->kind) {
+	case F_HANDLE:
+	case F_LKEY:
+	case F_RKEY: {
+		uint32_t h, lkey, rkey;
+		struct rnic_mr *m;
+
+		if (sel == 0)
+			return;
+		if (f->kind == F_HANDLE) {
+			h = newest_handle(c, f->type, sel);
+			if (h)
+				v = h;
+			break;
+		}
+		h = newest_handle(c, RNIC_OBJ_MR, sel);
+		m = h ? rnic_obj_get(c, h, RNIC_OBJ_MR) : NULL;
+		if (!m || !m->tp)
+			return;
+		uroce_tp_mr_keys(m->tp, &lkey, &rkey);
+		v = f->kind == F_LKEY ? lkey : rkey;
+		break;
+	}
+	default:
+		switch (sel >> 5) {
+		case 0:
+			v = e;
+			break;
+		case 1:
+			v = e + PAGE;
+			break;
+		case 2:
+			v = e - PAGE;
+			break;
+		case 3:
+			v = e + 1;
+			break;
+		case 4:
+			v = e - 1;
+			break;
+		case 5:
+			v = e - *sum; /* the summed fields now total e (mod 2^64) */
+			break;
+		case 6:
+			v = e * PAGE;
+			break;
+		default:
+			break; /* the bytes' own */
+		}
+		if (f->kind == F_SUM)
+			*sum += v;
+	}
+	memcpy(base + f->offset, &v, f->width);
+}
+
+/*
+ * A kind 4 record's request into @p msg (room for the header and 512 bytes of payload):
+ * @p p[0] picks the command, the command's selectors follow, then the bytes.
+ * @return the message's length, 0 if the record is too short for its selectors.
+ */
+static uint32_t edge_request(struct uroce_rnic_client *c, uint8_t *msg, const uint8_t *p, size_t n)
+{
+	struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC, .version = UROCE_CTRL_VERSION};
+	uint8_t *payload = msg + sizeof(h);
+	size_t nsel = 0, at = 1, i, k;
+	uint32_t nseg = 0;
+	uint64_t sum = 0;
+
+	if (n < 1)
+		return 0;
+	h.cmd = (uint16_t)(1 + p[0] % (UROCE_CTRL_CMD_END - 1));
+	h.len = (uint32_t)(sizeof(h) + (size_t)uroce_ctrl_request_size(h.cmd));
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		nsel += fields[i].cmd == h.cmd;
+	if (h.cmd == UROCE_CTRL_REG_MR) {
+		if (n < 1 + nsel + 1)
+			return 0;
+		nseg = 1 + p[1 + nsel] % 8;
+		nsel += 1 + 3 * (size_t)nseg;
+		h.len += nseg * (uint32_t)sizeof(struct uroce_ctrl_mr_seg);
+	}
+	if (n < 1 + nsel)
+		return 0;
+	memset(msg, 0, sizeof(h) + 512);
+	memcpy(payload, p + 1 + nsel, n - 1 - nsel);
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (fields[i].cmd == h.cmd)
+			put_field(c, payload, &fields[i], p[at++], &sum);
+	if (h.cmd == UROCE_CTRL_REG_MR) {
+		struct uroce_ctrl_reg_mr_req r;
+
+		at++; /* the segment count's */
+		memcpy(&r, payload, sizeof(r));
+		r.nseg = nseg;
+		memcpy(payload, &r, sizeof(r));
+		for (i = 0; i < nseg; i++)
+			for (k = 0; k < 3; k++)
+				put_field(c,
+					  payload + sizeof(r) +
+						  i * sizeof(struct uroce_ctrl_mr_seg),
+					  &seg_fields[k], p[at++], &sum);
+	}
+	memcpy(msg, &h, sizeof(h));
+	return h.len;
 }
 
 static void *qp_ring(struct uroce_rnic_client *c, uint8_t handle, bool sq, struct uroce_ring *out)
@@ -276,7 +748,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (at + 2 + n > size)
 			break;
 		at += 2 + (size_t)n;
-		switch (kind % 4) {
+		switch (kind % 8) {
 		case 0: {
 			struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC,
 						   .version = UROCE_CTRL_VERSION};
@@ -304,25 +776,48 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 1:
+		case 5:
 			if (n < sizeof(struct uroce_ctrl_hdr))
 				break;
 			memcpy(msg, p, n);
 			request(c, msg, n);
 			break;
+		case 4: {
+			uint32_t len = edge_request(c, msg, p, n);
+
+			if (len)
+				request(c, msg, len);
+			break;
+		}
 		case 2:
-		case 3: {
+		case 3:
+		case 6:
+		case 7: {
+			const struct field *wf = kind % 8 == 6 ? send_fields : recv_fields;
+			size_t nwf = kind % 8 == 6 ? sizeof(send_fields) / sizeof(send_fields[0]) :
+						     sizeof(recv_fields) / sizeof(recv_fields[0]);
+			bool sq = kind % 4 == 2, edge = kind % 8 >= 6;
+			size_t skip = 1 + (edge ? nwf : 0), i;
+			uint8_t handle = p[0];
 			struct uroce_ring r;
 			struct rnic_qp *q;
-			bool sq = kind % 4 == 2;
+			uint64_t sum = 0;
+			uint8_t *slot;
 
-			if (n < 1)
+			if (n < skip)
 				break;
-			q = qp_ring(c, p[0], sq, &r);
+			if (edge && handle)
+				handle = (uint8_t)newest_handle(c, RNIC_OBJ_QP, handle);
+			q = qp_ring(c, handle, sq, &r);
 			if (!q || uroce_ring_prod_space(&r) == 0)
 				break;
-			memset(uroce_ring_prod_slot(&r, 0), 0, r.elem_size);
-			memcpy(uroce_ring_prod_slot(&r, 0), p + 1,
-			       (size_t)n - 1 < r.elem_size ? (size_t)n - 1 : r.elem_size);
+			slot = uroce_ring_prod_slot(&r, 0);
+			memset(slot, 0, r.elem_size);
+			memcpy(slot, p + skip,
+			       (size_t)n - skip < r.elem_size ? (size_t)n - skip : r.elem_size);
+			for (i = 0; edge && i < nwf; i++)
+				if (wf[i].offset + wf[i].width <= r.elem_size)
+					put_field(c, slot, &wf[i], p[1 + i], &sum);
 			uroce_ring_prod_commit(&r, 1);
 			/* The doorbell, as lib/client rings it. */
 			uroce_summary_set(&c->doorbells, q->doorbell_slot);
