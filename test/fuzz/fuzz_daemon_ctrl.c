@@ -403,6 +403,7 @@ static const uint64_t edges[32] = {
 enum field_kind {
 	F_EDGE,	  /* a length, offset, size, count or depth */
 	F_SUM,	  /* the same, summed over the request (REG_MR's segment lengths) */
+	F_TOTAL,  /* what the summed fields must total (REG_MR's length): F_EDGE here */
 	F_HANDLE, /* a live object of type .type (RNIC_OBJ_FREE: of any type) */
 	F_LKEY,	  /* a live MR's L_Key */
 	F_RKEY,	  /* a live MR's R_Key */
@@ -435,7 +436,7 @@ static const struct field fields[] = {
 	HANDLE(UNMAP_REGION, handle, handle, REGION),
 	HANDLE(REG_MR, reg_mr_req, pd, PD),
 	EDGE(REG_MR, reg_mr_req, addr),
-	EDGE(REG_MR, reg_mr_req, length),
+	FIELD(REG_MR, reg_mr_req, length, F_TOTAL, 0),
 	EDGE(REG_MR, reg_mr_req, iova),
 	HANDLE(DEREG_MR, handle, handle, MR),
 	HANDLE(DESTROY_CHANNEL, handle, handle, CHANNEL),
@@ -718,6 +719,176 @@ static void *qp_ring(struct uroce_rnic_client *c, uint8_t handle, bool sq, struc
 	return q;
 }
 
+/* ---- the mutator: whole edge records, so that summed fields wrap together ---------------- */
+
+/*
+ * libFuzzer's byte mutations do not make a wrapping sum: a wrap needs several selectors
+ * right at once (two segment lengths near 2^63, a third that completes the sum to the
+ * MR's small length, all on a region that large), and no coverage rewards the first
+ * before the last. So, one mutation in four, a whole record is written and put between
+ * two records of the input: a request from edge values (kind 4), of a command with
+ * summed fields a time in four and else of any command of the table, or a WQE (kinds 6,
+ * 7). Its selectors lean to what breaks bounds: summed fields of 2^62 and more but the
+ * last, which completes the sum to what the request's total field says (else to a small
+ * edge value), offsets of 0, handles of the newest objects (one region for all of a
+ * REG_MR's segments). A REG_MR comes, half the time, after a MAP_REGION of a page-aligned
+ * edge size (2^62 and more half of those).
+ */
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed);
+
+static uint64_t mut_state;
+
+static uint32_t mut_rand(uint32_t n)
+{
+	mut_state ^= mut_state << 13;
+	mut_state ^= mut_state >> 7;
+	mut_state ^= mut_state << 17;
+	return (uint32_t)(mut_state % n);
+}
+
+/* Edge indices (edges[]) of page multiples: sizes and offsets that pass the page check;
+ * small ones, for totals; 2^62 and more, for summed fields. */
+static const uint8_t page_edges[] = {3, 4, 5, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23, 28, 29};
+static const uint8_t small_edges[] = {3, 4, 5, 10, 11};
+static const uint8_t large_edges[] = {21, 22, 23, 25, 26, 27, 28, 29};
+
+#define PICK(a) ((a)[mut_rand(sizeof(a))])
+
+static uint8_t mut_edge(void)
+{
+	switch (mut_rand(8)) {
+	case 0:
+	case 1:
+		return PICK(page_edges);
+	case 2:
+		return PICK(large_edges);
+	case 3:
+		return (uint8_t)((1 + mut_rand(4)) << 5 | mut_rand(32)); /* +-page, +-1 */
+	case 4:
+		return 0xe0; /* the bytes' own */
+	default:
+		return (uint8_t)mut_rand(32);
+	}
+}
+
+static uint8_t mut_handle(void)
+{
+	uint32_t r = mut_rand(8);
+
+	return (uint8_t)(r < 4 ? 1 : r < 6 ? 0 : 2 + mut_rand(2));
+}
+
+/*
+ * Selectors for the @p n fields at @p f into @p out. @p total: the selector of the
+ * request's F_TOTAL field (set here if among them); @p region: the one handle selector
+ * of REG_MR's segments; @p last_sum: where the last F_SUM's selector went.
+ */
+static void mut_fields(const struct field *f, size_t n, uint8_t *out, uint8_t *total,
+		       uint8_t region, uint8_t **last_sum)
+{
+	for (size_t i = 0; i < n; i++) {
+		switch (f[i].kind) {
+		case F_HANDLE:
+			out[i] = f[i].type == RNIC_OBJ_REGION ? region : mut_handle();
+			break;
+		case F_LKEY:
+		case F_RKEY:
+			out[i] = mut_handle();
+			break;
+		case F_SUM:
+			out[i] = mut_rand(4) ? PICK(large_edges) : mut_edge();
+			*last_sum = &out[i];
+			break;
+		case F_TOTAL:
+			out[i] = mut_rand(4) ? PICK(small_edges) : mut_edge();
+			*total = out[i];
+			break;
+		default:
+			/* An offset into a region: mostly its start, for the length to fit. */
+			out[i] = f == seg_fields && mut_rand(4) ? 0 : mut_edge();
+		}
+	}
+}
+
+/* One record (or a MAP_REGION and a REG_MR) into @p out; returns its length. */
+static size_t mut_record(uint8_t *out)
+{
+	const size_t nf = sizeof(fields) / sizeof(fields[0]);
+	uint8_t *sels, *last_sum = NULL, total = 0xff, region = mut_handle();
+	size_t len = 0, nsel = 0, i;
+	uint16_t cmd;
+
+	if (mut_rand(5) == 0) {
+		/* A WQE: the QP, its selectors, then the WQE's first bytes (wr_id, opcode,
+		 * flags). */
+		bool send = mut_rand(2);
+		const struct field *wf = send ? send_fields : recv_fields;
+		size_t nwf = send ? sizeof(send_fields) / sizeof(send_fields[0]) :
+				    sizeof(recv_fields) / sizeof(recv_fields[0]);
+
+		out[0] = send ? 6 : 7;
+		out[2] = mut_handle();
+		mut_fields(wf, nwf, out + 3, &total, region, &last_sum);
+		if (last_sum && mut_rand(2))
+			*last_sum = (uint8_t)(0xa0 | PICK(small_edges));
+		len = 3 + nwf;
+		for (i = 0; i < 16; i++)
+			out[len++] = (uint8_t)(i == 8 ? mut_rand(12) : i == 12 ? mut_rand(16) : 0);
+		out[1] = (uint8_t)(len - 2);
+		return len;
+	}
+	cmd = mut_rand(4) ? fields[mut_rand((uint32_t)nf)].cmd : UROCE_CTRL_REG_MR;
+	if (cmd == UROCE_CTRL_REG_MR && mut_rand(2)) {
+		out[len++] = 4;
+		out[len++] = 2;
+		out[len++] = (uint8_t)(UROCE_CTRL_MAP_REGION - 1);
+		out[len++] = mut_rand(2) ? PICK(page_edges) : PICK(large_edges);
+	}
+	sels = out + len + 3;
+	for (i = 0; i < nf; i++)
+		if (fields[i].cmd == cmd)
+			mut_fields(&fields[i], 1, &sels[nsel++], &total, region, &last_sum);
+	if (cmd == UROCE_CTRL_REG_MR) {
+		uint32_t nseg = 1 + mut_rand(8);
+
+		sels[nsel++] = (uint8_t)(nseg - 1 + 8 * mut_rand(4));
+		for (i = 0; i < nseg; i++, nsel += 3)
+			mut_fields(seg_fields, 3, &sels[nsel], &total, region, &last_sum);
+	}
+	/* The last summed field completes the sum: to the total, or to a small value. */
+	if (last_sum && mut_rand(4))
+		*last_sum = (uint8_t)(0xa0 | (total < 0x20 ? total : PICK(small_edges)));
+	out[len] = 4;
+	out[len + 1] = (uint8_t)(1 + nsel);
+	out[len + 2] = (uint8_t)(cmd - 1);
+	return len + 3 + nsel;
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+	uint8_t rec[4 + 3 + 16 + 1 + 8 * 3];
+	size_t n, at = 0, starts = 0, pick;
+
+	mut_state = seed ? seed : 1;
+	if (mut_rand(4) != 0)
+		return LLVMFuzzerMutate(data, size, max_size);
+	n = mut_record(rec);
+	if (size + n > max_size)
+		return LLVMFuzzerMutate(data, size, max_size);
+	/* Between two whole records: the pick-th record's start, or the end of the last. */
+	while (at + 2 <= size && at + 2 + data[at + 1] <= size) {
+		starts++;
+		at += 2 + (size_t)data[at + 1];
+	}
+	pick = mut_rand((uint32_t)starts + 1);
+	for (at = 0; pick > 0; pick--)
+		at += 2 + (size_t)data[at + 1];
+	memmove(data + at + n, data + at, size - at);
+	memcpy(data + at, rec, n);
+	return size + n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* Both sides of the administrators' gate. */
@@ -798,14 +969,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						     sizeof(recv_fields) / sizeof(recv_fields[0]);
 			bool sq = kind % 4 == 2, edge = kind % 8 >= 6;
 			size_t skip = 1 + (edge ? nwf : 0), i;
-			uint8_t handle = p[0];
 			struct uroce_ring r;
 			struct rnic_qp *q;
 			uint64_t sum = 0;
-			uint8_t *slot;
+			uint8_t *slot, handle;
 
 			if (n < skip)
 				break;
+			handle = p[0];
 			if (edge && handle)
 				handle = (uint8_t)newest_handle(c, RNIC_OBJ_QP, handle);
 			q = qp_ring(c, handle, sq, &r);

@@ -223,6 +223,33 @@ orphan = seq + req('UNIMPORT_PD', struct.pack('<II', 1, 0)) + req('DEREG_MR', st
 orphan += req('IMPORT_PD', struct.pack('<II', 1, 0)) + req('STATS', struct.pack('<II', 0, 0))
 with open(os.path.join(sys.argv[1], 'orphan'), 'wb') as f:
     f.write(orphan)
+# Edge-value records (kind 4; kinds 6 and 7 for WQEs): after its command, a selector per
+# length, offset or handle field (fuzz_daemon_ctrl.c's table), then the payload's bytes.
+# Selector: edge value index (low 5 bits) and how it is used (high 3: 0 as is, 5 the value
+# that brings the summed fields to it, 7 keep the bytes); handles: 1 = the newest.
+# Regions of a few sizes up to 2^63 - 4 KiB (sparse memfds), and a 3-page MR made of the
+# largest's first page three times, its last segment's length the one that completes the
+# sum to the MR's length; then a CQ, a QP and a WQE of each kind on them.
+def edge(name, sels, raw=b''):
+    body = bytes([rows.index(name)]) + bytes(sels) + raw
+    return bytes([4, len(body)]) + body
+RAW, E0, E1, EP, E3P, E256, E2_62, E2_63_P = 0xe0, 0, 1, 3, 5, 7, 21, 23
+es = edge('ALLOC_PD', [])
+for size in (EP, 10, 16, 19, E2_62, E2_63_P):                     # a page .. 2^63 - 4 KiB
+    es += edge('MAP_REGION', [size])
+es += edge('REG_MR', [1, E0, E3P, E0, 2,                          # pd, addr, length, iova, 3 segs
+                      1, E0, EP, 1, E0, EP, 1, E0, 0xa0 | E3P], struct.pack('<II', 0, 7))
+es += edge('CREATE_CQ', [E256, 0, E0])
+es += edge('CREATE_QP', [1, 1, 1, 0, RAW, RAW, RAW, RAW, RAW, 0],
+           struct.pack('<IIIIII', 0, 0, 0, 0, 2, 1) + struct.pack('<5I', 4, 4, 1, 1, 0))
+# A recv WQE (kind 7) of 256 bytes at the MR's start, then a SEND (kind 6) of as many.
+es += bytes([7, 1 + 7]) + bytes([1, E1, E0, E256, 1, RAW, RAW, RAW])
+send = bytes([1, RAW, RAW, RAW, E0, 0, RAW, E1, E0, E0, E256, 1, RAW, RAW, RAW])
+send += struct.pack('<QII', 11, 2, 2)                             # wr_id, IBV_WR_SEND, SIGNALED
+es += bytes([6, len(send)]) + send
+es += edge('REREG_MR', [1, 1]) + edge('DEREG_MR', [1]) + req('STATS', struct.pack('<II', 1, 0))
+with open(os.path.join(sys.argv[1], 'edges'), 'wb') as f:
+    f.write(es)
 PY
 
 # fuzz_cm_input's input (see the top of fuzz_cm_input.c): records [op, ...]. Seeds, per
@@ -307,10 +334,12 @@ with open(os.path.join(sys.argv[1], 'rule-and-frame'), 'wb') as f:
     f.write(seq)
 PY
 
-# run_target NAME SECONDS MAX_LEN SEEDS CORPUS ARTIFACTS: fuzzes, prints the summary;
-# returns libFuzzer's exit status (non-zero on a crash, leak or timeout).
+# run_target NAME SECONDS MAX_LEN SEEDS CORPUS ARTIFACTS [ARG...]: fuzzes, prints the
+# summary; returns libFuzzer's exit status (non-zero on a crash, leak or timeout). ARGs go
+# to libFuzzer after the seeds: options (-dict=...) and more seed directories.
 run_target() {
 	local name=$1 t=$2 max_len=$3 sdir=$4 corpus=$5 artifacts=$6
+	local extra=("${@:7}")
 	local fuzzer=$build/test/fuzz/$name log=$build/$name.log
 	local rc=0 done_line runs took status cov ft corp
 
@@ -318,7 +347,7 @@ run_target() {
 	# New inputs go to the first directory (the working corpus, kept between runs);
 	# crash, timeout and leak files to $artifacts.
 	"$fuzzer" -max_total_time="$t" -max_len="$max_len" -timeout=10 \
-		-artifact_prefix="$artifacts/" "$corpus" "$sdir" 2>&1 | tee "$log" || rc=$?
+		-artifact_prefix="$artifacts/" "$corpus" "$sdir" "${extra[@]}" 2>&1 | tee "$log" || rc=$?
 	if ((rc != 0)); then
 		echo "$name: FAILED (exit $rc); log: $log; inputs: $artifacts/" >&2
 		echo "$name: replay one with: $fuzzer $artifacts/crash-<sha1>" >&2
@@ -353,8 +382,11 @@ echo "fuzz_ipstack_input: $nipseeds seeds, fuzzing for $ipstack_secs s"
 run_target fuzz_ipstack_input "$ipstack_secs" 9100 "$ipseeds" \
 	"$build/fuzz-ipstack-corpus" "$build/fuzz-ipstack-artifacts" || rc3=$?
 echo "fuzz_daemon_ctrl: fuzzing for $ctrl_secs s"
+# The dictionary: edge values as bytes, for the requests given as bytes; the regressions:
+# inputs that crashed it once, run first (test/fuzz/README.md).
 run_target fuzz_daemon_ctrl "$ctrl_secs" 4096 "$ctrlseeds" \
-	"$build/fuzz-ctrl-corpus" "$build/fuzz-ctrl-artifacts" || rc4=$?
+	"$build/fuzz-ctrl-corpus" "$build/fuzz-ctrl-artifacts" \
+	-dict=test/fuzz/fuzz_daemon_ctrl.dict test/fuzz/regressions/fuzz_daemon_ctrl || rc4=$?
 echo "fuzz_cm_input: $ncmseeds seeds from the captures' CM MADs, fuzzing for $cm_secs s"
 run_target fuzz_cm_input "$cm_secs" 4096 "$cmseeds" \
 	"$build/fuzz-cm-corpus" "$build/fuzz-cm-artifacts" || rc5=$?
