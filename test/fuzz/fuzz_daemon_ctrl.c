@@ -726,13 +726,13 @@ static void *qp_ring(struct uroce_rnic_client *c, uint8_t handle, bool sq, struc
  * right at once (two segment lengths near 2^63, a third that completes the sum to the
  * MR's small length, all on a region that large), and no coverage rewards the first
  * before the last. So, one mutation in four, a whole record is written and put between
- * two records of the input: a request from edge values (kind 4), of a command with
- * summed fields a time in four and else of any command of the table, or a WQE (kinds 6,
- * 7). Its selectors lean to what breaks bounds: summed fields of 2^62 and more but the
- * last, which completes the sum to what the request's total field says (else to a small
- * edge value), offsets of 0, handles of the newest objects (one region for all of a
- * REG_MR's segments). A REG_MR comes, half the time, after a MAP_REGION of a page-aligned
- * edge size (2^62 and more half of those).
+ * two records of the input (half the time in place of one): a request from edge values
+ * (kind 4), of a command with summed fields a time in four and else of any command of
+ * the table, or a WQE (kinds 6, 7). Its selectors lean to what breaks bounds: summed
+ * fields of 2^62 and more but the last, which completes the sum to what the request's
+ * total field says (else to a small edge value), offsets of 0, handles of the newest
+ * objects (one region for all of a REG_MR's segments). A REG_MR comes, half the time,
+ * after a MAP_REGION of a page-aligned edge size (2^62 and more half of those).
  */
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed);
@@ -868,7 +868,7 @@ static size_t mut_record(uint8_t *out)
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
 {
 	uint8_t rec[4 + 3 + 16 + 1 + 8 * 3];
-	size_t n, at = 0, starts = 0, pick;
+	size_t n, at = 0, starts = 0, pick, old;
 
 	mut_state = seed ? seed : 1;
 	if (mut_rand(4) != 0)
@@ -884,6 +884,12 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
 	pick = mut_rand((uint32_t)starts + 1);
 	for (at = 0; pick > 0; pick--)
 		at += 2 + (size_t)data[at + 1];
+	/* Half the time in place of the record there, so that inputs do not only grow. */
+	if (at + 2 <= size && at + 2 + data[at + 1] <= size && mut_rand(2)) {
+		old = 2 + (size_t)data[at + 1];
+		memmove(data + at, data + at + old, size - at - old);
+		size -= old;
+	}
 	memmove(data + at + n, data + at, size - at);
 	memcpy(data + at, rec, n);
 	return size + n;
