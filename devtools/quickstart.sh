@@ -7,14 +7,14 @@
 #                                 unit and capture tests, the same under ASan/UBSan,
 #                                 a bounded fuzzing run, and the benchmarks in quick mode
 # Run as root on Debian 12 from anywhere inside the checkout. The Linux rxe captures the
-# tests need are read from $UROCE_PCAP_DIR (default: ../shared/pcaps beside the checkout).
+# tests need are read from $UROCE_PCAP_DIR (default: test/data/rxe-captures).
 #
 # Environment: FUZZ_SECONDS (default 120, shared by the fuzz targets), UROCE_PCAP_DIR.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-export UROCE_PCAP_DIR=${UROCE_PCAP_DIR:-$(cd "$top/.." && pwd)/shared/pcaps}
+export UROCE_PCAP_DIR=${UROCE_PCAP_DIR:-$top/test/data/rxe-captures}
 
 # Everything comes from Debian 12's archive; doc/dependencies.md says why each is here.
 packages=(

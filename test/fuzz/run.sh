@@ -12,7 +12,7 @@
 # uroce-pcap, turns the pcaps into seed corpora, fuzzes one target after the other, and
 # exits non-zero if any crashed (all run regardless).
 # Env: UROCE_PCAP_DIR, the Linux rxe captures that seed the corpora (default
-# ../shared/pcaps, relative to the repo root; doc/wire.md says what they hold).
+# test/data/rxe-captures, whose README says what they hold).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -33,7 +33,7 @@ wire_secs=$((secs - 5 * transport_secs))
 ((wire_secs >= 1)) || wire_secs=1
 
 build=build-fuzz
-pcap_dir=${UROCE_PCAP_DIR:-../shared/pcaps}
+pcap_dir=${UROCE_PCAP_DIR:-test/data/rxe-captures}
 seeds=$build/fuzz-seeds
 tseeds=$build/fuzz-transport-seeds
 ipseeds=$build/fuzz-ipstack-seeds

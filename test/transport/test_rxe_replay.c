@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Wire agreement with Linux rxe, from real captures (/work/shared/pcaps, $UROCE_PCAP_DIR).
+ * Wire agreement with Linux rxe, from real captures (test/data/rxe-captures, $UROCE_PCAP_DIR).
  *
  * Responder agreement: the REQUEST packets rxe's requester sent in a capture are replayed,
  * in capture order, into a uroce RC QP, and the responses uroce generates are compared,
