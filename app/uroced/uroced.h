@@ -10,7 +10,7 @@
  * Threads: one poll-mode lcore runs everything (packets, doorbells, timers and, every
  * control_poll_us, the control socket), so the RNIC and its transport are driven by one
  * thread, as their contracts require, without a lock on the data path. Idle, it sleeps in
- * one epoll on the control sockets, the port and the RNIC's wake eventfd, until the next
+ * one epoll on the control sockets, the port and the RNIC's wake-up fd, until the next
  * timer (main.c; doc/daemon.md, "The poll loop").
  *
  * Files: main.c (configuration, EAL, the poll loop, start and stop), net.c (all packet

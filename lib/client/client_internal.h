@@ -53,15 +53,17 @@ struct uroce_client_ctx {
 	char dev_name[UROCE_CTRL_NAME_MAX];
 	struct uroce_shm_region region; /* the async event ring */
 	struct uroce_ring async_ring;   /* consumer */
-	/* The async fd the application sees is an epoll fd over two: the daemon's eventfd
-	 * (one count per event in the ring; made non-blocking here) and the control socket
-	 * (EPOLLRDHUP: the daemon died or dropped us, reported once as DEVICE_FATAL). */
-	int async_fd;  /* epoll */
-	int async_efd; /* the daemon's semaphore eventfd */
-	/* The daemon's sleep announcement (in region) and the eventfd that wakes it: a post
-	 * rings it when the announcement is up (cl_ring_doorbell). */
+	/* The async fd the application sees is an epoll fd over two: the read end of the
+	 * daemon's async pipe (one byte per event in the ring; made non-blocking here) and
+	 * the control socket (EPOLLRDHUP: the daemon died or dropped us, reported once as
+	 * DEVICE_FATAL). */
+	int async_fd;   /* epoll */
+	int async_pipe; /* the read end of the daemon's async event pipe */
+	/* The daemon's sleep announcement (in region) and our end of the socket pair that
+	 * wakes it: a post sends one datagram when the announcement is up
+	 * (cl_ring_doorbell). */
 	struct uroce_shm_wake *wake;
-	int wake_efd;
+	int wake_fd;
 	/* Bumped by the daemon after it commits to any of our CQs: a thread blocked in
 	 * poll_cq sleeps on it (cq_wait.c). In region. */
 	struct uroce_shm_waiters *waiters;
@@ -172,17 +174,18 @@ int cl_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle);
 int cl_obj_add(struct uroce_client_ctx *ctx, uint32_t handle, int type, void *obj);
 void cl_obj_del(struct uroce_client_ctx *ctx, uint32_t handle);
 void *cl_obj_find(struct uroce_client_ctx *ctx, uint32_t handle, int type);
-/* The application's fd for a daemon's semaphore eventfd @p efd (the async fd, a
- * completion channel's fd): an epoll fd in *@p fd, readable when the daemon signalled an
- * event or the control socket hung up, so that a waiter wakes when the daemon dies. @p efd
- * is made non-blocking (its file description is shared with the daemon, whose writes of 1
- * never block), so that whichever thread wins takes the count. 0, or -errno with *@p fd
- * the epoll fd to close (or -1). */
-int cl_event_fd_init(struct uroce_client_ctx *ctx, int efd, int *fd);
-/* Takes one count of @p efd, waiting on @p fd as the application set it (blocking, or
- * EAGAIN when it made the fd non-blocking). @return 0, an errno (EAGAIN, EINTR), or -1
- * when the daemon is gone (an event it signalled before still comes first). */
-int cl_event_take(int efd, int fd);
+/* The application's fd for the read end @p pipe_fd of a daemon's event pipe (one byte
+ * per event: the async fd, a completion channel's fd): an epoll fd in *@p fd, readable
+ * when the daemon signalled an event or the control socket hung up, so that a waiter
+ * wakes when the daemon dies. @p pipe_fd is made non-blocking (our own open file: the
+ * daemon writes through another), so that whichever thread wins takes the byte. 0, or
+ * -errno with *@p fd the epoll fd to close (or -1). */
+int cl_event_fd_init(struct uroce_client_ctx *ctx, int pipe_fd, int *fd);
+/* Takes one event (byte) of @p pipe_fd, waiting on @p fd as the application set it
+ * (blocking, or EAGAIN when it made the fd non-blocking). @return 0, an errno (EAGAIN,
+ * EINTR), or -1 when the daemon is gone (an event it signalled before still comes
+ * first). */
+int cl_event_take(int pipe_fd, int fd);
 
 /* mr_share.c: the segments (uroce_ctrl_mr_seg) for [addr, addr + length), sharing what
  * is not shared yet. @return nseg, or -errno. Called with ctx->share_lock held. */
@@ -218,7 +221,7 @@ bool cl_cq_empty(struct uroce_client_cq *cq, uint32_t *snapshot, uint64_t *timeo
 void cl_cq_sleep(struct uroce_client_cq *cq, uint32_t snapshot, uint64_t timeout_ns);
 
 /* After a post's commit: announces the queue's doorbell @p slot in the summary, and
- * wakes the daemon if it announced a sleep (one eventfd write per announcement); errno
+ * wakes the daemon if it announced a sleep (one datagram per announcement); errno
  * is kept (a post's caller reads only its return). */
 void cl_ring_doorbell(struct uroce_client_ctx *ctx, uint32_t slot);
 

@@ -284,7 +284,7 @@ struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx
 	ch->ctx = ctx;
 	ch->handle = rep.handle;
 	ch->ibv.context = ctx->ibv;
-	ch->efd = fd;
+	ch->pipe = fd;
 	rc = cl_event_fd_init(ctx, fd, &ch->ibv.fd);
 	if (rc) {
 		if (ch->ibv.fd >= 0)
@@ -304,7 +304,7 @@ int uroce_client_destroy_channel(struct uroce_client_channel *ch)
 	if (rc)
 		return -rc; /* EBUSY while CQs use it, like verbs */
 	close(ch->ibv.fd);
-	close(ch->efd);
+	close(ch->pipe);
 	free(ch);
 	return 0;
 }
@@ -319,11 +319,11 @@ int uroce_client_get_cq_event(struct uroce_client_channel *ch, struct uroce_clie
 		return EIO; /* the parent's channel (fork.c) */
 	/* A thread blocked here wakes when the daemon dies, as the kernel wakes a
 	 * disassociated device's readers with EIO. */
-	rc = cl_event_take(ch->efd, ch->ibv.fd);
+	rc = cl_event_take(ch->pipe, ch->ibv.fd);
 	if (rc)
 		return rc < 0 ? EIO : rc;
 	/* Which CQ: the one whose shared event count is ahead of what we took. The daemon
-	 * increments the count before it writes the eventfd, so one is always found. */
+	 * increments the count before it writes the pipe, so one is always found. */
 	pthread_mutex_lock(&ctx->lock);
 	for (i = 0; i < ctx->nobjs; i++) {
 		struct uroce_client_cq *cq = ctx->objs[i].obj;
@@ -331,7 +331,7 @@ int uroce_client_get_cq_event(struct uroce_client_channel *ch, struct uroce_clie
 		if (ctx->objs[i].type != UROCE_CTRL_REGION_CQ || cq->channel != ch)
 			continue;
 		/* acquire: pairs with the daemon's release increment (not strictly needed:
-		 * the eventfd read already orders), kept for clarity of the protocol. */
+		 * the pipe read already orders), kept for clarity of the protocol. */
 		if (atomic_load_explicit(&cq->ctl->events, memory_order_acquire) !=
 		    cq->events_seen) {
 			cq->events_seen++;

@@ -173,20 +173,20 @@ void *cl_obj_find(struct uroce_client_ctx *ctx, uint32_t handle, int type)
 }
 
 /* Event fd tags (epoll_event.data.u32). */
-enum { CL_EVENT_EFD = 1, CL_EVENT_SOCK = 2 };
+enum { CL_EVENT_PIPE = 1, CL_EVENT_SOCK = 2 };
 
-int cl_event_fd_init(struct uroce_client_ctx *ctx, int efd, int *fd)
+int cl_event_fd_init(struct uroce_client_ctx *ctx, int pipe_fd, int *fd)
 {
-	struct epoll_event ee = {.events = EPOLLIN, .data.u32 = CL_EVENT_EFD};
-	int fl = fcntl(efd, F_GETFL);
+	struct epoll_event ee = {.events = EPOLLIN, .data.u32 = CL_EVENT_PIPE};
+	int fl = fcntl(pipe_fd, F_GETFL);
 
 	*fd = -1;
-	if (fl < 0 || fcntl(efd, F_SETFL, fl | O_NONBLOCK) != 0)
+	if (fl < 0 || fcntl(pipe_fd, F_SETFL, fl | O_NONBLOCK) != 0)
 		return -errno;
 	*fd = epoll_create1(EPOLL_CLOEXEC);
 	if (*fd < 0)
 		return -errno;
-	if (epoll_ctl(*fd, EPOLL_CTL_ADD, efd, &ee) != 0)
+	if (epoll_ctl(*fd, EPOLL_CTL_ADD, pipe_fd, &ee) != 0)
 		return -errno;
 	/* Only the hang-up: replies to calls (EPOLLIN) are cl_call's business. */
 	ee = (struct epoll_event){.events = EPOLLRDHUP, .data.u32 = CL_EVENT_SOCK};
@@ -195,19 +195,23 @@ int cl_event_fd_init(struct uroce_client_ctx *ctx, int efd, int *fd)
 	return 0;
 }
 
-int cl_event_take(int efd, int fd)
+int cl_event_take(int pipe_fd, int fd)
 {
 	struct epoll_event ee[2];
-	uint64_t one;
+	uint8_t event;
+	ssize_t got;
 	int fl, n, i;
 	bool hup;
 
-	/* The eventfd is a semaphore (one read per event). The application's fd (epoll)
-	 * decides blocking: it blocks, or says EAGAIN when the application made it
-	 * non-blocking, exactly like rdma-core's fds. */
+	/* One byte per event. The application's fd (epoll) decides blocking: it blocks, or
+	 * says EAGAIN when the application made it non-blocking, exactly like rdma-core's
+	 * fds. */
 	for (;;) {
-		if (read(efd, &one, sizeof(one)) == sizeof(one))
+		got = read(pipe_fd, &event, 1);
+		if (got == 1)
 			return 0;
+		if (got == 0)
+			return -1; /* end of file: the daemon closed its end, it is gone */
 		if (errno != EAGAIN)
 			return errno;
 		fl = fcntl(fd, F_GETFL);
@@ -223,9 +227,9 @@ int cl_event_take(int efd, int fd)
 			if (ee[i].data.u32 == CL_EVENT_SOCK)
 				hup = true;
 		if (!hup)
-			continue; /* the count: taken above, or by another thread first */
+			continue; /* the byte: taken above, or by another thread first */
 		/* The daemon is gone: what it signalled before goes first. */
-		if (read(efd, &one, sizeof(one)) == sizeof(one))
+		if (read(pipe_fd, &event, 1) == 1)
 			return 0;
 		return -1;
 	}
@@ -268,8 +272,8 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->share_lock, NULL);
 	ctx->async_fd = -1;
-	ctx->async_efd = -1;
-	ctx->wake_efd = -1;
+	ctx->async_pipe = -1;
+	ctx->wake_fd = -1;
 	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (ctx->sock < 0)
 		goto fail_errno;
@@ -290,9 +294,9 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 			socket_path, UROCE_CTRL_VERSION);
 	if (rc)
 		goto fail_rc;
-	ctx->async_efd = fds[1];
-	ctx->wake_efd = fds[2];
-	rc = cl_event_fd_init(ctx, ctx->async_efd, &ctx->async_fd);
+	ctx->async_pipe = fds[1];
+	ctx->wake_fd = fds[2];
+	rc = cl_event_fd_init(ctx, ctx->async_pipe, &ctx->async_fd);
 	if (rc) {
 		close(fds[0]);
 		goto fail_rc;
@@ -349,10 +353,10 @@ void uroce_client_close(struct uroce_client_ctx *ctx)
 		close(ctx->sock);
 	if (ctx->async_fd >= 0)
 		close(ctx->async_fd);
-	if (ctx->async_efd >= 0)
-		close(ctx->async_efd);
-	if (ctx->wake_efd >= 0)
-		close(ctx->wake_efd);
+	if (ctx->async_pipe >= 0)
+		close(ctx->async_pipe);
+	if (ctx->wake_fd >= 0)
+		close(ctx->wake_fd);
 	/* A child has no mapping of the region (MADV_DONTFORK): whatever it mapped at that
 	 * address since is its own. */
 	if (ctx->forked)
@@ -447,7 +451,7 @@ int uroce_client_async_fd(const struct uroce_client_ctx *ctx)
  * (EAGAIN non-blocking, EINTR, EIO), or -1 when the daemon is gone (DEVICE_FATAL). */
 static int async_event_take(struct uroce_client_ctx *ctx, struct uroce_ctrl_async_event *e)
 {
-	int rc = cl_event_take(ctx->async_efd, ctx->async_fd);
+	int rc = cl_event_take(ctx->async_pipe, ctx->async_fd);
 
 	if (rc)
 		return rc;
@@ -626,15 +630,16 @@ int uroce_client_capture_start(struct uroce_client_ctx *ctx, int fd)
 
 void cl_ring_doorbell(struct uroce_client_ctx *ctx, uint32_t slot)
 {
-	static const uint64_t one = 1;
+	static const uint8_t ring = 1;
 	int saved = errno;
 
 	/* The slot before the sleep check: a daemon that announced its sleep looks at the
 	 * summary after the announcement (the Dekker pairing of lib/shm). */
 	uroce_summary_set(&ctx->doorbells, slot);
-	if (uroce_wake_take(ctx->wake) && write(ctx->wake_efd, &one, sizeof(one)) < 0) {
-		/* The counter is full (2^64 - 2 rings) or the daemon is gone: either way it
-		 * needs no further wake-up from us. */
+	if (uroce_wake_take(ctx->wake) &&
+	    send(ctx->wake_fd, &ring, sizeof(ring), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* Our datagrams fill the daemon's queue (it is awake and draining them) or
+		 * the daemon is gone: either way it needs no further wake-up from us. */
 	}
 	errno = saved;
 }

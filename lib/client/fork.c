@@ -26,7 +26,7 @@
  *   no mapping there;
  * - every context the child inherited is marked forked, and each call on it (control
  *   requests, posts, polls, event reads) fails with EIO before it touches the parent's
- *   connection, rings or eventfds. The child opens a device of its own.
+ *   connection, rings or event pipes. The child opens a device of its own.
  *
  * The pages moved stay moved after their context is closed (they are the process's
  * memory), so the child's copies are made whenever the process has moved any, open

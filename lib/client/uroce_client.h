@@ -68,7 +68,7 @@ struct uroce_client_channel {
 	struct ibv_comp_channel ibv;
 	struct uroce_client_ctx *ctx;
 	uint32_t handle;
-	int efd; /**< the daemon's semaphore eventfd, one count per event (non-blocking) */
+	int pipe; /**< the read end of the daemon's pipe, one byte per event (non-blocking) */
 };
 
 struct uroce_client_cq;

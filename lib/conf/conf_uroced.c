@@ -87,7 +87,7 @@ static const struct uroce_conf_key keys[] = {
 	     "memory files the verbs library shares registered pages through, per user (the "
 	     "daemon holds a descriptor for each); 0: no limit"),
 	UINT(limits, channels, 0, UINT32_MAX, "1024",
-	     "completion channels per user (each an eventfd the daemon holds); 0: no limit"),
+	     "completion channels per user (each a pipe the daemon holds); 0: no limit"),
 	UINT(limits, cqs, 0, UINT32_MAX, "16384", "completion queues per user; 0: no limit"),
 	UINT(limits, srqs, 0, UINT32_MAX, "4096", "shared receive queues per user; 0: no limit"),
 	UINT(limits, qps, 0, UINT32_MAX, "16384", "queue pairs per user; 0: no limit"),

@@ -49,7 +49,9 @@ extern "C" {
 				* RESOLVE_L2; 10: RES_LIST; 11: CREATE_FLOW,
 				* DESTROY_FLOW, raw packet QPs; 12: OPEN_XRCD,
 				* OPEN_XRCD_FILE, CLOSE_XRCD, CREATE_XRC_SRQ, XRC QPs
-				* (create_qp_req.xrcd), OPEN_QP; 13: PROVE_NET_RAW */
+				* (create_qp_req.xrcd), OPEN_QP; 13: PROVE_NET_RAW,
+				* event pipes and a wake-up socket instead of
+				* shared eventfds */
 /** Largest message either side sends (the socket's datagram limit is higher). */
 #define UROCE_CTRL_MSG_MAX 65536u
 #define UROCE_CTRL_MAX_FDS 4
@@ -273,10 +275,24 @@ struct uroce_ctrl_hdr {
 
 /* ---- requests and replies (payload after the header) ------------------------------------ */
 
-/* HELLO. Reply fds: [0] the context region (async event ring, wake-up announcement, CQ
- * waiters and doorbell summary), [1] the async eventfd, [2] the daemon's wake-up
- * eventfd: written (8 bytes, any value) after a post when the announcement at
- * wake_offset says the daemon sleeps (lib/shm, uroce_wake_take). */
+/*
+ * Event pipes. The daemon never hands a client an open file it reads or writes itself:
+ * a client could clear O_NONBLOCK on it (a flag of the open file, not of the
+ * descriptor), fill it or drain it, and the daemon would block. So the daemon signals an
+ * application through a pipe whose read end only the application holds, one byte per
+ * event: readable exactly while events wait, one event per byte read (as an
+ * EFD_SEMAPHORE eventfd was). The daemon writes and takes bytes back through files of its
+ * own, non-blocking; it never writes more than the pipe holds (a page, at least: more
+ * than the async ring's events), so an application that lets a pipe fill only loses
+ * wake-ups of its own (counted: event_pipe_full). When the daemon goes, its ends close:
+ * the read end reports end of file.
+ *
+ * HELLO. Reply fds: [0] the context region (async event ring, wake-up announcement, CQ
+ * waiters and doorbell summary), [1] the read end of the async event pipe (a byte per
+ * event in the ring), [2] the application's end of a datagram socket pair whose other
+ * end the daemon watches: one datagram (any content; send with MSG_DONTWAIT) after a
+ * post when the announcement at wake_offset says the daemon sleeps (lib/shm,
+ * uroce_wake_take). The daemon drains it without blocking. */
 struct uroce_ctrl_hello_req {
 	uint32_t version;
 	int32_t pid;
@@ -422,7 +438,8 @@ struct uroce_ctrl_alloc_mw_rep {
 	uint32_t rkey;
 };
 
-/* CREATE_CHANNEL: the reply carries the channel's eventfd (written once per CQ event). */
+/* CREATE_CHANNEL: the reply carries the read end of the channel's event pipe (a byte
+ * per CQ event). */
 
 /* CREATE_CQ: the reply carries the CQ's region (layout: struct uroce_ctrl_cq_ctl at
  * ctl_offset, the CQE ring at ring_offset). */
@@ -452,7 +469,7 @@ struct uroce_ctrl_resize_cq_req {
 /** Shared per-CQ state besides the ring. */
 struct uroce_ctrl_cq_ctl {
 	/** Events the daemon signalled on the channel for this CQ (it increments, then
-	 *  writes the eventfd); a client waiting on a channel shared by several CQs finds
+	 *  writes the pipe); a client waiting on a channel shared by several CQs finds
 	 *  the CQ(s) whose count moved. */
 	_Atomic uint32_t events;
 	/** Set by the daemon when a completion did not fit (CQ overrun: IBV_EVENT_CQ_ERR). */
@@ -705,10 +722,12 @@ struct uroce_ctrl_admin_req {
  * created them and report to one of its CM channels. When the connection closes, its ids
  * go as rdma_destroy_id would take them (established ones send DREQ).
  *
- * A CM channel is an event queue and an eventfd (EFD_SEMAPHORE, passed with the reply to
- * CM_CREATE_CHANNEL): the daemon adds 1 per queued event and takes 1 (its own read) when
- * GET_EVENT hands one out, so the fd is readable exactly while events wait. GET_EVENT
- * never blocks: -EAGAIN when the queue is empty (the library waits on the fd).
+ * A CM channel is an event queue and an event pipe (its read end passed with the reply to
+ * CM_CREATE_CHANNEL): the daemon writes a byte per queued event and takes one back
+ * (through a read file of its own) when GET_EVENT hands one out or an event is dropped,
+ * so the fd is readable exactly while events wait. The library only waits on it, never
+ * reads it. GET_EVENT never blocks: -EAGAIN when the queue is empty (the library waits
+ * on the fd).
  *
  * Requests that start something on the wire or the neighbour table (RESOLVE_ADDR,
  * RESOLVE_ROUTE, CONNECT, ACCEPT on the passive side, JOIN_MCAST) reply at once; what
@@ -718,8 +737,8 @@ struct uroce_ctrl_admin_req {
 
 /* CM_DESTROY_CHANNEL: the ids still reporting to the channel are destroyed with it (as
  * when the kernel's rdma_cm file is closed). */
-/* CM_DESTROY_ID: the id's events still queued are dropped with it (and the channel's
- * eventfd count taken down by as many), so none reaches the library afterwards; a handle
+/* CM_DESTROY_ID: the id's events still queued are dropped with it (and their bytes taken
+ * out of the channel's pipe), so none reaches the library afterwards; a handle
  * can be reused at once by the next id. */
 
 /** Generic: one id (or channel) and one number. Used by DESTROY_CHANNEL (id: the channel),

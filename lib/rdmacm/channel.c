@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Event channels: an epoll fd over the channel's CM channel (an eventfd readable while
- * events wait) on each daemon it is used with; rdma_get_cm_event asks each daemon
+/* Event channels: an epoll fd over the channel's CM channel (the read end of a pipe,
+ * readable while events wait) on each daemon it is used with; rdma_get_cm_event asks each daemon
  * (CM_GET_EVENT never blocks) and waits in epoll_wait when none has one. No lock is held
  * while waiting: rping blocks in rdma_get_cm_event on one thread while another calls the
  * rest of the API. The registry finds ids and memberships by the uid events carry. */
@@ -115,7 +115,7 @@ struct rc_channel *rc_channel_create(void)
 		return NULL;
 	}
 	for (int i = 0; i < RC_MAX_DEVICES; i++)
-		ch->efd[i] = -1;
+		ch->pipe[i] = -1;
 	pthread_mutex_init(&ch->lock, NULL);
 	return ch;
 }
@@ -132,7 +132,7 @@ void rc_channel_destroy(struct rc_channel *ch)
 			continue;
 		rc_call(&devs[i], UROCE_CTRL_CM_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL,
 			0);
-		close(ch->efd[i]);
+		close(ch->pipe[i]);
 	}
 	close(ch->ch.fd);
 	pthread_mutex_destroy(&ch->lock);
@@ -141,7 +141,7 @@ void rc_channel_destroy(struct rc_channel *ch)
 
 uint32_t rc_channel_on(struct rc_channel *ch, struct rc_device *dev)
 {
-	int i = rc_device_index(dev), efd = -1;
+	int i = rc_device_index(dev), pipe_fd = -1;
 	struct uroce_ctrl_handle rep;
 	uint32_t handle;
 
@@ -149,20 +149,20 @@ uint32_t rc_channel_on(struct rc_channel *ch, struct rc_device *dev)
 	handle = ch->handle[i];
 	if (handle)
 		goto out;
-	if (rc_call(dev, UROCE_CTRL_CM_CREATE_CHANNEL, NULL, 0, &rep, sizeof(rep), &efd, 1))
+	if (rc_call(dev, UROCE_CTRL_CM_CREATE_CHANNEL, NULL, 0, &rep, sizeof(rep), &pipe_fd, 1))
 		goto out;
 	struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
 
-	if (epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, efd, &e)) {
+	if (epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, pipe_fd, &e)) {
 		int err = errno;
 		struct uroce_ctrl_cm_id_req req = {.id = rep.handle};
 
 		rc_call(dev, UROCE_CTRL_CM_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL, 0);
-		close(efd);
+		close(pipe_fd);
 		errno = err;
 		goto out;
 	}
-	ch->efd[i] = efd;
+	ch->pipe[i] = pipe_fd;
 	ch->handle[i] = handle = rep.handle;
 out:
 	pthread_mutex_unlock(&ch->lock);

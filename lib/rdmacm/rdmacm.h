@@ -13,7 +13,7 @@
  *
  * An rdma_cm_id exists in the daemon only once the library knows its device (from the
  * address it is bound or resolved to); a wildcard listener has one daemon id per device.
- * An rdma_event_channel is an epoll fd over the CM channels (eventfds) it has on each
+ * An rdma_event_channel is an epoll fd over the CM channels (pipes) it has on each
  * daemon. Events are found by uid in a registry of live ids and multicast memberships,
  * so an event for something destroyed is dropped instead of read from freed memory.
  */
@@ -64,7 +64,7 @@ struct rc_channel {
 	struct rdma_event_channel ch;
 	pthread_mutex_t lock;
 	uint32_t handle[RC_MAX_DEVICES]; /* the CM channel on device i; 0: none yet */
-	int efd[RC_MAX_DEVICES];         /* its eventfd (in the epoll set) */
+	int pipe[RC_MAX_DEVICES];        /* its pipe's read end (in the epoll set) */
 	unsigned int next;               /* the device rdma_get_cm_event asks first */
 };
 

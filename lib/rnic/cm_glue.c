@@ -4,7 +4,7 @@
  *
  *   QP1 rx (transport's gsi_rx) -> path from the frame -> uroce_cm_input
  *   lib/cm tx -> uroce_tp_gsi_send (UD SEND Only, Q_Key 0x80010000) -> rnic_net_tx
- *   lib/cm events -> the owning id's CM channel: queue + semaphore eventfd
+ *   lib/cm events -> the owning id's CM channel: queue + a pipe, one byte per event
  *   RESOLVE_ADDR -> lib/ipstack (ARP/ND, cookie RNIC_CM_COOKIE | serial) -> ADDR_RESOLVED
  *
  * CM ids and channels are objects of the connection that made them (handles in its
@@ -15,7 +15,6 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "rnic_internal.h"
@@ -30,9 +29,11 @@ struct rnic_cm_event_node {
 
 struct rnic_cm_channel {
 	struct uroce_rnic *nic;
-	int efd; /* EFD_SEMAPHORE: readable exactly while events wait (see uroce_ctrl.h) */
+	/* Readable at the client's end exactly while events wait (see uroce_ctrl.h). */
+	struct rnic_event_pipe pipe;
 	struct rnic_cm_event_node *head, *tail;
 	uint32_t queued;
+	uint32_t signalled; /* bytes we put in the pipe and have not taken back */
 	uint32_t ids; /* ids reporting here: the channel cannot go before them */
 };
 
@@ -163,11 +164,27 @@ static struct rnic_cm_channel *channel_of(const struct rnic_cm_id *id)
 	return rnic_obj_get(id->client, id->channel, RNIC_OBJ_CM_CHANNEL);
 }
 
+/* Brings the pipe to one byte per queued event. Neither way blocks: a pipe with no room
+ * (a client that lets RNIC_EVENT_PIPE_BYTES events wait) gets the rest as events are
+ * taken, and bytes the client read itself (which only quiets its own fd early) are
+ * found missing when the pipe runs dry and put back. */
+static void channel_signal(struct rnic_cm_channel *ch)
+{
+	while (ch->signalled > ch->queued) {
+		if (!rnic_event_pipe_take(&ch->pipe)) {
+			ch->signalled = 0;
+			break;
+		}
+		ch->signalled--;
+	}
+	while (ch->signalled < ch->queued && rnic_event_pipe_post(ch->nic, &ch->pipe))
+		ch->signalled++;
+}
+
 static void channel_push(struct rnic_cm_channel *ch, const struct uroce_ctrl_cm_event *ev)
 {
 	struct uroce_rnic *nic = ch->nic;
 	struct rnic_cm_event_node *n = malloc(sizeof(*n));
-	uint64_t one = 1;
 
 	if (!n) {
 		nic->cnt.cm_events_lost++;
@@ -182,16 +199,13 @@ static void channel_push(struct rnic_cm_channel *ch, const struct uroce_ctrl_cm_
 	ch->tail = n;
 	ch->queued++;
 	/* After the event is queued: a woken reader finds it. */
-	if (write(ch->efd, &one, sizeof(one)) != sizeof(one))
-		nic->cnt.cm_events_lost++;
+	channel_signal(ch);
 	nic->cnt.cm_events++;
 }
 
 static struct rnic_cm_event_node *channel_pop(struct rnic_cm_channel *ch)
 {
-	struct uroce_rnic *nic = ch->nic;
 	struct rnic_cm_event_node *n = ch->head;
-	uint64_t v;
 
 	if (!n)
 		return NULL;
@@ -199,9 +213,7 @@ static struct rnic_cm_event_node *channel_pop(struct rnic_cm_channel *ch)
 	if (!ch->head)
 		ch->tail = NULL;
 	ch->queued--;
-	/* Semaphore read: takes exactly the 1 its push added. */
-	if (read(ch->efd, &v, sizeof(v)) != sizeof(v))
-		nic->cnt.cm_events_lost++;
+	channel_signal(ch); /* takes back the byte of the event handed out */
 	return n;
 }
 
@@ -587,7 +599,7 @@ static void id_free(struct rnic_cm_id *id)
 static void channel_free(struct uroce_rnic_client *c, uint32_t handle, struct rnic_cm_channel *ch)
 {
 	channel_move_events(ch, 0, NULL);
-	close(ch->efd);
+	rnic_event_pipe_close(&ch->pipe);
 	rnic_obj_del(c, handle);
 	free(ch);
 }
@@ -623,7 +635,7 @@ void rnic_cmd_cm_create_channel(struct uroce_rnic_client *c, const struct uroce_
 {
 	struct uroce_ctrl_handle rep = {0};
 	struct rnic_cm_channel *ch;
-	int rc = rnic_limit_object(c, RNIC_OBJ_CM_CHANNEL);
+	int client_fd, rc = rnic_limit_object(c, RNIC_OBJ_CM_CHANNEL);
 
 	if (rc) {
 		REPLY(c, h, rc, NULL, 0);
@@ -635,20 +647,22 @@ void rnic_cmd_cm_create_channel(struct uroce_rnic_client *c, const struct uroce_
 		return;
 	}
 	ch->nic = c->rnic;
-	ch->efd = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ch->efd < 0) {
-		REPLY(c, h, -errno, NULL, 0);
+	rc = rnic_event_pipe_open(&ch->pipe, &client_fd);
+	if (rc) {
+		REPLY(c, h, rc, NULL, 0);
 		free(ch);
 		return;
 	}
 	rep.handle = rnic_obj_add(c, RNIC_OBJ_CM_CHANNEL, ch);
 	if (!rep.handle) {
-		close(ch->efd);
+		close(client_fd);
+		rnic_event_pipe_close(&ch->pipe);
 		free(ch);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &client_fd, 1);
+	close(client_fd); /* sent: the client's alone */
 }
 
 void rnic_cmd_cm_get_event(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,

@@ -9,11 +9,12 @@
  *   before the completions that retire those WQEs are committed to the CQ ring, so an
  *   application that sees a completion and posts again never finds its queue spuriously
  *   full;
- * - a CQ's event count is incremented before its eventfd is written, so a reader woken
- *   by the eventfd finds which CQ it was;
+ * - a CQ's event count is incremented before its channel's pipe is written, so a reader
+ *   woken by the pipe finds which CQ it was;
  * - the client's CQ waiters line is bumped after the completions are committed, so a
  *   thread it wakes finds them (lib/shm, uroce_waiters_notify).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,14 +475,8 @@ static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
 			if (any && uroce_ring_take_arm(&q->ring, solicited)) {
 				/* Count first, then wake: see the file comment. */
 				atomic_fetch_add_explicit(&q->ctl->events, 1, memory_order_release);
-				if (q->channel) {
-					uint64_t one = 1;
-
-					if (write(q->channel->efd, &one, sizeof(one)) !=
-					    sizeof(one))
-						RNIC_WARN(nic, "CQ event lost: %s",
-							  strerror(errno));
-				}
+				if (q->channel)
+					rnic_event_pipe_post(nic, &q->channel->pipe);
 			}
 			return true;
 		}
@@ -532,11 +527,13 @@ unsigned int rnic_completions(struct uroce_rnic *nic)
 	return moved;
 }
 
+static_assert(RNIC_EVENT_PIPE_BYTES >= UROCE_CTRL_ASYNC_RING_SIZE,
+	      "an async event's byte always fits while its ring has room");
+
 static void async_post(struct uroce_rnic_client *c, enum ibv_event_type type, uint32_t handle)
 {
 	struct uroce_rnic *nic = c->rnic;
 	struct uroce_ctrl_async_event e = {.event_type = type, .handle = handle, .port = 1};
-	uint64_t one = 1;
 
 	nic->cnt.async_events++;
 	if (!c->region.addr || uroce_ring_prod_space(&c->async_ring) == 0) {
@@ -545,8 +542,9 @@ static void async_post(struct uroce_rnic_client *c, enum ibv_event_type type, ui
 	}
 	memcpy(uroce_ring_prod_slot(&c->async_ring, 0), &e, sizeof(e));
 	uroce_ring_prod_commit(&c->async_ring, 1);
-	if (write(c->async_efd, &one, sizeof(one)) != sizeof(one))
-		nic->cnt.async_lost++;
+	/* Never full: the pipe holds more bytes than the ring events, unless the client
+	 * takes events without their bytes (then only its own wake-ups go). */
+	rnic_event_pipe_post(nic, &c->async_pipe);
 }
 
 void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object)

@@ -55,7 +55,7 @@ static uint64_t limit_of(const struct uroce_conf *conf, enum rnic_obj_type type,
 }
 
 /* What client @p o holds of @p type's limit: completion and rdma_cm event channels are
- * one limit (each is an eventfd the daemon holds), memory regions and windows another
+ * one limit (each is a pipe the daemon holds), memory regions and windows another
  * (each is a key of the device's one key table). */
 static uint64_t held_of(const struct uroce_rnic_client *o, enum rnic_obj_type type)
 {

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -498,7 +497,7 @@ static int destroy_channel(struct uroce_rnic_client *c, uint32_t h, struct rnic_
 {
 	if (ch->refs)
 		return -EBUSY;
-	close(ch->efd);
+	rnic_event_pipe_close(&ch->pipe);
 	rnic_obj_del(c, h);
 	free(ch);
 	return 0;
@@ -588,9 +587,10 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	c->wake = NULL;
 	if (c->region.addr)
 		region_close(nic, &c->region);
-	if (c->async_efd >= 0)
-		close(c->async_efd);
-	c->async_efd = -1;
+	rnic_event_pipe_close(&c->async_pipe);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd); /* out of nic->wake_epfd with it */
+	c->wake_fd = -1;
 }
 
 /* ---- commands ------------------------------------------------------------------------- */
@@ -601,8 +601,9 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_hello_req *req = payload;
 	struct uroce_ctrl_hello_rep rep = {.version = UROCE_CTRL_VERSION};
+	int rep_fds[3] = {-1, -1, -1};
 	struct stat st;
-	int rep_fds[3], rc;
+	int rc;
 
 	if (c->region.addr) {
 		REPLY(c, h, -EINVAL, NULL, 0); /* once per connection */
@@ -625,18 +626,25 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		(uint32_t)((rep.doorbells_offset + uroce_summary_bytes(UROCE_CTRL_DOORBELL_SLOTS) +
 			    UROCE_SHM_CACHELINE - 1) &
 			   ~(uint64_t)(UROCE_SHM_CACHELINE - 1));
+	/* The client's ends of its signals first: HELLO fails whole or not at all (the
+	 * region says a HELLO was accepted). Each end is the client's own open file. */
+	rc = rnic_event_pipe_open(&c->async_pipe, &rep_fds[1]);
+	if (rc)
+		goto fail;
+	rc = rnic_wake_add(c, &rep_fds[2]);
+	if (rc)
+		goto fail;
 	rc = region_create(nic, &c->region, "uroce-ctx",
 			   rep.async_ring_offset +
 				   uroce_ring_bytes(UROCE_CTRL_ASYNC_RING_SIZE,
 						    sizeof(struct uroce_ctrl_async_event)),
 			   UROCE_CTRL_REGION_CONTEXT);
-	if (rc) {
-		REPLY(c, h, rc, NULL, 0);
-		return;
-	}
+	if (rc)
+		goto fail;
 	if (fstat(c->region.fd, &st) != 0) {
-		REPLY(c, h, -errno, NULL, 0);
-		return;
+		rc = -errno;
+		region_close(nic, &c->region);
+		goto fail;
 	}
 	c->region_dev = st.st_dev; /* what an importer's token must be (import.c) */
 	c->region_ino = st.st_ino;
@@ -648,21 +656,27 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	c->waiters = (void *)((uint8_t *)c->region.addr + rep.waiters_offset);
 	uroce_summary_open(&c->doorbells, (uint8_t *)c->region.addr + rep.doorbells_offset,
 			   UROCE_CTRL_DOORBELL_SLOTS);
-	/* A semaphore eventfd: one read per event, as ibv_get_async_event consumes them. */
-	c->async_efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
-	if (c->async_efd < 0) {
-		REPLY(c, h, -errno, NULL, 0);
-		return;
-	}
 	rep.region_size = c->region.size;
 	snprintf(rep.dev_name, sizeof(rep.dev_name), "uroce0");
 	rep.node_guid = uroce_rnic_node_guid(nic);
 	rep_fds[0] = c->region.fd;
-	rep_fds[1] = c->async_efd;
-	rep_fds[2] = nic->wake_efd;
 	RNIC_INFO(nic, "client %s[%d] (#%llu) connected", c->name, c->pid,
 		  (unsigned long long)c->id);
 	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), rep_fds, 3);
+	/* Sent (the host sends copies): the client's ends are the client's alone now. */
+	close(rep_fds[1]);
+	close(rep_fds[2]);
+	return;
+fail:
+	if (rep_fds[1] >= 0)
+		close(rep_fds[1]);
+	if (rep_fds[2] >= 0)
+		close(rep_fds[2]);
+	rnic_event_pipe_close(&c->async_pipe);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	c->wake_fd = -1;
+	REPLY(c, h, rc, NULL, 0);
 }
 
 void rnic_cmd_query_device(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
@@ -1021,7 +1035,7 @@ void rnic_cmd_create_channel(struct uroce_rnic_client *c, const struct uroce_ctr
 {
 	struct uroce_ctrl_handle rep;
 	struct rnic_channel *ch;
-	int rc;
+	int client_fd, rc;
 
 	rc = rnic_limit_object(c, RNIC_OBJ_CHANNEL);
 	if (rc) {
@@ -1033,23 +1047,25 @@ void rnic_cmd_create_channel(struct uroce_rnic_client *c, const struct uroce_ctr
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
-	/* Blocking semaphore: the application decides with fcntl whether its reads block;
-	 * our writes never do (the counter cannot reach its limit). */
-	ch->efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
-	if (ch->efd < 0) {
+	/* The application's read end is its own: it decides with fcntl whether its reads
+	 * block; our writes never do (rnic_event_pipe). */
+	rc = rnic_event_pipe_open(&ch->pipe, &client_fd);
+	if (rc) {
 		free(ch);
-		REPLY(c, h, -errno, NULL, 0);
+		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
 	rep.handle = rnic_obj_add(c, RNIC_OBJ_CHANNEL, ch);
 	if (!rep.handle) {
-		close(ch->efd);
+		close(client_fd);
+		rnic_event_pipe_close(&ch->pipe);
 		free(ch);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
 	}
 	rep.reserved = 0;
-	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &ch->efd, 1);
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &client_fd, 1);
+	close(client_fd);
 }
 
 #define QUEUE_RING_OFFSET 256u /* after the region header and struct uroce_ctrl_queue_ctl */

@@ -5,11 +5,13 @@
  * objects.c and cm_glue.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,8 +125,8 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 		errno = ENOMEM;
 		return NULL;
 	}
-	nic->wake_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (nic->wake_efd < 0) {
+	nic->wake_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (nic->wake_epfd < 0) {
 		int err = errno;
 
 		free(nic);
@@ -202,7 +204,7 @@ void uroce_rnic_destroy(struct uroce_rnic *nic)
 	free(nic->srqs);
 	free(nic->ready);
 	free(nic->retiring);
-	close(nic->wake_efd);
+	close(nic->wake_epfd);
 	free(nic);
 }
 
@@ -237,7 +239,8 @@ struct uroce_rnic_client *uroce_rnic_client_new(struct uroce_rnic *nic,
 	c->gid = peer->gid;
 	c->admin = peer->admin;
 	c->id = ++nic->next_client_id;
-	c->async_efd = -1;
+	c->async_pipe.wfd = c->async_pipe.rfd = -1;
+	c->wake_fd = -1;
 	c->region.fd = -1;
 	strcpy(c->name, "?");
 	c->next = nic->clients;
@@ -437,11 +440,90 @@ unsigned int uroce_rnic_completions(struct uroce_rnic *nic)
 	return rnic_completions(nic);
 }
 
+/* ---- signalling ----------------------------------------------------------------------- */
+
+int rnic_event_pipe_open(struct rnic_event_pipe *p, int *client_fd)
+{
+	char path[32];
+	int fds[2], rc;
+
+	p->wfd = p->rfd = -1;
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+		return -errno;
+	/* The least a pipe holds (one page; the default is 16): a failure leaves more. */
+	(void)fcntl(fds[1], F_SETPIPE_SZ, RNIC_EVENT_PIPE_BYTES);
+	/* Opening the pipe again makes a new open file description: flags of its own. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+	p->rfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (p->rfd < 0) {
+		rc = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return rc;
+	}
+	p->wfd = fds[1];
+	*client_fd = fds[0];
+	return 0;
+}
+
+void rnic_event_pipe_close(struct rnic_event_pipe *p)
+{
+	if (p->wfd >= 0)
+		close(p->wfd);
+	if (p->rfd >= 0)
+		close(p->rfd);
+	p->wfd = p->rfd = -1;
+}
+
+bool rnic_event_pipe_post(struct uroce_rnic *nic, struct rnic_event_pipe *p)
+{
+	static const uint8_t one = 1;
+
+	if (write(p->wfd, &one, 1) == 1)
+		return true;
+	nic->cnt.event_pipe_full++; /* EAGAIN: the client let a pipe's worth wait */
+	return false;
+}
+
+bool rnic_event_pipe_take(struct rnic_event_pipe *p)
+{
+	uint8_t b;
+
+	return read(p->rfd, &b, 1) == 1;
+}
+
 /* ---- sleeping ------------------------------------------------------------------------ */
+
+/* Clients whose wake-ups one uroce_rnic_sleep_end() drains, and datagrams from each: a
+ * client that sent more (or any beyond) is drained at the next, the daemon awake
+ * meanwhile, as posts keep it. */
+#define RNIC_WAKE_BATCH 64
+#define RNIC_WAKE_DRAIN 64
+
+int rnic_wake_add(struct uroce_rnic_client *c, int *client_fd)
+{
+	struct epoll_event ee = {.events = EPOLLIN, .data.ptr = c};
+	int sv[2], rc;
+
+	/* A datagram socket pair rather than a pipe: a send to a daemon that is gone fails
+	 * (no SIGPIPE in the application), and a client that closes its end leaves ours
+	 * quiet (a pipe's read end would poll readable for ever). */
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
+		return -errno;
+	if (epoll_ctl(c->rnic->wake_epfd, EPOLL_CTL_ADD, sv[0], &ee) != 0) {
+		rc = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return rc;
+	}
+	c->wake_fd = sv[0];
+	*client_fd = sv[1];
+	return 0;
+}
 
 int uroce_rnic_wake_fd(const struct uroce_rnic *nic)
 {
-	return nic->wake_efd;
+	return nic->wake_epfd;
 }
 
 bool uroce_rnic_sleep_begin(struct uroce_rnic *nic)
@@ -463,15 +545,24 @@ bool uroce_rnic_sleep_begin(struct uroce_rnic *nic)
 
 void uroce_rnic_sleep_end(struct uroce_rnic *nic)
 {
+	struct epoll_event ev[RNIC_WAKE_BATCH];
 	struct uroce_rnic_client *c;
-	uint64_t rings;
+	uint8_t b;
+	int n, i, k;
 
 	for (c = nic->clients; c; c = c->next)
 		if (c->wake)
 			uroce_wake_withdraw(c->wake);
-	/* Nonblocking: -EAGAIN when no one rang. */
-	if (read(nic->wake_efd, &rings, sizeof(rings)) < 0 && errno != EAGAIN)
-		RNIC_WARN(nic, "reading the wake eventfd: %s", strerror(errno));
+	/* The clients that rang (the socket of a client that went is out of the set). */
+	n = epoll_wait(nic->wake_epfd, ev, RNIC_WAKE_BATCH, 0);
+	if (n < 0 && errno != EINTR)
+		RNIC_WARN(nic, "reading the wake-ups: %s", strerror(errno));
+	for (i = 0; i < n; i++) {
+		c = ev[i].data.ptr;
+		for (k = 0; k < RNIC_WAKE_DRAIN; k++)
+			if (recv(c->wake_fd, &b, sizeof(b), MSG_DONTWAIT) < 0)
+				break;
+	}
 }
 
 void uroce_rnic_port_event(struct uroce_rnic *nic, bool up)

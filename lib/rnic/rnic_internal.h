@@ -108,8 +108,37 @@ struct rnic_mr {
 	struct rnic_mr *orphan_next; /* on nic->orphan_mrs */
 };
 
+/*
+ * Daemon-to-client signalling (async events, completion and CM channels). The daemon
+ * never does I/O on a descriptor a client also holds: the client could make it blocking
+ * (O_NONBLOCK is a flag of the open file description, not of the descriptor), fill it or
+ * drain it. So each signal is a pipe whose read end goes to the client, one byte per
+ * event: readable exactly while events wait, one event per byte read (EFD_SEMAPHORE's
+ * meaning). The daemon keeps the write end and a read description of its own, reopened
+ * through /proc/self/fd, both O_NONBLOCK and seen by no one else: its writes never block
+ * (a full pipe is counted, event_pipe_full) nor raise SIGPIPE (it is always a reader),
+ * and it can take bytes back (CM channels). The pipe holds RNIC_EVENT_PIPE_BYTES (at
+ * least): more events than the async ring holds, and more than a client has any use for
+ * waiting; past that, the client loses only its own wake-ups.
+ */
+#define RNIC_EVENT_PIPE_BYTES 4096
+struct rnic_event_pipe {
+	int wfd; /* write end */
+	int rfd; /* the daemon's own read description */
+};
+
+/** Makes @p p; *@p client_fd: the read end to send to the client, then close.
+ *  @return 0 or -errno. */
+int rnic_event_pipe_open(struct rnic_event_pipe *p, int *client_fd);
+/** Safe on a pipe that was never opened (both -1) or already closed. */
+void rnic_event_pipe_close(struct rnic_event_pipe *p);
+/** One event: one byte in. @return true, or false when the pipe was full (counted). */
+bool rnic_event_pipe_post(struct uroce_rnic *nic, struct rnic_event_pipe *p);
+/** One byte back out. @return false when the pipe held none (the client read it). */
+bool rnic_event_pipe_take(struct rnic_event_pipe *p);
+
 struct rnic_channel {
-	int efd; /* semaphore eventfd, shared with the application */
+	struct rnic_event_pipe pipe; /* one byte per CQ event */
 	uint32_t refs;
 };
 
@@ -231,7 +260,10 @@ struct uroce_rnic_client {
 	uint32_t nslots, cap_slots; /* slots[0, nslots) were ever used */
 	uint32_t *free_slots;       /* a stack of the released ones */
 	uint32_t nfree_slots, cap_free_slots;
-	int async_efd;
+	struct rnic_event_pipe async_pipe; /* one byte per event in async_ring */
+	/* The daemon's end of the client's wake-up socket pair (in nic->wake_epfd): the
+	 * client sends a datagram on its own end after a post during a sleep. */
+	int wake_fd;
 	uint64_t pinned; /* bytes of its MRs' page spans (limits.c) */
 	uint64_t maps;   /* the daemon's mappings its MRs hold (limits.c) */
 	/* Its context region's file, which a token (IMPORT_CONTEXT) must be, and the id of
@@ -255,7 +287,8 @@ struct uroce_rnic_client {
 	X(qkey_refused)   /* a controlled Q_Key asked by an unprivileged client */ \
 	X(limit_refused)  /* requests beyond [limits] or RLIMIT_MEMLOCK (limits.c) */ \
 	X(cm_events)      /* rdma_cm events queued for applications */         \
-	X(cm_events_lost) /* no memory for an event, or its eventfd failed */  \
+	X(cm_events_lost) /* no memory for an event */                         \
+	X(event_pipe_full) /* an event's byte did not fit its client's pipe */  \
 	X(cm_not_ours)    /* MADs to an IP address that is not ours */         \
 	X(cm_backlog_full) /* REQs refused: the listener's backlog was full */ \
 	X(cm_dropped)     /* MADs dropped on purpose (uroce cm-drop) */    \
@@ -283,9 +316,9 @@ struct uroce_rnic {
 
 	struct uroce_rnic_client *clients;
 	uint32_t nclients;
-	/* The eventfd applications write when they post while we sleep (HELLO hands it
-	 * out); nonblocking, drained by uroce_rnic_sleep_end(). */
-	int wake_efd;
+	/* An epoll fd over every client's wake_fd: readable when an application posted
+	 * while we slept. Drained by uroce_rnic_sleep_end(). */
+	int wake_epfd;
 	uint64_t next_client_id;
 
 	struct rnic_qp **qps;
@@ -360,6 +393,9 @@ uint64_t rnic_random(void *io_ctx);
  * being skipped. @return true when it was answered (false: kept in c->pending). */
 bool rnic_handle(struct uroce_rnic_client *c, const uint8_t *msg, uint32_t len, const int *fds,
 		 unsigned int nfds);
+/* Gives @p c its wake-up socket pair (c->wake_fd, watched by nic->wake_epfd);
+ * *@p client_fd: the client's end, to send, then close. @return 0 or -errno. */
+int rnic_wake_add(struct uroce_rnic_client *c, int *client_fd);
 
 /* objects.c */
 void rnic_client_free_objects(struct uroce_rnic_client *c);

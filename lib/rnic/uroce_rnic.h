@@ -253,13 +253,16 @@ unsigned int uroce_rnic_completions(struct uroce_rnic *nic);
  * A host that has had no work for a while may sleep instead of polling. Applications
  * post with a plain memory write, which wakes no one: before sleeping, the host asks the
  * RNIC to announce the sleep to every application (lib/shm's wake protocol), and each
- * application that posts while the announcement is up writes the wake eventfd once. The
- * host sleeps in one poll/epoll on that descriptor, its port and its control sockets,
- * until uroce_rnic_next_deadline() at the latest, then calls uroce_rnic_sleep_end().
+ * application that posts while the announcement is up sends one datagram on its own
+ * wake-up socket (HELLO's). The host sleeps in one poll/epoll on the RNIC's descriptor
+ * over those sockets, its port and its control sockets, until uroce_rnic_next_deadline()
+ * at the latest, then calls uroce_rnic_sleep_end().
  */
 
 /** The descriptor that becomes readable when an application posts during a sleep (the
- *  RNIC's; the host adds it to its epoll set, level-triggered, and never closes it). */
+ *  RNIC's, an epoll fd over every client's wake-up socket; the host adds it to its epoll
+ *  set, level-triggered, and never closes it). No application holds it or any of its
+ *  sockets' open files, so none can make it block. */
 int uroce_rnic_wake_fd(const struct uroce_rnic *nic);
 /**
  * Announces the sleep, then looks at every queue once more.
@@ -268,7 +271,7 @@ int uroce_rnic_wake_fd(const struct uroce_rnic *nic);
  *   poll again.
  */
 bool uroce_rnic_sleep_begin(struct uroce_rnic *nic);
-/** Takes the announcement back and drains the wake descriptor: every application posts
+/** Takes the announcement back and drains the wake-ups (never blocks): every application posts
  *  with a plain write again until the next uroce_rnic_sleep_begin(). */
 void uroce_rnic_sleep_end(struct uroce_rnic *nic);
 

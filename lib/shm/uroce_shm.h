@@ -247,7 +247,7 @@ static inline void uroce_ring_arm(struct uroce_ring *r, bool solicited_only)
 }
 
 /** Producer, after committing a completion: true once per arming if it must signal
- *  (the caller writes the completion channel's eventfd). */
+ *  (the caller signals the completion channel). */
 static inline bool uroce_ring_take_arm(struct uroce_ring *r, bool solicited)
 {
 	uint32_t a;
@@ -271,8 +271,8 @@ static inline bool uroce_ring_take_arm(struct uroce_ring *r, bool solicited)
  * work for a while. Producers (the applications) must then wake it, yet a producer must
  * not pay a system call per post while the consumer polls. The consumer announces that
  * it sleeps in a word the producer reads after each commit; the producer rings the
- * consumer's eventfd only when it finds the announcement, and takes it down as it does,
- * so a burst of posts costs one write.
+ * consumer (a system call: lib/client sends a datagram) only when it finds the
+ * announcement, and takes it down as it does, so a burst of posts costs one call.
  *
  * The same Dekker pairing as the arm protocol above:
  *   consumer: announce (store), fence, re-read every producer index, sleep if none moved;
@@ -280,7 +280,7 @@ static inline bool uroce_ring_take_arm(struct uroce_ring *r, bool solicited)
  * Either the consumer sees the commit or the producer sees the announcement.
  */
 struct uroce_shm_wake {
-	_Alignas(UROCE_SHM_CACHELINE) _Atomic uint32_t sleeping; /* 1: ring the eventfd */
+	_Alignas(UROCE_SHM_CACHELINE) _Atomic uint32_t sleeping; /* 1: ring the consumer */
 	uint32_t reserved[15];
 };
 
@@ -309,7 +309,7 @@ static inline void uroce_wake_withdraw(struct uroce_shm_wake *w)
 }
 
 /** Producer, after uroce_ring_prod_commit(): true once per announcement, when the caller
- *  must ring the consumer's eventfd. */
+ *  must ring the consumer. */
 static inline bool uroce_wake_take(struct uroce_shm_wake *w)
 {
 	/* seq_cst fence: orders our index store before the load of the announcement, the
