@@ -588,9 +588,7 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	if (c->region.addr)
 		region_close(nic, &c->region);
 	rnic_event_pipe_close(&c->async_pipe);
-	if (c->wake_fd >= 0)
-		close(c->wake_fd); /* out of nic->wake_epfd with it */
-	c->wake_fd = -1;
+	rnic_wake_del(c);
 }
 
 /* ---- commands ------------------------------------------------------------------------- */
@@ -673,9 +671,7 @@ fail:
 	if (rep_fds[2] >= 0)
 		close(rep_fds[2]);
 	rnic_event_pipe_close(&c->async_pipe);
-	if (c->wake_fd >= 0)
-		close(c->wake_fd);
-	c->wake_fd = -1;
+	rnic_wake_del(c);
 	REPLY(c, h, rc, NULL, 0);
 }
 

@@ -521,6 +521,17 @@ int rnic_wake_add(struct uroce_rnic_client *c, int *client_fd)
 	return 0;
 }
 
+void rnic_wake_del(struct uroce_rnic_client *c)
+{
+	if (c->wake_fd < 0)
+		return;
+	/* Out of the set by name: a close alone leaves it there while any copy of the
+	 * open file lives, and the set's entries point at the client. */
+	epoll_ctl(c->rnic->wake_epfd, EPOLL_CTL_DEL, c->wake_fd, NULL);
+	close(c->wake_fd);
+	c->wake_fd = -1;
+}
+
 int uroce_rnic_wake_fd(const struct uroce_rnic *nic)
 {
 	return nic->wake_epfd;

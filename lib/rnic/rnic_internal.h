@@ -396,6 +396,8 @@ bool rnic_handle(struct uroce_rnic_client *c, const uint8_t *msg, uint32_t len, 
 /* Gives @p c its wake-up socket pair (c->wake_fd, watched by nic->wake_epfd);
  * *@p client_fd: the client's end, to send, then close. @return 0 or -errno. */
 int rnic_wake_add(struct uroce_rnic_client *c, int *client_fd);
+/* Takes @p c's wake-up socket out of the set and closes it (none: nothing). */
+void rnic_wake_del(struct uroce_rnic_client *c);
 
 /* objects.c */
 void rnic_client_free_objects(struct uroce_rnic_client *c);
