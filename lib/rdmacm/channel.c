@@ -130,6 +130,12 @@ void rc_channel_destroy(struct rc_channel *ch)
 
 		if (!ch->handle[i])
 			continue;
+		/* Out of the epoll set first: once the daemon closes its end, ours reads as
+		 * end-of-file, which would wake a thread still waiting in rdma_get_cm_event
+		 * into a channel that is gone (rping's CM thread, when main destroys the
+		 * channel: it then exits with EINVAL). A waiter stays asleep, as on a read()
+		 * of a destroyed kernel channel. */
+		epoll_ctl(ch->ch.fd, EPOLL_CTL_DEL, ch->pipe[i], NULL);
 		rc_call(&devs[i], UROCE_CTRL_CM_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL,
 			0);
 		close(ch->pipe[i]);
