@@ -546,7 +546,8 @@ static int socket_dir_check(char *dir, size_t size)
 
 		*end = '\0';
 		if (stat(real[0] ? real : "/", &st) != 0 ||
-		    (st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    (st.st_uid != 0 && st.st_uid != geteuid() &&
+		     !(uroced.have_run_user && st.st_uid == uroced.run_uid)) ||
 		    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
 			UROCED_ERR("control.socket: folder %s is owned by uid %u with mode %o: "
 				   "another user could replace the socket; use a folder only root "

@@ -258,3 +258,8 @@ int uroced_kernel_fd(void)
 {
 	return tap_fd;
 }
+
+bool uroced_kernel_restores_at_exit(void)
+{
+	return port_saved.ifname[0] != '\0';
+}

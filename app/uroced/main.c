@@ -420,6 +420,8 @@ int main(int argc, char **argv)
 		;
 	if ((dash < argc ? parse_args(argc - dash, argv + dash) : parse_args(1, own_none)) != 0)
 		return 1;
+	if (uroced_user_resolve() != 0)
+		return 1;
 	if (eal_start(dash, argv) != 0)
 		return 1;
 	signal(SIGINT, on_signal);
@@ -428,7 +430,7 @@ int main(int argc, char **argv)
 	uroced.ns_per_tsc_q32 =
 		(uint64_t)(((unsigned __int128)1000000000u << 32) / rte_get_tsc_hz());
 	uroced.start_tsc = rte_rdtsc();
-	if (setup() != 0)
+	if (setup() != 0 || uroced_privileges_drop() != 0)
 		goto out;
 	{
 		char ip[64] = "", state[256];

@@ -149,6 +149,9 @@ struct uroced {
 	gid_t admin_gid;
 	bool have_socket_group; /* control.socket_group named a group: socket_gid */
 	gid_t socket_gid;
+	bool have_run_user; /* control.user named a user: run_uid, run_gid */
+	uid_t run_uid;
+	gid_t run_gid;
 	/* control.socket with its folder's symlinks resolved: the name made and removed. */
 	char socket_path[108];
 	/* The device node made for middleware (uroce_ctrl.h), and its inode: removed at
@@ -179,6 +182,14 @@ struct uroced {
 };
 
 extern struct uroced uroced;
+
+/* privileges.c */
+/* Resolves control.user, before start-up. @return 0 or -EINVAL (logged). */
+int uroced_user_resolve(void);
+/* Once started: becomes control.user with only the capabilities still needed (none
+ * unless the port or host.kernel_iface changed the host). Nothing without control.user.
+ * @return 0 or -errno (logged). */
+int uroced_privileges_drop(void);
 
 /* net.c */
 /* The port's host stack and I/O, before the RNIC; the RNIC's ops. */
@@ -218,6 +229,9 @@ int uroced_kernel_open(void);
 void uroced_kernel_close(void);
 /* Its descriptor (non-blocking, one frame per read and write), or -1: none. */
 int uroced_kernel_fd(void);
+/* Whether uroced_kernel_close() has host settings to put back (the port interface's
+ * sysctls), which wants CAP_NET_ADMIN. */
+bool uroced_kernel_restores_at_exit(void);
 
 /* telemetry.c: the counters for DPDK's telemetry socket and Prometheus (see there).
  * init: 0 or -errno (logged: the listen address is bad or taken). publish: refreshes the

@@ -71,6 +71,10 @@ static const struct uroce_conf_key keys[] = {
 	    "group whose members may administer (capture, fault, log-level, cm-drop) besides root; "
 	    "empty: root only"),
 	UINT(control, max_clients, 1, 1024, "256", "most applications connected at once"),
+	STR(control, user, "",
+	    "user the daemon runs as once started (port open, socket bound): it keeps only the "
+	    "capabilities it still needs, none on most ports; the socket's folder must be that "
+	    "user's, or clients refuse the daemon; empty: it stays the user that started it"),
 
 	UINT(limits, clients, 0, 1024, "64",
 	     "most connections (device contexts) one user holds at once: HELLO beyond it fails "

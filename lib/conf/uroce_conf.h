@@ -147,6 +147,7 @@ struct uroce_conf {
 		char socket_group[UROCE_CONF_NAME_LEN]; /**< "": the daemon's group */
 		char admin_group[UROCE_CONF_NAME_LEN];  /**< "": root only administers */
 		uint32_t max_clients;
+		char user[UROCE_CONF_NAME_LEN]; /**< "": keeps the identity it started with */
 	} control;
 	/** Per user (uid), over all of the user's connections, and (client_*) per
 	 *  connection within that; 0: no limit. Objects beyond a limit are refused with

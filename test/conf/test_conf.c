@@ -87,6 +87,7 @@ Test(conf, defaults)
 	cr_expect_eq(c.control.socket_mode, 0660);
 	cr_expect_str_eq(c.control.socket_group, "");
 	cr_expect_str_eq(c.control.admin_group, "");
+	cr_expect_str_eq(c.control.user, "");
 	cr_expect_eq(c.control.max_clients, 256);
 	/* Shipped limits leave room for others (issue 43 (8): with every one 0, one user
 	 * took all the connections): a user gets a quarter of the connections and of
@@ -120,7 +121,7 @@ Test(conf, table_is_sane)
 {
 	const struct uroce_conf_table *t = &uroce_conf_uroced;
 
-	cr_expect_eq(t->nkeys, 65);
+	cr_expect_eq(t->nkeys, 66);
 	for (size_t i = 0; i < t->nkeys; i++) {
 		const struct uroce_conf_key *k = &t->keys[i];
 
