@@ -85,6 +85,33 @@ static bool addr_is_any(const struct sockaddr_storage *ss)
 	return false;
 }
 
+/* The port of @p ss in host order; 0 for a family without ports. */
+static uint16_t addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
+}
+
+/* Ports below it are privileged (Linux's PROT_SOCK). */
+#define RNIC_CM_PROT_PORT 1024
+
+/*
+ * Whether @p c may take the source port of @p ss. Linux's cma_get_port() gives a port
+ * below 1024 only to CAP_NET_BIND_SERVICE in the netns's user namespace, and answers
+ * EACCES otherwise. The daemon cannot see a client's capabilities as the kernel proves
+ * them, only its uid (SO_PEERCRED, in the daemon's user namespace): such a port is root's.
+ * @return 0 or -EACCES.
+ */
+static int port_allowed(const struct uroce_rnic_client *c, const struct sockaddr_storage *ss)
+{
+	uint16_t port = addr_port(ss);
+
+	return port && port < RNIC_CM_PROT_PORT && c->uid != 0 ? -EACCES : 0;
+}
+
 static int gid_index(const struct uroce_rnic *nic, const union ibv_gid *gid)
 {
 	unsigned int i;
@@ -487,6 +514,10 @@ static int resolve_addr(struct rnic_cm_id *id, const struct uroce_ctrl_cm_addr_r
 		return -EINVAL;
 	if (!addr_to_gid(&r->dst, &dgid) || addr_is_any(&r->dst))
 		return -EINVAL;
+	/* A source port here binds it, as rdma_resolve_addr() with a source does. */
+	rc = port_allowed(id->client, &r->src);
+	if (rc)
+		return rc;
 	id->dst = r->dst;
 	if (r->src.ss_family != AF_UNSPEC && !addr_is_any(&r->src)) {
 		if (r->src.ss_family != r->dst.ss_family)
@@ -750,11 +781,15 @@ static int cmd_bind(struct rnic_cm_id *id, const struct sockaddr_storage *a)
 {
 	struct uroce_rnic *nic = id->client->rnic;
 	union ibv_gid gid;
+	int rc;
 
 	if (!addr_to_gid(a, &gid))
 		return -EAFNOSUPPORT;
 	if (!addr_is_any(a) && gid_index(nic, &gid) < 0)
 		return -EADDRNOTAVAIL;
+	rc = port_allowed(id->client, a);
+	if (rc)
+		return rc;
 	return uroce_cm_bind(id->cm, (const struct sockaddr *)a);
 }
 

@@ -1739,3 +1739,57 @@ Test(rnic, a_client_cannot_block_the_rnic_through_a_cm_channel, .timeout = 60)
 	close(fd);
 	host_fini(&h);
 }
+
+/* A client of @p uid with an rdma_cm id (TCP port space) on a channel of its own. */
+static uint32_t cm_id_of(struct host *h, struct uroce_rnic_client **c, uid_t uid)
+{
+	const struct uroce_rnic_peer peer = {.pid = getpid(), .uid = uid, .gid = uid};
+	struct uroce_ctrl_hello_req hello_req = {.version = UROCE_CTRL_VERSION, .name = "cm"};
+	struct uroce_ctrl_cm_create_id_req id_req = {.ps = 0x0106 /* RDMA_PS_TCP */,
+						     .qp_type = IBV_QPT_RC};
+
+	*c = uroce_rnic_client_new(h->nic, &peer, h);
+	cr_assert_not_null(*c);
+	cr_assert_eq(request(h, *c, UROCE_CTRL_HELLO, &hello_req, sizeof(hello_req)), 0);
+	cr_assert_eq(request(h, *c, UROCE_CTRL_CM_CREATE_CHANNEL, NULL, 0), 0);
+	id_req.channel = handle_of(h);
+	cr_assert_eq(request(h, *c, UROCE_CTRL_CM_CREATE_ID, &id_req, sizeof(id_req)), 0);
+	return handle_of(h);
+}
+
+static int cm_bind_port(struct host *h, struct uroce_rnic_client *c, uint32_t id, uint32_t cmd,
+			uint16_t port)
+{
+	struct uroce_ctrl_cm_addr_req req = {.id = id, .timeout_ms = 1000};
+	struct sockaddr_in *src = (struct sockaddr_in *)&req.src;
+	struct sockaddr_in *dst = (struct sockaddr_in *)&req.dst;
+
+	src->sin_family = AF_INET;
+	src->sin_port = htons(port);
+	dst->sin_family = AF_INET;
+	dst->sin_addr.s_addr = htonl(0x0a000002);
+	return request(h, c, cmd, &req, sizeof(req));
+}
+
+/* Linux's cma_get_port(): a port below 1024 wants CAP_NET_BIND_SERVICE, EACCES otherwise;
+ * here, a client the kernel says is root. rdma_resolve_addr() with a source port binds it
+ * too. */
+Test(rnic, cm_ports_below_1024_are_roots)
+{
+	struct uroce_rnic_client *user, *root;
+	struct host h;
+	uint32_t uid_id, root_id;
+
+	host_init(&h, 1, 1);
+	uid_id = cm_id_of(&h, &user, 1000);
+	cr_expect_eq(cm_bind_port(&h, user, uid_id, UROCE_CTRL_CM_BIND, 100), -EACCES);
+	cr_expect_eq(cm_bind_port(&h, user, uid_id, UROCE_CTRL_CM_BIND, 1023), -EACCES);
+	cr_expect_eq(cm_bind_port(&h, user, uid_id, UROCE_CTRL_CM_RESOLVE_ADDR, 100), -EACCES);
+	cr_expect_eq(cm_bind_port(&h, user, uid_id, UROCE_CTRL_CM_BIND, 1024), 0);
+	uid_id = cm_id_of(&h, &user, 1000);
+	cr_expect_eq(cm_bind_port(&h, user, uid_id, UROCE_CTRL_CM_BIND, 0), 0, "ephemeral");
+
+	root_id = cm_id_of(&h, &root, 0);
+	cr_expect_eq(cm_bind_port(&h, root, root_id, UROCE_CTRL_CM_BIND, 100), 0);
+	host_fini(&h);
+}
