@@ -208,6 +208,11 @@ void cl_fork_untrack(struct uroce_client_ctx *ctx);
  * @return 0 or -errno; on success the region owns @p fd. */
 int cl_attach_region(struct uroce_shm_region *r, int fd, uint32_t kind);
 
+/* server_check.c: whether the daemon on connected @p sock (at @p path) may be trusted with
+ * this process's memory: root, this user, or the user root gave the socket's folder to.
+ * @return 0, -EACCES (said on stderr) or -errno of SO_PEERCRED. */
+int cl_server_check(int sock, const char *path);
+
 /* cq_wait.c: the wait policy, read from the environment (bad values: a line on stderr
  * and the default). */
 void cl_cq_wait_init(struct cl_cq_wait *w);

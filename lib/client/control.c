@@ -279,6 +279,10 @@ struct uroce_client_ctx *uroce_client_open(const char *socket_path)
 		goto fail_errno;
 	if (connect(ctx->sock, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 		goto fail_errno;
+	/* Before anything is said: a squatter gets no HELLO, and no memfd after it. */
+	rc = cl_server_check(ctx->sock, socket_path);
+	if (rc)
+		goto fail_rc;
 
 	req.pid = getpid();
 	f = fopen("/proc/self/comm", "r");
