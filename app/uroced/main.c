@@ -430,7 +430,10 @@ int main(int argc, char **argv)
 	uroced.ns_per_tsc_q32 =
 		(uint64_t)(((unsigned __int128)1000000000u << 32) / rte_get_tsc_hz());
 	uroced.start_tsc = rte_rdtsc();
-	if (setup() != 0 || uroced_privileges_drop() != 0)
+	if (setup() != 0)
+		goto out;
+	uroced_notify_open(); /* a failure is said; the daemon serves all the same */
+	if (uroced_privileges_drop() != 0)
 		goto out;
 	{
 		char ip[64] = "", state[256];

@@ -17,15 +17,19 @@
 
 #include "uroced.h"
 
-int uroced_notify(const char *state)
+/* Connected once, while the daemon may still reach the socket: a daemon that became
+ * control.user may not write a socket only root may (a test's listener, a manager's). */
+static int notify_fd = -1;
+
+int uroced_notify_open(void)
 {
 	const char *name = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	socklen_t len;
 	size_t n;
-	int fd, rc = 0;
+	int rc;
 
-	if (!name || !*name)
+	if (notify_fd >= 0 || !name || !*name)
 		return 0;
 	n = strlen(name);
 	if ((name[0] != '/' && name[0] != '@') || n >= sizeof(sa.sun_path)) {
@@ -36,13 +40,28 @@ int uroced_notify(const char *state)
 	if (name[0] == '@')
 		sa.sun_path[0] = 0; /* abstract: no terminating NUL, the length says where */
 	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (name[0] == '/'));
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (notify_fd < 0)
 		return -errno;
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, len) < 0) {
+	if (connect(notify_fd, (struct sockaddr *)&sa, len) != 0) {
 		rc = -errno;
-		UROCED_ERR("cannot notify the service manager at %s: %s", name, strerror(-rc));
+		UROCED_ERR("cannot reach the service manager at %s: %s", name, strerror(-rc));
+		close(notify_fd);
+		notify_fd = -1;
+		return rc;
 	}
-	close(fd);
+	return 0;
+}
+
+int uroced_notify(const char *state)
+{
+	int rc = uroced_notify_open();
+
+	if (rc || notify_fd < 0)
+		return rc;
+	if (send(notify_fd, state, strlen(state), MSG_NOSIGNAL) < 0) {
+		rc = -errno;
+		UROCED_ERR("cannot notify the service manager: %s", strerror(-rc));
+	}
 	return rc;
 }

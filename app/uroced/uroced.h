@@ -57,9 +57,12 @@ void uroced_log(int level, const char *fmt, ...) __attribute__((format(printf, 2
  * Tells the service manager that started us (systemd, Type=notify) @p state, e.g.
  * "READY=1" once applications can connect, "STOPPING=1" when the loop ends. Nothing
  * happens when $NOTIFY_SOCKET is unset. @return 0; -EINVAL: $NOTIFY_SOCKET names no
- * socket; or the negative errno of socket()/sendto() (logged).
+ * socket; or the negative errno of socket()/connect()/send() (logged).
  */
 int uroced_notify(const char *state);
+/* Connects to $NOTIFY_SOCKET now, for every uroced_notify() after: before the daemon
+ * becomes control.user. @return as uroced_notify(). */
+int uroced_notify_open(void);
 
 /* ---- connections ---------------------------------------------------------------------- */
 
