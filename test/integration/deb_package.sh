@@ -4,7 +4,8 @@
 # builds it from HEAD, a minimal bookworm chroot (debootstrap, cached in
 # /var/cache/uroce-test) installs it with apt from Debian's archive, and then:
 #   - the files are where the package says (sbin/uroced, /etc/uroce/uroced.conf as a
-#     conffile, the unit in /lib/systemd/system, the drop-in libraries in
+#     conffile, the unit in /lib/systemd/system, the system user uroce it runs as and
+#     /run/uroce given to it by tmpfiles.d, the drop-in libraries in
 #     /usr/lib/<triplet>/uroce and not in the linker's path, the man pages);
 #   - uroced runs in the chroot (a net_null port) and `uroce exec ibv_devinfo` there
 #     shows uroce0, while the system's ibv_devinfo without uroce exec shows no uroce0;
@@ -87,6 +88,11 @@ for f in /usr/sbin/uroced /usr/bin/uroce /etc/uroce/uroced.conf \
 	"/usr/lib/$triplet/pkgconfig/uroce-client.pc"; do
 	it_check "installed: $f" eval 'grep -qx "$f" "$IT_DIR/files" && [ -e "$root$f" ]'
 done
+it_check "the package made the system user uroce the unit's daemons become" \
+	eval 'in_root getent passwd uroce | grep -q ":/usr/sbin/nologin$" &&
+	grep -q "^Environment=\"UROCED_USER=uroce\"" "$root/lib/systemd/system/uroced@.service"'
+it_check "tmpfiles.d gives /run/uroce to uroce" \
+	grep -q '^d /run/uroce 0755 uroce uroce' "$root/usr/lib/tmpfiles.d/uroce.conf"
 it_check "/etc/uroce/uroced.conf is a conffile" \
 	eval 'in_root dpkg-query -W -f="\${Conffiles}" uroce | grep -q /etc/uroce/uroced.conf'
 it_check "no library of the package in the linker's path" \

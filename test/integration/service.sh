@@ -8,10 +8,13 @@
 #   - `systemd-analyze verify uroced@eth1.service` against the installed tree prints
 #     nothing, and does complain about a broken copy (so the check can fail);
 #   - the unit's ExecStart, with %i a veth in a netns and its Environment's EAL arguments,
-#     run from the installed tree with the installed configuration copied to <if>.conf:
-#     it sends READY=1 with MAINPID its pid, only once its control socket accepts (the
-#     listener connects the moment READY=1 arrives), serves `uroce devinfo`, sends
-#     STOPPING=1 on SIGTERM and exits 0; the same with an abstract NOTIFY_SOCKET (@name);
+#     run from the installed tree with the installed configuration copied to <if>.conf,
+#     with only the unit's CapabilityBoundingSet and no_new_privs (setpriv), and as its
+#     UROCED_USER a user the test makes, who owns the socket's folder as tmpfiles.d gives
+#     /run/uroce to the unit's (uroce, made by sysusers.d): it sends READY=1 with MAINPID
+#     its pid, only once its control socket accepts (the listener connects the moment
+#     READY=1 arrives), runs as that user with no capability, serves `uroce devinfo`,
+#     sends STOPPING=1 on SIGTERM and exits 0; the same with an abstract NOTIFY_SOCKET;
 #   - a program built with `pkg-config --cflags --libs uroce-client` from the installed
 #     tree (headers, static libraries, .pc) talks to the daemon the unit runs;
 #   - a configuration error: exit non-zero with file:line, and no READY=1.
@@ -23,6 +26,12 @@ set -uo pipefail
 it_init service
 it_need_tools systemd systemd-analyze
 it_need_tools python3 python3
+it_need_tools "useradd (passwd)" useradd
+it_need_tools "setpriv (util-linux)" setpriv
+SVC=uroce-v$$
+# The daemons run as the user: they go first (it_cleanup, which exits: in a subshell).
+trap 'rc=$?; (exit $rc); (it_cleanup); userdel "$SVC" 2>/dev/null; exit $rc' EXIT
+useradd --system -M -U -s /usr/sbin/nologin "$SVC" || exit 1
 listen=$(dirname "$0")/notify_listen.py
 
 # ---- the installed tree ----------------------------------------------------------------
@@ -49,6 +58,11 @@ it_check "uroced.conf installs in $etc/uroce, every key at its default" \
 	cmp -s "$root$etc/uroce/uroced.conf" "$IT_ROOT/config/uroced.conf"
 it_check "uroced@.service installs in $unitdir" test -f "$unit"
 [ -f "$unit" ] || exit 1
+it_check "sysusers.d makes the system user uroce" \
+	grep -Eq '^u uroce ' "$root$prefix/lib/sysusers.d/uroce.conf"
+it_check "tmpfiles.d gives /run/uroce to uroce" \
+	grep -Eq '^d /run/uroce 0755 uroce uroce' "$root$prefix/lib/tmpfiles.d/uroce.conf"
+it_check "the unit's daemon becomes uroce" grep -q '^Environment="UROCED_USER=uroce"$' "$unit"
 
 # ---- systemd-analyze verify --------------------------------------------------------------
 # It resolves the units the service names (sysinit.target, the device) in the root it is
@@ -81,9 +95,16 @@ line=${exec_line//\$UROCED_EAL/$eal}
 line=${line//%i/$ifc}
 line=${line//$sbin\//$root$sbin/}
 line=${line//$etc\//$root$etc/}
-line=${line//\/run\/uroce\//$IT_DIR/}
+line=${line//\/run\/uroce\//$IT_DIR/run/}
+line=${line//\$\{UROCED_USER\}/$SVC}
+# The unit's bounding set, as setpriv takes it: CAP_NET_RAW CAP_MKNOD -> -all,+net_raw,+mknod
+bset=$(sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' "$unit" | sed -n 's/^CapabilityBoundingSet=//p')
+bset=-all$(for c in $bset; do printf ',+%s' "$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"; done)
 read -ra cmd <<<"$line"
-ctrl=$IT_DIR/$ifc.sock
+cmd=(setpriv "--bounding-set=$bset" --inh-caps=-all --no-new-privs "${cmd[@]}")
+chmod 0755 "$IT_DIR"
+install -d -m 0755 -o "$SVC" -g "$SVC" "$IT_DIR/run"
+ctrl=$IT_DIR/run/$ifc.sock
 IT_PREFIXES+=("uroce-$ifc")
 it_log "the unit's command: ${cmd[*]}"
 conf=$root$etc/uroce/$ifc.conf
@@ -124,6 +145,11 @@ for notify in "$IT_DIR/notify.sock" "@uroce-it-notify-$IT_ID"; do
 		[ "$(field "$out" ctrl_connect)" = ok ]
 	it_check "$tag: STATUS names the socket ($(field "$out" STATUS))" \
 		eval '[[ "$(field "$out" STATUS)" == *"$ctrl"* ]]'
+	it_check "$tag: the daemon runs as $SVC ($(grep -E '^Uid' /proc/"$pid"/status))" \
+		eval '[ "$(awk '\''/^Uid/ { print $2 $3 $4 $5 }'\'' /proc/"$pid"/status)" = \
+			"$(id -u "$SVC")$(id -u "$SVC")$(id -u "$SVC")$(id -u "$SVC")" ]'
+	it_check "$tag: with no capability ($(grep -E '^CapEff' /proc/"$pid"/status))" \
+		grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/"$pid"/status
 	it_check "$tag: uroce devinfo through the unit's socket" \
 		eval '"$UROCE_CLI" -S "$ctrl" devinfo >"$IT_DIR/devinfo.out" 2>&1'
 	kill -TERM "$pid"
