@@ -15,6 +15,11 @@
  *     names nobody.
  * The folder is judged by its real path, after the connect: nobody but root and its owner
  * can change those folders, so what the check sees is what the connect went through.
+ *
+ * An application may also name the uid it trusts, as it sees it, in $UROCE_SERVER_UID: in
+ * a user namespace that does not map root (unshare -Ur, a rootless container) the kernel
+ * shows the daemon's root as the overflow uid, 65534, which the rules above cannot tell
+ * from a squatter's nobody. Only the application's own environment can say so.
  */
 #include <errno.h>
 #include <limits.h>
@@ -61,6 +66,20 @@ static long folder_delegate(const char *path)
 	return owner;
 }
 
+/* The uid $UROCE_SERVER_UID names, or -1 (unset, or not a number). */
+static long trusted_uid(void)
+{
+	const char *v = getenv("UROCE_SERVER_UID");
+	char *end;
+	unsigned long uid;
+
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	uid = strtoul(v, &end, 10);
+	return errno || *end || uid > UINT32_MAX ? -1 : (long)uid;
+}
+
 int cl_server_check(int sock, const char *path)
 {
 	struct ucred cred;
@@ -68,12 +87,13 @@ int cl_server_check(int sock, const char *path)
 
 	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
 		return -errno;
-	if (cred.uid == 0 || cred.uid == geteuid() || (long)cred.uid == folder_delegate(path))
+	if (cred.uid == 0 || cred.uid == geteuid() || (long)cred.uid == trusted_uid() ||
+	    (long)cred.uid == folder_delegate(path))
 		return 0;
 	fprintf(stderr,
 		"uroce: %s is served by uid %u, which is not root, not this user, and not a "
 		"user root gave its folder to: refused (a socket left for applications to find "
-		"while uroced was down?)\n",
+		"while uroced was down? $UROCE_SERVER_UID names a uid to trust)\n",
 		path, (unsigned)cred.uid);
 	return -EACCES;
 }
