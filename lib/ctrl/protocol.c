@@ -2,6 +2,7 @@
 /* The control protocol's command table (UROCE_CTRL_COMMANDS), request validation and
  * message I/O. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -184,4 +185,52 @@ long uroce_ctrl_recv(int sock, void *buf, size_t cap, int *fds, unsigned int max
 	}
 	*nfds = got;
 	return n;
+}
+
+long uroce_ctrl_call(int sock, uint32_t seq, uint32_t cmd, const void *req, size_t req_len,
+		     const int *fds, unsigned int nfds, void *rep, size_t rep_len, int *rep_fds,
+		     unsigned int max_rep_fds, unsigned int *nrep_fds)
+{
+	struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC,
+				   .version = UROCE_CTRL_VERSION,
+				   .cmd = (uint16_t)cmd,
+				   .seq = seq};
+	int got_fds[UROCE_CTRL_MAX_FDS];
+	unsigned int ngot = 0, i;
+	uint8_t *msg;
+	long n;
+
+	if (nrep_fds)
+		*nrep_fds = 0;
+	if (req_len > UROCE_CTRL_MSG_MAX - sizeof(h))
+		return -EMSGSIZE;
+	msg = malloc(UROCE_CTRL_MSG_MAX);
+	if (!msg)
+		return -ENOMEM;
+	h.len = (uint32_t)(sizeof(h) + req_len);
+	memcpy(msg, &h, sizeof(h));
+	if (req_len)
+		memcpy(msg + sizeof(h), req, req_len);
+	n = uroce_ctrl_send(sock, msg, h.len, fds, nfds);
+	if (n >= 0)
+		n = uroce_ctrl_recv(sock, msg, UROCE_CTRL_MSG_MAX, got_fds, UROCE_CTRL_MAX_FDS,
+				    &ngot);
+	if (n >= 0) {
+		memcpy(&h, msg, (size_t)n < sizeof(h) ? (size_t)n : sizeof(h));
+		if ((size_t)n < sizeof(h) || h.seq != seq || h.cmd != cmd ||
+		    (h.status == 0 && (size_t)n < sizeof(h) + rep_len))
+			n = -EPROTO;
+		else if (h.status == 0 && rep)
+			memcpy(rep, msg + sizeof(h), rep_len);
+	}
+	for (i = 0; i < ngot; i++) {
+		if (n >= 0 && h.status == 0 && rep_fds && i < max_rep_fds)
+			rep_fds[i] = got_fds[i];
+		else
+			close(got_fds[i]);
+	}
+	if (nrep_fds && n >= 0 && h.status == 0 && rep_fds)
+		*nrep_fds = ngot < max_rep_fds ? ngot : max_rep_fds;
+	free(msg);
+	return n < 0 ? n : h.status;
 }

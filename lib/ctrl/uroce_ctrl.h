@@ -887,6 +887,21 @@ unsigned int uroce_ctrl_request_fds(uint32_t cmd);
 long uroce_ctrl_send(int sock, const void *msg, size_t len, const int *fds, unsigned int nfds);
 long uroce_ctrl_recv(int sock, void *buf, size_t cap, int *fds, unsigned int max_fds,
 		     unsigned int *nfds);
+/**
+ * One request and its reply on a connected control socket, for a program that speaks the
+ * protocol by hand (the tests' hostile tenants; lib/client keeps its own, under its
+ * context's lock). Builds the header (command @p cmd, sequence @p seq), sends @p req_len
+ * bytes of @p req with @p nfds descriptors @p fds, and waits for the reply: a successful
+ * one's first @p rep_len payload bytes go to @p rep (NULL: none kept) and its descriptors
+ * to @p rep_fds (at most @p max_rep_fds, the count in *@p nrep_fds when not NULL; more are
+ * closed, as are all when @p rep_fds is NULL).
+ * @return the reply's status (0 or -errno); or -errno of the socket (-EAGAIN: no reply
+ * within its SO_RCVTIMEO); -EPROTO for a reply that is not this request's or is shorter
+ * than @p rep_len; -EMSGSIZE for a request over UROCE_CTRL_MSG_MAX; -ENOMEM.
+ */
+long uroce_ctrl_call(int sock, uint32_t seq, uint32_t cmd, const void *req, size_t req_len,
+		     const int *fds, unsigned int nfds, void *rep, size_t rep_len, int *rep_fds,
+		     unsigned int max_rep_fds, unsigned int *nrep_fds);
 
 /* ---- shared memory formats ------------------------------------------------------------- */
 

@@ -3,11 +3,14 @@
  * lib/ctrl's command table (UROCE_CTRL_COMMANDS): the numbers are the wire protocol
  * between a library and a daemon built apart, so each is pinned here as released; the
  * sizes and fd counts are checked against the structs by a list written apart from the
- * table, and uroce_ctrl_check_request() is checked to hold requests to them.
+ * table, and uroce_ctrl_check_request() is checked to hold requests to them; and
+ * uroce_ctrl_call(), one request and its reply for programs that speak it by hand.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -240,4 +243,67 @@ Test(check_request, sizes_reg_mr_by_its_segments)
 	memcpy(buf + sizeof(struct uroce_ctrl_hdr), &r, sizeof(r));
 	cr_assert_eq(len, fixed);
 	cr_assert_eq(uroce_ctrl_check_request(buf, len, 0), -EINVAL);
+}
+
+/* The peer's side of uroce_ctrl_call: a reply to (cmd, seq) with @p status, @p payload and
+ * descriptor @p fd (-1: none), queued before the call so one thread plays both ends. */
+static void queue_reply(int peer, uint32_t cmd, uint32_t seq, int32_t status,
+			const void *payload, uint32_t len, int fd)
+{
+	uint8_t buf[sizeof(struct uroce_ctrl_hdr) + 64];
+	struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC,
+				   .version = UROCE_CTRL_VERSION,
+				   .cmd = (uint16_t)cmd,
+				   .len = (uint32_t)sizeof(h) + len,
+				   .seq = seq,
+				   .status = status};
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), payload, len);
+	cr_assert_eq(uroce_ctrl_send(peer, buf, h.len, &fd, fd >= 0), (long)h.len);
+}
+
+/* One request out as asked, the reply's status, payload and descriptors back; a reply
+ * that is not this request's, is too short, or never comes is an error, never a
+ * success with stale bytes. */
+Test(call, sends_one_request_and_takes_its_reply)
+{
+	struct uroce_ctrl_handle req = {.handle = 7}, rep = {0};
+	uint8_t got[sizeof(struct uroce_ctrl_hdr) + sizeof(req)];
+	struct uroce_ctrl_hdr h;
+	int sv[2], fds[2] = {-1, -1}, devnull = open("/dev/null", O_RDONLY);
+	unsigned int nfds = 9;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	queue_reply(sv[1], UROCE_CTRL_DEALLOC_PD, 5, 0, &req, sizeof(req), devnull);
+	cr_assert_eq(uroce_ctrl_call(sv[0], 5, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req), NULL, 0,
+				     &rep, sizeof(rep), fds, 2, &nfds),
+		     0);
+	cr_assert_eq(rep.handle, 7u);
+	cr_assert_eq(nfds, 1u);
+	cr_assert_geq(fds[0], 0);
+	close(fds[0]);
+	cr_assert_eq(recv(sv[1], got, sizeof(got), 0), (ssize_t)sizeof(got));
+	memcpy(&h, got, sizeof(h));
+	cr_assert(h.magic == UROCE_CTRL_MAGIC && h.cmd == UROCE_CTRL_DEALLOC_PD && h.seq == 5 &&
+		  h.len == sizeof(got) && uroce_ctrl_check_request(got, sizeof(got), 0) == 0);
+
+	queue_reply(sv[1], UROCE_CTRL_DEALLOC_PD, 6, -EBUSY, NULL, 0, -1);
+	cr_assert_eq(uroce_ctrl_call(sv[0], 6, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req), NULL, 0,
+				     NULL, 0, NULL, 0, &nfds),
+		     -EBUSY);
+	cr_assert_eq(nfds, 0u);
+	queue_reply(sv[1], UROCE_CTRL_DEALLOC_PD, 99, 0, NULL, 0, -1);
+	cr_assert_eq(uroce_ctrl_call(sv[0], 8, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req), NULL, 0,
+				     NULL, 0, NULL, 0, NULL),
+		     -EPROTO, "another request's reply");
+	queue_reply(sv[1], UROCE_CTRL_ALLOC_PD, 9, 0, NULL, 0, -1);
+	cr_assert_eq(uroce_ctrl_call(sv[0], 9, UROCE_CTRL_ALLOC_PD, NULL, 0, NULL, 0, &rep,
+				     sizeof(rep), NULL, 0, NULL),
+		     -EPROTO, "a reply shorter than its payload");
+	close(sv[1]);
+	cr_assert_lt(uroce_ctrl_call(sv[0], 10, UROCE_CTRL_ALLOC_PD, NULL, 0, NULL, 0, NULL, 0,
+				     NULL, 0, NULL),
+		     0, "a peer that is gone");
+	close(sv[0]);
 }

@@ -40,35 +40,16 @@ static void die(const char *what, long rc)
 static int call(uint16_t cmd, const void *req, uint32_t len, void *rep, uint32_t rep_len,
 		int *fds, unsigned int max_fds)
 {
-	uint8_t msg[sizeof(struct uroce_ctrl_hdr) + 512];
-	struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC,
-				   .version = UROCE_CTRL_VERSION,
-				   .cmd = cmd,
-				   .seq = ++seq,
-				   .len = (uint32_t)sizeof(h) + len};
 	unsigned int nfds = 0;
-	long n;
+	long rc = uroce_ctrl_call(sock, ++seq, cmd, req, len, NULL, 0, rep, rep_len, fds, max_fds,
+				  &nfds);
 
-	memcpy(msg, &h, sizeof(h));
-	if (len)
-		memcpy(msg + sizeof(h), req, len);
-	n = uroce_ctrl_send(sock, msg, h.len, NULL, 0);
-	if (n < 0)
-		die(uroce_ctrl_cmd_name(cmd), n);
-	n = uroce_ctrl_recv(sock, msg, sizeof(msg), fds, max_fds, &nfds);
-	if (n < 0)
-		return (int)n; /* -EAGAIN: no answer within SO_RCVTIMEO */
-	if (n < (long)sizeof(h))
-		die(uroce_ctrl_cmd_name(cmd), -EPROTO);
-	memcpy(&h, msg, sizeof(h));
-	if (h.status == 0 && rep_len) {
-		if ((uint32_t)n < sizeof(h) + rep_len)
-			die(uroce_ctrl_cmd_name(cmd), -EPROTO);
-		memcpy(rep, msg + sizeof(h), rep_len);
-	}
-	if (h.status == 0 && nfds != max_fds)
-		die(uroce_ctrl_cmd_name(cmd), -EPROTO);
-	return h.status;
+	if (rc == -EAGAIN)
+		return (int)rc; /* no answer within SO_RCVTIMEO */
+	if (rc == -EPROTO || rc == -EPIPE || rc == -ECONNRESET || rc == -ENOMEM ||
+	    (rc == 0 && nfds != max_fds))
+		die(uroce_ctrl_cmd_name(cmd), rc ? rc : -EPROTO);
+	return (int)rc;
 }
 
 /* What a hostile holder of @p fd can do to the other holders of its open file. */

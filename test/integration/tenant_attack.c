@@ -37,8 +37,6 @@
 #define PAGE 4096ull
 
 static const char *sock_path;
-static uint8_t msg[UROCE_CTRL_MSG_MAX];
-
 static int connect_daemon(void)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -53,41 +51,21 @@ static int connect_daemon(void)
 }
 
 /* One request; its status (0 or -errno). The reply's payload is copied to @p rep (up to
- * @p rep_len) and its descriptors to @p rep_fds (the rest closed). */
+ * @p rep_len) and its descriptors to @p rep_fds (NULL: closed). A daemon that does not
+ * answer is the attack's failure. */
 static int call(int s, uint32_t cmd, const void *req, size_t req_len, int fd, void *rep,
 		size_t rep_len, int *rep_fds)
 {
 	static uint32_t seq;
-	struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC,
-				   .version = UROCE_CTRL_VERSION,
-				   .cmd = (uint16_t)cmd,
-				   .len = (uint32_t)(sizeof(h) + req_len),
-				   .seq = ++seq};
-	int fds[UROCE_CTRL_MAX_FDS];
-	unsigned int nfds = 0;
-	long n;
+	long rc = uroce_ctrl_call(s, ++seq, cmd, req, req_len, &fd, fd >= 0, rep, rep_len,
+				  rep_fds, rep_fds ? UROCE_CTRL_MAX_FDS : 0, NULL);
 
-	memcpy(msg, &h, sizeof(h));
-	memcpy(msg + sizeof(h), req, req_len);
-	if (uroce_ctrl_send(s, msg, h.len, &fd, fd >= 0) < 0) {
-		fprintf(stderr, "tenant_attack: the daemon hung up\n");
+	if (rc == -EPIPE || rc == -ECONNRESET || rc == -EPROTO || rc == -EIO) {
+		fprintf(stderr, "tenant_attack: no reply (%s): the daemon is gone?\n",
+			strerror((int)-rc));
 		exit(1);
 	}
-	n = uroce_ctrl_recv(s, msg, sizeof(msg), fds, UROCE_CTRL_MAX_FDS, &nfds);
-	if (n < (long)sizeof(h)) {
-		fprintf(stderr, "tenant_attack: no reply (%ld): the daemon is gone?\n", n);
-		exit(1);
-	}
-	memcpy(&h, msg, sizeof(h));
-	if (rep)
-		memcpy(rep, msg + sizeof(h), rep_len);
-	for (unsigned int i = 0; i < nfds; i++) {
-		if (rep_fds)
-			rep_fds[i] = fds[i];
-		else
-			close(fds[i]);
-	}
-	return h.status;
+	return (int)rc;
 }
 
 static int hello(int s, int *region_fd)
@@ -193,7 +171,8 @@ static int attack_unimport(void)
 	}
 	if (hello(a, &token) || hello(b, NULL))
 		return 2;
-	handle_call(b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, token);
+	if (call(b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, token, NULL, 0, NULL))
+		return 2;
 	pd = handle_call(a, UROCE_CTRL_ALLOC_PD, NULL, 0, -1);
 	for (rounds = 0; rounds < 64; rounds++) {
 		struct uroce_ctrl_mr_seg seg = {.region = region(a, mib), .length = mib};

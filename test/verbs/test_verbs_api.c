@@ -5395,32 +5395,10 @@ static int ctrl_call(int s, uint16_t cmd, const void *req, uint32_t req_len, con
 		     unsigned int nfds, void *rep, uint32_t rep_len)
 {
 	static uint32_t seq;
-	uint8_t buf[4096];
-	struct uroce_ctrl_hdr h = {.magic = UROCE_CTRL_MAGIC,
-				   .version = UROCE_CTRL_VERSION,
-				   .cmd = cmd,
-				   .len = (uint32_t)sizeof(h) + req_len,
-				   .seq = ++seq};
-	int rfds[UROCE_CTRL_MAX_FDS];
-	unsigned int n = 0;
-	long got;
+	long rc = uroce_ctrl_call(s, ++seq, cmd, req, req_len, fds, nfds, rep, rep_len, NULL, 0,
+				  NULL);
 
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), req, req_len);
-	if (uroce_ctrl_send(s, buf, h.len, fds, nfds) < 0)
-		return -EIO;
-	got = uroce_ctrl_recv(s, buf, sizeof(buf), rfds, UROCE_CTRL_MAX_FDS, &n);
-	for (unsigned int i = 0; i < n; i++)
-		close(rfds[i]);
-	if (got < (long)sizeof(h))
-		return -EIO;
-	memcpy(&h, buf, sizeof(h));
-	if (h.status == 0 && rep) {
-		if ((size_t)got < sizeof(h) + rep_len)
-			return -EIO;
-		memcpy(rep, buf + sizeof(h), rep_len);
-	}
-	return h.status;
+	return rc == -EPROTO ? -EIO : (int)rc;
 }
 
 /* On connection @p s: HELLO, a PD, and an MR of @p bytes. 0 or -errno. */
