@@ -22,28 +22,13 @@ set -u
 . "$(dirname "$0")/lib.sh"
 it_init admin_access
 
-for t in useradd userdel groupadd groupdel runuser python3; do
-	if ! command -v "$t" >/dev/null; then
-		echo "admin_access: $t not found; skipped"
-		exit 77
-	fi
-done
+it_need_tools "util-linux, python3" runuser python3
 USER_PLAIN=uroce-t$$
 USER_ADMIN=uroce-a$$
 GROUP_ADMIN=uroce-g$$
-# The script's status goes through to it_cleanup, which exits with it.
-cleanup_users() {
-	local rc=$?
-	userdel "$USER_PLAIN" 2>/dev/null
-	userdel "$USER_ADMIN" 2>/dev/null
-	groupdel "$GROUP_ADMIN" 2>/dev/null
-	(exit "$rc")
-	it_cleanup
-}
-trap cleanup_users EXIT
-groupadd "$GROUP_ADMIN" || exit 1
-useradd -M -N -s /usr/sbin/nologin "$USER_PLAIN" || exit 1
-useradd -M -N -s /usr/sbin/nologin -G "$GROUP_ADMIN" "$USER_ADMIN" || exit 1
+it_group "$GROUP_ADMIN" || exit 1
+it_user "$USER_PLAIN" -N || exit 1
+it_user "$USER_ADMIN" -N -G "$GROUP_ADMIN" || exit 1
 # The test's own directory: readable by the users, and a place where each may write.
 # The CLI runs from a copy there (it needs only libc): the checkout may sit in a folder
 # other users cannot enter.

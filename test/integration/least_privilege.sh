@@ -22,16 +22,8 @@ set -u
 . "$(dirname "$0")/lib.sh"
 it_init least_privilege
 
-for t in useradd userdel; do
-	if ! command -v "$t" >/dev/null; then
-		echo "least_privilege: $t not found; skipped"
-		exit 77
-	fi
-done
 SVC=uroce-s$$
-# The daemons run as the user: they go first (it_cleanup, which exits: in a subshell).
-trap 'rc=$?; (exit $rc); (it_cleanup); userdel "$SVC" 2>/dev/null; exit $rc' EXIT
-useradd --system -M -U -s /usr/sbin/nologin "$SVC" || exit 1
+it_user "$SVC" --system -U || exit 1
 svc_uid=$(id -u "$SVC")
 svc_gid=$(id -g "$SVC")
 chmod 0755 "$IT_DIR"

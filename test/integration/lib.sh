@@ -24,6 +24,8 @@ IT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 IT_PIDS=()
 IT_NETNS=()
 IT_PREFIXES=()
+IT_USERS=()
+IT_GROUPS=()
 IT_FAILS=0
 
 it_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
@@ -54,6 +56,7 @@ it_cleanup() {
 	for p in "${IT_PREFIXES[@]}"; do
 		rm -rf /dev/hugepages/"$p"* /var/run/dpdk/"$p" 2>/dev/null
 	done
+	it_users_remove
 	if [ -n "${IT_DIR:-}" ] && [ -d "$IT_DIR" ]; then
 		if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 			it_log "failed (exit $rc); daemon logs:"
@@ -131,6 +134,42 @@ it_need_tools() {
 			echo "$IT_NAME: $t not installed ($pkgs); skipped"
 			exit 77
 		fi
+	done
+}
+
+# it_user NAME [USERADD_OPTION...]: a user of this run (no home, no login shell; -N: no
+# group of its own, -G GROUP, --system -U, ... as useradd takes them); it_cleanup kills
+# what still runs as it, after the daemons (which may run as it), then removes it.
+# it_group NAME: a group of this run, removed likewise. Both skip (77) without the tools.
+it_user() {
+	local name=$1
+	shift
+	it_need_tools passwd useradd userdel
+	useradd -M -s /usr/sbin/nologin "$@" "$name" || return 1
+	IT_USERS+=("$name")
+}
+it_group() {
+	it_need_tools passwd groupadd groupdel
+	groupadd "$1" || return 1
+	IT_GROUPS+=("$1")
+}
+
+# it_users_remove: it_cleanup's part: the run's users' processes killed (userdel refuses
+# a user that still runs something), then the users and groups removed.
+it_users_remove() {
+	local u g i
+	for u in "${IT_USERS[@]}"; do
+		pkill -KILL -u "$u" 2>/dev/null
+	done
+	for u in "${IT_USERS[@]}"; do
+		for i in $(seq 1 20); do
+			pgrep -u "$u" >/dev/null || break
+			sleep 0.1
+		done
+		userdel "$u" 2>/dev/null
+	done
+	for g in "${IT_GROUPS[@]}"; do
+		groupdel "$g" 2>/dev/null
 	done
 }
 

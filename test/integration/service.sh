@@ -26,12 +26,9 @@ set -uo pipefail
 it_init service
 it_need_tools systemd systemd-analyze
 it_need_tools python3 python3
-it_need_tools "useradd (passwd)" useradd
 it_need_tools "setpriv (util-linux)" setpriv
 SVC=uroce-v$$
-# The daemons run as the user: they go first (it_cleanup, which exits: in a subshell).
-trap 'rc=$?; (exit $rc); (it_cleanup); userdel "$SVC" 2>/dev/null; exit $rc' EXIT
-useradd --system -M -U -s /usr/sbin/nologin "$SVC" || exit 1
+it_user "$SVC" --system -U || exit 1
 listen=$(dirname "$0")/notify_listen.py
 
 # ---- the installed tree ----------------------------------------------------------------

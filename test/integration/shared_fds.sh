@@ -24,25 +24,9 @@ set -u
 it_init shared_fds
 
 it_need_built "${FD_TAMPER:-}"
-for t in useradd userdel setpriv; do
-	if ! command -v "$t" >/dev/null; then
-		echo "shared_fds: $t not found; skipped"
-		exit 77
-	fi
-done
+it_need_tools util-linux setpriv
 ATTACKER=uroce-fd$$
-cleanup_user() {
-	local rc=$?
-	if [ -n "${apid:-}" ]; then
-		kill -KILL "$apid" 2>/dev/null
-		wait "$apid" 2>/dev/null # userdel refuses a user with a process
-	fi
-	userdel "$ATTACKER" 2>/dev/null
-	(exit "$rc") # it_cleanup exits with the status it is called with
-	it_cleanup
-}
-trap cleanup_user EXIT
-useradd -M -N -s /usr/sbin/nologin "$ATTACKER" || exit 1
+it_user "$ATTACKER" -N || exit 1
 # The attacker runs from a copy in the test's own directory: the checkout may sit in a
 # folder other users cannot enter.
 chmod 0755 "$IT_DIR"

@@ -15,18 +15,11 @@ set -u
 . "$(dirname "$0")/lib.sh"
 it_init socket_squat
 
-for t in useradd userdel runuser python3; do
-	if ! command -v "$t" >/dev/null; then
-		echo "socket_squat: $t not found; skipped"
-		exit 77
-	fi
-done
+it_need_tools "util-linux, python3" runuser python3
 USER_APP=uroce-c$$
 SVC=uroce-s$$
-# The daemons run as the users: they go first (it_cleanup, which exits: in a subshell).
-trap 'rc=$?; (exit $rc); (it_cleanup); userdel "$USER_APP" 2>/dev/null; userdel "$SVC" 2>/dev/null; exit $rc' EXIT
-useradd -M -N -s /usr/sbin/nologin "$USER_APP" || exit 1
-useradd --system -M -U -s /usr/sbin/nologin "$SVC" || exit 1
+it_user "$USER_APP" -N || exit 1
+it_user "$SVC" --system -U || exit 1
 SQUATTER=nobody
 chmod 0755 "$IT_DIR"
 CLI=$IT_DIR/uroce

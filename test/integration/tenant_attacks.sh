@@ -25,27 +25,11 @@ set -u
 . "$(dirname "$0")/lib.sh"
 it_init tenant_attacks
 
-for t in useradd userdel runuser; do
-	if ! command -v "$t" >/dev/null; then
-		echo "tenant_attacks: $t not found; skipped"
-		exit 77
-	fi
-done
+it_need_tools util-linux runuser
 ATTACKER=uroce-x$$
 BYSTANDER=uroce-y$$
-# The script's status goes through to it_cleanup, which exits with it.
-cleanup_users() {
-	local rc=$?
-	pkill -KILL -u "$ATTACKER" 2>/dev/null
-	sleep 0.2
-	userdel "$ATTACKER" 2>/dev/null
-	userdel "$BYSTANDER" 2>/dev/null
-	(exit "$rc")
-	it_cleanup
-}
-trap cleanup_users EXIT
-useradd -M -N -s /usr/sbin/nologin "$ATTACKER" || exit 1
-useradd -M -N -s /usr/sbin/nologin "$BYSTANDER" || exit 1
+it_user "$ATTACKER" -N || exit 1
+it_user "$BYSTANDER" -N || exit 1
 # The programs run from copies in the test's folder: the checkout may sit in a folder
 # other users cannot enter.
 chmod 0755 "$IT_DIR"
