@@ -5359,6 +5359,17 @@ static void child_userns_netns_raw_qp(int fd)
 	child_raw_qp(fd);
 }
 
+/* What every rights case ends with: another user's ping-pong runs, whatever the attacker
+ * did before. */
+static void another_user_is_served(void)
+{
+	struct user_proc u;
+
+	user_start(&u, UID_B, RLIM_INFINITY, child_pingpong_reported);
+	cr_assert_eq(u.rep.made, 1, "another user's ping-pong");
+	cr_assert_eq(user_done(&u), 0);
+}
+
 /* After `unshare -Ur` a process has CAP_NET_RAW in its effective set, over its own user
  * namespace only: the kernel would give it no packet socket of our network namespace,
  * and Linux no raw packet QP (rdma_dev_has_raw_cap). The daemon read CapEff from /proc
@@ -5384,9 +5395,7 @@ Test(rights, raw_qp_needs_cap_net_raw_in_the_daemons_user_namespace)
 	user_start(&u, 0, RLIM_INFINITY, child_raw_qp);
 	cr_assert_eq(u.rep.made, 1, "root's raw packet QP: %s", strerror(u.rep.err));
 	cr_assert_eq(user_done(&u), 0);
-	user_start(&u, UID_B, RLIM_INFINITY, child_pingpong_reported);
-	cr_assert_eq(u.rep.made, 1, "another user's ping-pong");
-	cr_assert_eq(user_done(&u), 0);
+	another_user_is_served();
 }
 
 /* ---- the control protocol by hand: a connection whose peer is another process ---- */
@@ -5556,9 +5565,7 @@ Test(rights, a_setuid_exec_lends_the_connection_no_memlock)
 	cr_assert_eq(u.rep.made, 0, "1 MiB registered under RLIMIT_MEMLOCK 64 KiB");
 	cr_assert_eq(u.rep.err, ENOMEM, "%s", strerror(u.rep.err));
 	cr_assert_eq(user_done(&u), 0);
-	user_start(&u, UID_B, RLIM_INFINITY, child_pingpong_reported);
-	cr_assert_eq(u.rep.made, 1, "another user's ping-pong");
-	cr_assert_eq(user_done(&u), 0);
+	another_user_is_served();
 }
 
 static void no_more(void)
@@ -5630,9 +5637,7 @@ Test(rights, a_reused_pid_lends_the_connection_no_memlock)
 	cr_assert_eq(u.rep.made, 0, "1 MiB registered under RLIMIT_MEMLOCK 64 KiB");
 	cr_assert_eq(u.rep.err, ENOMEM, "%s", strerror(u.rep.err));
 	cr_assert_eq(user_done(&u), 0);
-	user_start(&u, UID_B, RLIM_INFINITY, child_pingpong_reported);
-	cr_assert_eq(u.rep.made, 1, "another user's ping-pong");
-	cr_assert_eq(user_done(&u), 0);
+	another_user_is_served();
 }
 
 static char xrc_victim_file[128];
@@ -5701,7 +5706,5 @@ Test(rights, an_o_path_descriptor_opens_no_xrc_domain)
 	close(fd);
 	unlink(xrc_victim_file);
 	rmdir(dir);
-	user_start(&u, UID_B, RLIM_INFINITY, child_pingpong_reported);
-	cr_assert_eq(u.rep.made, 1, "another user's ping-pong");
-	cr_assert_eq(user_done(&u), 0);
+	another_user_is_served();
 }
