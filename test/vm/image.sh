@@ -20,9 +20,9 @@
 #   image/initrd.cpio   the root file system;
 #   image/stamp         what the image was made from (packages, guest files): a boot
 #                       compares it with the checkout (uvm's image_stale) and says so.
-# Cached: tree/ (debootstrap, about 3 minutes the first time) and kernel/ (the unpacked
-# kernel package). A rebuild after a change to test/vm/guest/ only repacks (seconds);
-# a change of the package list below re-runs debootstrap. --clean starts from nothing.
+# Cached: tree/ (debootstrap, about 3 minutes the first time) and the kernel's package.
+# A rebuild after a change to test/vm/guest/ only repacks (seconds); a change of the
+# package list below re-runs debootstrap. --clean starts from nothing.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,40 +54,29 @@ die() {
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot)"
 command -v debootstrap >/dev/null || die "debootstrap missing (apt-get install debootstrap)"
 
-# The archive: the first non-security URI of the host's apt sources (deb822 or one-line).
+# archive [security]: the host's Debian archive, the first URI of its apt sources (deb822 or
+# one-line) that is not its security archive; or, with "security", that one.
 archive() {
-	local uri=
+	local want='!~' uri=
+	[ "${1:-}" = security ] && want='~'
 	if compgen -G '/etc/apt/sources.list.d/*.sources' >/dev/null; then
-		uri=$(awk '$1 == "URIs:" { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' \
+		uri=$(awk '$1 == "URIs:" { for (i = 2; i <= NF; i++) if ($i '"$want"' /security/) { print $i; exit } }' \
 			/etc/apt/sources.list.d/*.sources | head -n 1)
 	fi
 	if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
-		uri=$(awk '$1 == "deb" && !/security/ { for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/) { print $i; exit } }' \
+		uri=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/ && $i '"$want"' /security/) { print $i; exit } }' \
 			/etc/apt/sources.list | head -n 1)
 	fi
 	echo "$uri"
 }
 
 if [ "${1:-}" = --clean ]; then
-	rm -rf "$tree" "$work/kernel" "$image"
+	rm -rf "$tree" "$work"/linux-image-*.deb "$image"
 fi
 mkdir -p "$work" "$image"
-pkgsum=$(printf '%s\n' "$suite" "${packages[@]}" | sha256sum | cut -c1-16)
+# What the tree is made of: a change of it redoes the tree.
+pkgsum=$(printf '%s\n' "$suite" "${packages[@]}" updates security | sha256sum | cut -c1-16)
 
-# ---- 1. the tree: debootstrap, redone when the package list changes ------------------------
-if [ "$(cat "$tree/.uroce-packages" 2>/dev/null)" != "$pkgsum" ]; then
-	uri=${UROCE_VM_ARCHIVE:-$(archive)}
-	[ -n "$uri" ] || die "no Debian archive in /etc/apt (set UROCE_VM_ARCHIVE)"
-	rm -rf "$tree" "$work/kernel"
-	echo "image.sh: debootstrap $suite from $uri into $tree"
-	debootstrap --variant=minbase --include="$(
-		IFS=,
-		echo "${packages[*]}"
-	)" "$suite" "$tree" "$uri"
-	echo "$pkgsum" >"$tree/.uroce-packages"
-fi
-
-# ---- 2. the kernel: Debian's package, unpacked (not installed: no initramfs is made) -------
 chroot_apt() {
 	mountpoint -q "$tree/proc" || mount -t proc proc "$tree/proc"
 	cp /etc/resolv.conf "$tree/etc/resolv.conf" 2>/dev/null || true
@@ -96,18 +85,50 @@ chroot_apt() {
 	umount "$tree/proc" 2>/dev/null || true
 	return $rc
 }
-if ! compgen -G "$work/kernel/boot/vmlinuz-*" >/dev/null; then
-	rm -rf "$work/kernel" "$tree/tmp/kernel-debs"
+
+# ---- 1. the tree: debootstrap, redone when the package list changes ------------------------
+if [ "$(cat "$tree/.uroce-packages" 2>/dev/null)" != "$pkgsum" ]; then
+	uri=${UROCE_VM_ARCHIVE:-$(archive)}
+	[ -n "$uri" ] || die "no Debian archive in /etc/apt (set UROCE_VM_ARCHIVE)"
+	rm -rf "$tree" "$work"/linux-image-*.deb
+	echo "image.sh: debootstrap $suite from $uri into $tree"
+	debootstrap --variant=minbase --include="$(
+		IFS=,
+		echo "${packages[*]}"
+	)" "$suite" "$tree" "$uri"
+	# The point release, its updates and its security fixes, as the host has them: a guest
+	# of the point release alone has its kernel, and 6.1.176's rxe oopses in
+	# ibv_query_srq after a refused ibv_modify_srq, where the host's later 6.1 does not
+	# (doc/interop.md).
+	security=${UROCE_VM_SECURITY_ARCHIVE:-$(archive security)}
+	{
+		echo "deb $uri $suite main"
+		echo "deb $uri $suite-updates main"
+		[ -z "$security" ] || echo "deb $security $suite-security main"
+	} >"$tree/etc/apt/sources.list"
+	chroot_apt sh -c 'apt-get -q update >/dev/null &&
+		DEBIAN_FRONTEND=noninteractive apt-get -q -y dist-upgrade >/dev/null &&
+		apt-get clean' || die "cannot update the tree from the host's archives"
+	echo "$pkgsum" >"$tree/.uroce-packages"
+fi
+
+# ---- 2. the kernel: Debian's package, unpacked (not installed: no initramfs is made) -------
+# The package is kept (70 MiB), its 400 MiB of files only while the image is made.
+if ! compgen -G "$work/linux-image-*.deb" >/dev/null; then
+	rm -rf "$tree/tmp/kernel-debs"
 	mkdir -p "$tree/tmp/kernel-debs"
 	chroot_apt sh -c 'apt-get -q update >/dev/null &&
 		pkg=$(apt-cache depends linux-image-amd64 | awk "/Depends: linux-image-/ { print \$2; exit }") &&
 		cd /tmp/kernel-debs && apt-get -q download "$pkg"' || die "cannot download the kernel package"
-	dpkg-deb -x "$tree"/tmp/kernel-debs/linux-image-*.deb "$work/kernel"
+	mv "$tree"/tmp/kernel-debs/linux-image-*.deb "$work/"
 	rm -rf "$tree/tmp/kernel-debs"
 fi
+rm -rf "$work/kernel"
+trap 'rm -rf "$work/kernel"' EXIT
+dpkg-deb -x "$(compgen -G "$work/linux-image-*.deb" | head -n 1)" "$work/kernel"
 kver=$(basename "$(ls -d "$work"/kernel/lib/modules/*)")
 # The package carries no modules.dep: its postinst would make it.
-[ -f "$work/kernel/lib/modules/$kver/modules.dep" ] || depmod -b "$work/kernel" "$kver"
+depmod -b "$work/kernel" "$kver"
 
 # ---- 3. the modules the guest loads, with their dependencies --------------------------------
 rm -rf "$tree/lib/modules"
