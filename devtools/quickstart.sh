@@ -26,10 +26,10 @@ packages=(
 	ibverbs-utils perftest rdmacm-utils python3-pyverbs
 )
 
-# For the interop tests against Linux rxe in a QEMU VM (kernel 6.1 rdma_rxe, rdma-core 44;
-# its scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm): the test
-# command installs them too, and the test skips if they cannot be had.
-rxe_vm_packages=(qemu-system-x86 linux-image-amd64 debootstrap)
+# For the interop tests against Linux rxe in a QEMU guest (test/vm: kernel 6.1 rdma_rxe,
+# rdma-core 44, built from Debian's packages by test/vm/image.sh): the test command
+# installs them and builds the image, and a missing guest fails the run.
+rxe_vm_packages=(qemu-system-x86 debootstrap cpio kmod)
 # The middleware of test/eco (suite "eco"), run unmodified over uroce: installed by the
 # test command too; a case whose package cannot be had is skipped.
 eco_packages=(ucx-utils openmpi-bin libopenmpi-dev mpich libmpich-dev qperf
@@ -40,14 +40,15 @@ package_packages=(lintian)
 
 say() { printf '\n==> %s\n' "$*"; }
 
+# install_missing PACKAGE...: install those not installed yet; exit if that fails.
 install_missing() {
-	local missing=()
-	for p in "${packages[@]}"; do
+	local missing=() p
+	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing+=("$p")
 	done
 	if [ ${#missing[@]} -eq 0 ]; then
-		say "all ${#packages[@]} packages already installed"
+		say "all $# packages already installed"
 		return
 	fi
 	say "installing: ${missing[*]}"
@@ -96,7 +97,7 @@ build() {
 }
 
 demo() {
-	install_missing
+	install_missing "${packages[@]}"
 	check_pcaps
 	say "building"
 	build build
@@ -117,7 +118,7 @@ run_suite() {
 test_all() {
 	local failed=0 format_failed=0 fuzz_seconds=${FUZZ_SECONDS:-150}
 	logs=()
-	install_missing
+	install_missing "${packages[@]}"
 	check_pcaps
 
 	# Whitespace and line length (.editorconfig): a mis-formatted file fails the run, after
@@ -137,13 +138,16 @@ test_all() {
 		logs+=("failed:commit message check (devtools/check_commits.sh)")
 	fi
 
-	# The rxe interop test boots Linux rxe in a VM; its image is built once (about
-	# 3 min) by the test itself. Without the packages it is skipped, not failed.
-	if install_optional "${rxe_vm_packages[@]}"; then
-		export RXE_BUILD_IMAGE=1
-	else
-		say "rxe VM packages unavailable: the rxe interop test will be skipped"
+	# Every rxe suite boots Linux rxe in test/vm's guest. Its image is built here: from
+	# nothing about 5 min (debootstrap), then a repack of seconds when test/vm changed.
+	install_missing "${rxe_vm_packages[@]}"
+	say "the Linux rxe guest's image (test/vm/image.sh; log in build/vm-image.log)"
+	mkdir -p build
+	if ! bash test/vm/image.sh >build/vm-image.log 2>&1; then
+		tail -n 20 build/vm-image.log
+		say "the guest's image could not be built: the rxe suites will fail"
 	fi
+	export UROCE_VM_REQUIRED=1
 	install_optional "${eco_packages[@]}" ||
 		say "middleware packages unavailable: their eco tests will be skipped"
 	install_optional "${package_packages[@]}" ||

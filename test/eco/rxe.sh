@@ -3,7 +3,7 @@
 # UCX and libfabric (Debian's packages, unmodified) between uroce and Linux soft-RoCE:
 # on our side a uroced and the programs over the drop-in libibverbs.so.1/librdmacm.so.1,
 # on the other an rxe VM (QEMU, Debian kernel 6.1 rdma_rxe, rdma-core 44, ucx-utils and
-# libfabric-bin; scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm) running the same
+# libfabric-bin; the guest of test/vm) running the same
 # programs on rxe. Each case runs twice: the VM serves and we are the client, then we
 # serve and the VM is the client.
 #   - ucx_perftest, UCT level: am_lat, put_bw and get (zero-copy) over rc_verbs, am_lat
@@ -27,37 +27,16 @@
 # == bridge rxebr0 (no address, no ARP) == tap == VM eth0/rxe0 (198.18.0.1). Before the
 # cases, the VM resolves our address by broadcast and must learn our MAC.
 #   test/eco/rxe.sh   (root; $UROCED, $UROCE_CLI, $UROCE_VERBS_LIBDIR, $UROCE_RDMACM_LIBDIR)
-# Env: RXE_VM_DIR; RXE_ECO_WORK (the VM image with the middleware, default
-# /tmp/rxe-vm-eco); RXE_BUILD_IMAGE=1 builds it when missing (from the rxe tests' image
-# tree in /tmp/rxe-vm when there is one). Exit: 0, 1, 77 skipped.
+# Needs test/vm's image (UROCE_VM_BUILD=1 builds it when missing). Exit: 0, 1, 77 skipped.
 set -uo pipefail
 unset LD_LIBRARY_PATH # qemu and the helpers must not load ours; only our programs do
 . "$(dirname "$0")/../integration/lib.sh"
 
-RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
-RXE_WORK=${RXE_ECO_WORK:-/tmp/rxe-vm-eco}
 skip() { echo "eco_rxe: $*; skipped"; exit 77; }
-[ -x "$RXE_VM_DIR/run-vm.sh" ] || skip "no rxe-vm tools at $RXE_VM_DIR"
-command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
 command -v ucx_perftest >/dev/null || skip "ucx_perftest missing (apt-get install ucx-utils)"
 [ -f /usr/include/rdma/fabric.h ] || skip "no libfabric headers (apt-get install libfabric-dev)"
 it_init eco_rxe
-
-if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
-	[ "${RXE_BUILD_IMAGE:-0}" = 1 ] ||
-		skip "no VM image in $RXE_WORK/image (set RXE_BUILD_IMAGE=1 to build it)"
-	it_log "building the VM image with ucx-utils and libfabric-bin in $RXE_WORK"
-	# The rxe tests' debootstrapped tree, when there is one, saves its 3 minutes.
-	if [ ! -d "$RXE_WORK/rootfs" ] && [ -f /tmp/rxe-vm/rootfs/.rxe-debootstrap-done ]; then
-		mkdir -p "$RXE_WORK"
-		cp -a /tmp/rxe-vm/rootfs "$RXE_WORK/rootfs" || exit 1
-	fi
-	RXE_WORK=$RXE_WORK RXE_EXTRA_PKGS="ucx-utils libfabric-bin" \
-		"$RXE_VM_DIR/build-image.sh" >"$IT_DIR/build-image.log" 2>&1 || {
-		tail -n 20 "$IT_DIR/build-image.log"
-		exit 1
-	}
-fi
+it_rxe_vm_require
 
 cc -O2 -Wall -Wextra -Werror -o "$IT_DIR/fi_check" "$(dirname "$0")/fi_check.c" -lfabric ||
 	exit 1

@@ -75,8 +75,8 @@ it_cleanup() {
 # and meson sends one half a second after its SIGTERM when a test times out or meson is
 # interrupted, while a run's cleanup takes seconds. The namespaces of a run are named after
 # its script's PID (ux<pid>a, uxe<pid>, ...); those whose script no longer runs are removed
-# with whatever still runs in them: an rxe VM (qemu -daemonize leaves the test's process
-# group, so meson's kill misses it and it keeps burning a core), a daemon.
+# with whatever still runs in them, a daemon say. (A guest of test/vm and its namespace are
+# ended by uvm's watchers when their owner dies; "uvm reap" is for what outlived those.)
 it_reap_stale() {
 	local ns pid p
 	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
@@ -106,6 +106,7 @@ it_init() {
 		fi
 	done
 	it_reap_stale
+	[ -d "${UROCE_VM_WORK:-/tmp/uroce-vm}/run" ] && "$IT_ROOT/test/vm/uvm" reap
 	IT_ID=$$
 	IT_DIR=$(mktemp -d "/tmp/uroce-it-$IT_NAME.XXXXXX")
 	trap it_cleanup EXIT
@@ -465,59 +466,76 @@ it_tool_pair() {
 	return 1
 }
 
-# ---- the rxe VM (scripts at $RXE_VM_DIR) as a peer ---------------------------------------
-# it_rxe_vm_names NS VM: the names of this run's namespace and VM (each script its own, so
-# that a run never meets another's) and the one topology of every rxe test: the VM at
-# VM_IP on bridge rxebr0 (BR_IP) in NS, a uroced at OUR_IP on veth rxeveth0 there.
-# Exports RXE_NS and RXE_WORK for the VM scripts; VM_BOOT_TIMEOUT defaults to 240 s.
+# ---- the Linux rxe guest (test/vm) as a peer -----------------------------------------------
+# UVM: the harness's command (test/vm/README.md); UROCE_VM_WORK its image and run files.
+UVM=$IT_ROOT/test/vm/uvm
+export UROCE_VM_WORK=${UROCE_VM_WORK:-/tmp/uroce-vm}
+# it_rxe_vm_require: after it_init, exit 77 (skipped) without QEMU or the guest's image,
+# unless UROCE_VM_REQUIRED=1 (the test command: there a missing guest is a failure). With
+# UROCE_VM_BUILD=1 a missing image is built first (test/vm/image.sh, minutes).
+it_rxe_vm_require() {
+	local why=
+	if ! command -v qemu-system-x86_64 >/dev/null; then
+		why="qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
+	elif [ ! -f "$UROCE_VM_WORK/image/initrd.cpio" ]; then
+		if [ "${UROCE_VM_BUILD:-0}" = 1 ]; then
+			it_log "building the guest image (test/vm/image.sh, minutes)"
+			"$IT_ROOT/test/vm/image.sh" >"$IT_DIR/image.log" 2>&1 || {
+				tail -n 20 "$IT_DIR/image.log"
+				exit 1
+			}
+		else
+			why="no guest image in $UROCE_VM_WORK (run test/vm/image.sh, or UROCE_VM_BUILD=1)"
+		fi
+	fi
+	[ -z "$why" ] && return 0
+	if [ "${UROCE_VM_REQUIRED:-0}" = 1 ]; then
+		echo "$IT_NAME: $why (UROCE_VM_REQUIRED=1)"
+		exit 1
+	fi
+	echo "$IT_NAME: $why; skipped"
+	exit 77
+}
+# it_rxe_vm_names NS VM: the names of this run's namespace and guest (each script its own,
+# so that a run never meets another's) and the one topology of every rxe test: the guest
+# at VM_IP on bridge rxebr0 (BR_IP) in NS, a uroced at OUR_IP on veth rxeveth0 there.
+# VM_BOOT_TIMEOUT defaults to 240 s.
 it_rxe_vm_names() {
 	NS=$1
 	VM=$2
-	export RXE_NS=$NS RXE_WORK
 	VM_IP=198.18.0.1
 	OUR_IP=198.18.0.100
 	BR_IP=198.18.0.254
 	: "${VM_BOOT_TIMEOUT:=240}"
 }
-# The VM's options for run-vm.sh, in every rxe test. "-smp 1,maxcpus=2": one vCPU, but TCG
-# translates the guest's atomics and fences as real ones only when the machine may have more
-# than one CPU; with maxcpus=1 it drops them (nothing else runs guest code) and Linux's full
-# barrier (lock; addl) becomes a plain load and store. QEMU's I/O thread reads the virtio
-# rings in parallel, so the guest's store of a ring index can pass its load of QEMU's event
-# index: both read the old value, the guest does not notify, QEMU waits for a notification,
-# and that queue stops for good ("virtio_net eth0: TX timeout on queue: 0" on the console).
-# doc/interop.md has the figures of devtools/tcg_sb_litmus.sh, which measures it.
-IT_RXE_VM_OPTS=(--smp 1,maxcpus=2)
-# vmx ARGS...: rxevm.py on this run's VM (exec, spawn, wait, kill, put, ...).
-vmx() { "$RXE_VM_DIR/rxevm.py" "$VM" "$@"; }
-# it_rxe_vm_up [SHARE]: the private netns $NS with bridge rxebr0 ($BR_IP), tap rxetap0 and
-# veth rxeveth0 (net.sh), then VM $VM booted on the tap as $VM_IP (TCG, $VM_BOOT_TIMEOUT
-# s), with folder SHARE mounted at /host in it if given (a binary built here, to run
-# there). Needs RXE_VM_DIR and it_rxe_vm_names. Sets the EXIT trap that stops daemon R,
-# the VM and the netns, then it_cleanup.
+# vmx OP ARGS...: uvm's OP on this run's guest (exec, spawn, wait, kill, put, get).
+vmx() { "$UVM" "$1" "$VM" "${@:2}"; }
+# it_rxe_vm_down: stop the guest and remove the namespace, keeping the guest's console in
+# $IT_DIR/console.log. (Were the script killed instead, uvm's watchers would do both.)
 it_rxe_vm_down() {
-	"$RXE_VM_DIR/stop-vm.sh" "$VM" >/dev/null 2>&1
-	RXE_NS=$NS "$RXE_VM_DIR/net.sh" down >/dev/null 2>&1
+	"$UVM" stop "$VM" >/dev/null 2>&1
+	cp "$UROCE_VM_WORK/console/$VM.log" "$IT_DIR/console.log" 2>/dev/null
+	"$UVM" net down "$NS" >/dev/null 2>&1
 }
+# it_rxe_vm_up [SHARE]: the private netns $NS with bridge rxebr0 ($BR_IP), tap rxetap0 and
+# veth rxeveth0, then guest $VM booted on the tap as $VM_IP (at most $VM_BOOT_TIMEOUT s),
+# with folder SHARE mounted at /host in it if given (a binary built here, to run there).
+# Both belong to this script: they end with it, even killed. Sets the EXIT trap that stops
+# daemon R, the guest and the netns, then it_cleanup.
 it_rxe_vm_up() {
 	local share=()
 
 	[ -n "${1:-}" ] && share=(--share "$1")
 	trap 'rc=$?; it_stop_daemon R; it_rxe_vm_down; (exit $rc); it_cleanup' EXIT
 	it_log "network: netns $NS, bridge rxebr0 ($BR_IP), tap rxetap0, veth rxeveth0"
-	RXE_NS=$NS "$RXE_VM_DIR/net.sh" up 1 >/dev/null || return 1
-	RXE_NS=$NS "$RXE_VM_DIR/net.sh" veth >/dev/null || return 1
+	"$UVM" net up "$NS" --taps 1 --veth --owner $$ || return 1
 	ip -n "$NS" addr add "$BR_IP/24" dev rxebr0 || return 1
-	it_log "booting VM $VM (TCG; RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT)"
-	local t0=$SECONDS
-	if ! RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT timeout $((VM_BOOT_TIMEOUT + 30)) \
-		"$RXE_VM_DIR/run-vm.sh" "$VM" "${IT_RXE_VM_OPTS[@]}" --tap rxetap0 --ip "$VM_IP/24" \
-		"${share[@]}" \
-		>"$IT_DIR/vm.log" 2>&1; then
-		it_log "VM did not come up:"
-		tail -n 20 "$IT_DIR/vm.log"
-		tail -n 20 "$RXE_WORK/run/$VM/console.log" 2>/dev/null
+	it_log "booting guest $VM"
+	if ! "$UVM" boot "$VM" --ns "$NS" --tap rxetap0 --ip "$VM_IP/24" --owner $$ \
+		--wait "$VM_BOOT_TIMEOUT" "${share[@]}" >"$IT_DIR/vm.log" 2>&1; then
+		it_log "the guest did not come up:"
+		tail -n 30 "$IT_DIR/vm.log"
 		return 1
 	fi
-	it_log "VM up in $((SECONDS - t0)) s"
+	it_log "$(cat "$IT_DIR/vm.log")"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # uroce against Linux soft-RoCE: a uroced on one end of a bridge, an rxe VM
-# (QEMU, rdma-core 44, Debian kernel 6.1 rdma_rxe; from $RXE_VM_DIR) on the other, and the VM's
+# (QEMU, rdma-core 44, Debian kernel 6.1 rdma_rxe; the guest of test/vm) on the other, and the VM's
 # unmodified tools as peers of uroce-xfer, in both roles:
 #   ibv_rc_pingpong, ibv_ud_pingpong   <-> uroce-xfer rc_pingpong, ud_pingpong
 #   rxe-verbs-op --op write_imm|send_imm|write|send|read|fadd|cswap
@@ -14,45 +14,22 @@
 # bridge rxebr0 (198.18.0.254, for the TCP exchanges) -- rxetap0 == VM eth0/rxe0
 # (198.18.0.1). uroced is 198.18.0.100.
 #
-#   rxe_interop.sh          (root; qemu-system-x86_64; the VM image built once with
-#                            $RXE_VM_DIR/build-image.sh, or RXE_BUILD_IMAGE=1)
-# RXE_VM_DIR: the VM's scripts (default ../shared/tools/rxe-vm beside the checkout).
+#   rxe_interop.sh          (root; qemu-system-x86_64; the guest image built once with
+#                            test/vm/image.sh, or UROCE_VM_BUILD=1)
 # The VM runs under TCG here (no KVM): boot takes 10-60 s, each exchange a few seconds.
-# Exit: 0 passed, 1 failed, 77 skipped (not root, no qemu, no image, no rxe-vm tools).
+# Exit: 0 passed, 1 failed, 77 skipped (not root, no qemu, no image).
 set -u
 . "$(dirname "$0")/lib.sh"
 
-RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
-RXE_WORK=${RXE_WORK:-/tmp/rxe-vm}
-if [ ! -x "$RXE_VM_DIR/run-vm.sh" ]; then
-	echo "rxe_interop: no rxe-vm tools at $RXE_VM_DIR; skipped"
-	exit 77
-fi
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "rxe_interop: qemu-system-x86_64 missing (apt-get install qemu-system-x86); skipped"
-	exit 77
-fi
 it_init rxe_interop
-if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
-	if [ "${RXE_BUILD_IMAGE:-0}" = 1 ]; then
-		it_log "building the rxe VM image (about 3 min)"
-		"$RXE_VM_DIR/build-image.sh" >"$IT_DIR/build-image.log" 2>&1 || {
-			tail -n 20 "$IT_DIR/build-image.log"
-			exit 1
-		}
-	else
-		echo "rxe_interop: no VM image in $RXE_WORK/image (run $RXE_VM_DIR/build-image.sh" \
-			"or set RXE_BUILD_IMAGE=1); skipped"
-		exit 77
-	fi
-fi
+it_rxe_vm_require
 
 # Own namespace and VM names, so a run never meets another's.
 it_rxe_vm_names uxr${IT_ID} uxi${IT_ID}
 : "${PP_ITERS:=50}"
 
 it_rxe_vm_up || exit 1
-vmx exec -- 'ibv_devinfo -d rxe0 | grep -E "state|active_mtu"; rxe-gid' | sed 's/^/    vm: /'
+vmx exec -- 'ibv_devinfo -d rxe0 | grep -E "state|active_mtu"; roce-gid' | sed 's/^/    vm: /'
 
 it_daemon R "$NS" "--vdev=net_af_packet0,iface=rxeveth0" "$OUR_IP" 1500 || exit 1
 S=$(it_sock R)

@@ -3,7 +3,7 @@
 # rdma_cm against Linux soft-RoCE, both roles: on our side the unmodified Debian tools
 # (rdmacm-utils, perftest -R) over the drop-in librdmacm.so.1 + libibverbs.so.1 and a
 # uroced; on the other an rxe VM (QEMU, Debian kernel 6.1 rdma_rxe and rdma_cm, rdma-core
-# 44; scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm) running the same tools on
+# 44; the guest of test/vm) running the same tools on
 # rxe0. Connection setup is the IB CM on QP1 both ways (REQ/REP/RTU/DREQ/DREP; SIDR for
 # udaddy); nothing goes over TCP. Each tool runs
 # twice: the VM listens and we connect, then we listen and the VM connects.
@@ -15,7 +15,7 @@
 #
 # Topology as test/verbs/rxe_tools.sh (doc/interop.md): uroced 198.18.0.100 on af_packet
 # rxeveth0 == bridge rxebr0 (198.18.0.254) == tap == VM eth0/rxe0 (198.18.0.1).
-#   test/rdmacm/rxe_cm.sh   (root; qemu-system-x86_64; the VM image built once)
+#   test/rdmacm/rxe_cm.sh   (root; qemu-system-x86_64; test/vm's image built once)
 # Env: RDMACM_LIB_DIR, VERBS_LIB_DIR, UROCED, UROCE_CLI, CONNECT_DELAY_LIB (the shim
 # test/rdmacm/connect_delay.c builds); ITERS (default 20);
 # TOOLS_ONLY="regex"; OUT=FILE (a copy of the log, for doc/). Exit: 0, 1, 77 skipped.
@@ -27,11 +27,7 @@ unset LD_LIBRARY_PATH # qemu and the helpers must not load ours; only our tools 
 : "${TOOLS_ONLY:=}"
 : "${ITERS:=20}"
 
-RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
-RXE_WORK=${RXE_WORK:-/tmp/rxe-vm}
 skip() { echo "rxe_cm: $*; skipped"; exit 77; }
-[ -x "$RXE_VM_DIR/run-vm.sh" ] || skip "no rxe-vm tools at $RXE_VM_DIR"
-command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
 command -v tshark >/dev/null || skip "tshark missing"
 it_init rxe_cm
 for t in rping ucmatose udaddy rdma_server rdma_client rstream riostream ib_send_lat \
@@ -39,7 +35,7 @@ for t in rping ucmatose udaddy rdma_server rdma_client rstream riostream ib_send
 	command -v "$t" >/dev/null || skip "$t not installed (rdmacm-utils, perftest)"
 done
 [ -e "$RDMACM_LIB_DIR/librdmacm.so.1" ] || skip "$RDMACM_LIB_DIR/librdmacm.so.1 not built"
-[ -f "$RXE_WORK/image/rxe-initrd.cpio" ] || skip "no VM image in $RXE_WORK/image"
+it_rxe_vm_require
 
 it_rxe_vm_names uxc${IT_ID} uxw${IT_ID}
 PCAP=$IT_DIR/cm.pcap

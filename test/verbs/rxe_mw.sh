@@ -2,16 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Memory windows between uroce and Linux soft-RoCE: one side binds them, the other uses
 # them. mw_peer (test/verbs/mw_peer.c) runs on our side over the drop-in libibverbs.so.1
-# and a uroced, and in an rxe VM (QEMU, Debian kernel 6.1 rdma_rxe, rdma-core 44; its
-# scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm) on rxe0 over the guest's own
+# and a uroced, and in an rxe VM (QEMU, Debian kernel 6.1 rdma_rxe, rdma-core 44; the
+# guest of test/vm) on rxe0 over the guest's own
 # libibverbs, the same binary shared into the VM at /host. Twice: rxe-owner (rxe binds a
 # type 1 window with ibv_bind_mw and a type 2 one with IBV_WR_BIND_MW, we WRITE and READ
 # through them, SEND with Invalidate, then WRITE through the invalidated R_Key), then
 # uroce-owner (the same, roles swapped). The VM's mw_peer listens for the TCP exchange both
 # times. Both sides must exit 0. Topology: rxe_tools.sh's (doc/interop.md).
 #
-#   test/verbs/rxe_mw.sh    (root; qemu-system-x86_64; the VM image built once with
-#                            $RXE_VM_DIR/build-image.sh)
+#   test/verbs/rxe_mw.sh    (root; qemu-system-x86_64; the guest image built once with
+#                            test/vm/image.sh)
 # Env: MW_PEER (the built mw_peer), VERBS_LIB_DIR (the folder of the built libibverbs.so.1),
 # UROCED, UROCE_XFER, UROCE_CLI; RXE_CAPTURE=FILE (uroced writes a pcap).
 # Exit: 0 passed, 1 failed, 77 skipped.
@@ -23,25 +23,12 @@ unset LD_LIBRARY_PATH
 : "${VERBS_LIB_DIR:=$IT_ROOT/build/lib/verbs}"
 : "${MW_PEER:=$IT_ROOT/build/test/verbs/mw_peer}"
 
-RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
-RXE_WORK=${RXE_WORK:-/tmp/rxe-vm}
-if [ ! -x "$RXE_VM_DIR/run-vm.sh" ]; then
-	echo "rxe_mw: no rxe-vm tools at $RXE_VM_DIR; skipped"
-	exit 77
-fi
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "rxe_mw: qemu-system-x86_64 missing (apt-get install qemu-system-x86); skipped"
-	exit 77
-fi
 it_init rxe_mw
 if [ ! -x "$MW_PEER" ] || [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
 	echo "rxe_mw: $MW_PEER or $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
 	exit 77
 fi
-if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
-	echo "rxe_mw: no VM image in $RXE_WORK/image (run $RXE_VM_DIR/build-image.sh); skipped"
-	exit 77
-fi
+it_rxe_vm_require
 
 # Own namespace and VM names (rxe_tools uses uxt/uxv, rxe_reference uxf/uxg).
 it_rxe_vm_names "uxm$IT_ID" "uxw$IT_ID"

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # test_verbs_api's expectations checked against Linux soft-RoCE itself: the same binary,
 # in reference mode (UROCE_VERBS_REFERENCE=1, verbs_fixture.h), runs inside an rxe VM
-# (QEMU, Debian kernel 6.1 rdma_rxe, rdma-core 44's libibverbs and rxe provider; its
-# scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm) on rxe0, with the VM's own
+# (QEMU, Debian kernel 6.1 rdma_rxe, rdma-core 44's libibverbs and rxe provider; the
+# guest of test/vm) on rxe0, with the VM's own
 # libibverbs.so.1. What passes there is what rdma-core + rxe do; uroce's run of the same
 # cases (test verbs_api) must then agree with them.
 #
@@ -12,8 +12,8 @@
 # verbs"): fork semantics, rxe's lazy LAST_WQE_REACHED, its send queue in INIT/RTR, its
 # SRQ one WQE larger, its extended-CQ and qp_ex paths.
 #
-#   test/verbs/rxe_reference.sh   (root; qemu-system-x86_64; the VM image built once with
-#                                  $RXE_VM_DIR/build-image.sh)
+#   test/verbs/rxe_reference.sh   (root; qemu-system-x86_64; the guest image built once
+#                                  with test/vm/image.sh)
 # Env: TEST_VERBS_API (the built test binary), CASES (space-separated case names).
 # Exit: 0 passed, 1 failed, 77 skipped.
 set -uo pipefail
@@ -29,27 +29,13 @@ rc_inline_send rc_multi_sge_and_chained_wrs rc_send_recv_with_imm_sizes rc_write
 rnr_retry_exceeded uc_send_and_write ud_send_with_grh memory_window_type1
 memory_window_type2 memory_window_qp_ex import_device_pd_and_mr}"
 
-RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
-RXE_WORK=${RXE_WORK:-/tmp/rxe-vm}
-if [ ! -x "$RXE_VM_DIR/run-vm.sh" ]; then
-	echo "rxe_reference: no rxe-vm tools at $RXE_VM_DIR; skipped"
-	exit 77
-fi
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "rxe_reference: qemu-system-x86_64 missing (apt-get install qemu-system-x86); skipped"
-	exit 77
-fi
 it_init rxe_reference
 if [ ! -x "$TEST_VERBS_API" ]; then
 	echo "rxe_reference: $TEST_VERBS_API not built; skipped"
 	exit 77
 fi
-if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
-	echo "rxe_reference: no VM image in $RXE_WORK/image (run $RXE_VM_DIR/build-image.sh); skipped"
-	exit 77
-fi
+it_rxe_vm_require
 it_rxe_vm_names uxf${IT_ID} uxg${IT_ID}
-trap 'rc=$?; it_rxe_vm_down; (exit $rc); it_cleanup' EXIT
 
 # The folder the VM mounts at /host: the binary and the libraries it needs beyond the
 # guest's own (Criterion and its dependencies; never libibverbs or libc, the guest's).
@@ -61,7 +47,7 @@ ldd "$TEST_VERBS_API" | awk '/=> \// { print $3 }' | grep -v -e libibverbs -e '/
 cat >"$share/run.sh" <<'EOF'
 #!/bin/sh
 cd /host || exit 1
-export LD_LIBRARY_PATH=/host/lib UROCE_VERBS_REFERENCE=1 UROCE_VERBS_GID_INDEX="$(rxe-gid)"
+export LD_LIBRARY_PATH=/host/lib UROCE_VERBS_REFERENCE=1 UROCE_VERBS_GID_INDEX="$(roce-gid)"
 ibv_devices
 fails=0
 for c in "$@"; do
@@ -79,16 +65,12 @@ echo "rxe cases failed: $fails"
 EOF
 chmod +x "$share/run.sh"
 
-it_log "network: netns $NS, tap rxetap0; VM $VM in batch mode (TCG)"
-RXE_NS=$NS "$RXE_VM_DIR/net.sh" up 1 >/dev/null || exit 1
+it_rxe_vm_up "$share" || exit 1
 # shellcheck disable=SC2086 # CASES is a list of words
-RXE_BOOT_WAIT=$VM_BOOT_TIMEOUT timeout $((VM_BOOT_TIMEOUT + 600)) \
-	"$RXE_VM_DIR/run-vm.sh" "$VM" "${IT_RXE_VM_OPTS[@]}" --tap rxetap0 --ip "$VM_IP/24" \
-	--share "$share" \
-	--cmd "/host/run.sh $(echo $CASES)" --timeout 600 >"$IT_DIR/vm.out" 2>&1
+vmx exec -t 600 -- /host/run.sh $(echo $CASES) >"$IT_DIR/vm.out" 2>&1
 rc=$?
-sed 's/^/    /' "$IT_DIR/vm.out" | grep -v 'accel-probe'
-it_check "every case passed on rxe0 (run-vm exit $rc)" test "$rc" -eq 0
+sed 's/^/    /' "$IT_DIR/vm.out"
+it_check "every case passed on rxe0 (exit $rc)" test "$rc" -eq 0
 it_check "all $(echo $CASES | wc -w) cases ran" \
 	test "$(grep -c -e '^ok: ' -e '^FAIL: ' "$IT_DIR/vm.out")" -eq "$(echo $CASES | wc -w)"
 if [ "$IT_FAILS" -ne 0 ]; then

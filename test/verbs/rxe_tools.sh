@@ -3,7 +3,7 @@
 # The unmodified tools against Linux soft-RoCE, both roles: on our side the Debian
 # binaries (ibverbs-utils, perftest) over the drop-in libibverbs.so.1 and a uroced; on
 # the other an rxe VM (QEMU, Debian kernel 6.1 rdma_rxe, rdma-core 44, perftest 4.5-0.17;
-# its scripts at $RXE_VM_DIR, default ../shared/tools/rxe-vm) running the same tools on
+# the guest of test/vm) running the same tools on
 # rxe0. Each tool runs twice: the VM serves and we connect, then we serve and the VM
 # connects. Both sides must exit 0.
 #   ibv_rc_pingpong, ibv_ud_pingpong, ib_send_lat, ib_write_bw, ib_read_lat,
@@ -13,8 +13,8 @@
 # == rxeveth0-br -- bridge rxebr0 (198.18.0.254, the TCP exchanges) -- rxetap0 == VM
 # eth0/rxe0 (198.18.0.1). uroced is 198.18.0.100; address resolution is real both ways.
 #
-#   test/verbs/rxe_tools.sh    (root; qemu-system-x86_64; the VM image built once with
-#                               $RXE_VM_DIR/build-image.sh)
+#   test/verbs/rxe_tools.sh    (root; qemu-system-x86_64; the guest image built once with
+#                               test/vm/image.sh)
 # Env: VERBS_LIB_DIR (the folder of the built libibverbs.so.1), UROCED, UROCE_XFER,
 # UROCE_CLI; ITERS (ping-pong and perftest iterations, default 50); TOOLS_ONLY="regex";
 # REPEAT (runs of each case, default 1); RXE_CAPTURE=FILE (uroced writes a pcap).
@@ -29,16 +29,6 @@ unset LD_LIBRARY_PATH
 : "${ITERS:=50}"
 : "${REPEAT:=1}" # runs of each case (a stress aid)
 
-RXE_VM_DIR=${RXE_VM_DIR:-$IT_ROOT/../shared/tools/rxe-vm}
-RXE_WORK=${RXE_WORK:-/tmp/rxe-vm}
-if [ ! -x "$RXE_VM_DIR/run-vm.sh" ]; then
-	echo "rxe_tools: no rxe-vm tools at $RXE_VM_DIR; skipped"
-	exit 77
-fi
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "rxe_tools: qemu-system-x86_64 missing (apt-get install qemu-system-x86); skipped"
-	exit 77
-fi
 it_init rxe_tools
 for t in ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong ib_send_lat ib_write_bw ib_read_lat \
 	ib_atomic_lat; do
@@ -51,17 +41,14 @@ if [ ! -e "$VERBS_LIB_DIR/libibverbs.so.1" ]; then
 	echo "rxe_tools: $VERBS_LIB_DIR/libibverbs.so.1 not built; skipped"
 	exit 77
 fi
-if [ ! -f "$RXE_WORK/image/rxe-initrd.cpio" ]; then
-	echo "rxe_tools: no VM image in $RXE_WORK/image (run $RXE_VM_DIR/build-image.sh); skipped"
-	exit 77
-fi
+it_rxe_vm_require
 
 # Own namespace and VM names, so a run never meets another's (rxe_interop uses uxr/uxi).
 it_rxe_vm_names uxt${IT_ID} uxv${IT_ID}
 
 T0=$SECONDS
 it_rxe_vm_up || exit 1
-VGID=$(vmx exec -- rxe-gid 2>/dev/null | tr -dc 0-9)
+VGID=$(vmx exec -- roce-gid 2>/dev/null | tr -dc 0-9)
 VGID=${VGID:-1}
 
 it_daemon R "$NS" "--vdev=net_af_packet0,iface=rxeveth0" "$OUR_IP" 1500 || exit 1
