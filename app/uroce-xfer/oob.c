@@ -84,7 +84,7 @@ int oob_connect(const char *host, int port, int timeout_ms)
 		xfer_err("oob: %s for %s:%d", gai_strerror(err), host, port);
 		return -1;
 	}
-	/* The server may not listen yet: retry until the deadline, as rxe-verbs-op does. */
+	/* The server may not listen yet: retry until the deadline, as verbs-op does. */
 	for (;;) {
 		for (t = res; t; t = t->ai_next) {
 			int fd =

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * verbs_op: the peer of the rxe VM's rxe-verbs-op (shared/tools/rxe-vm/guest), with its
+ * verbs_op: the peer of test/vm/guest/verbs-op (pyverbs, run in the rxe VM), with its
  * exchange: one JSON line each way over TCP, {"qpn", "psn", "gid" (8 groups of 4 hex
  * digits), "rkey", "addr"}; both sides connect the RC QP by hand (MTU 1024, 4 reads or
  * atomics in flight, min RNR timer 12, timeout 14, retry 7, RNR retry 7, GRH hop limit
@@ -9,7 +9,7 @@
  * sends "done\n" and waits for a line; the listener posts COUNT + 2 receives for
  * send/send_imm/write_imm, checks the completions, and answers "bye\n".
  *
- * Beyond what rxe-verbs-op prints, this side checks what it can: as the target, the
+ * Both sides check what they can (verbs-op the same things): as the target, the
  * written or sent bytes, the immediates, byte_len, opcodes and the final atomic value
  * (the initial one is 0); as the issuer, the data READ (the peer's buffer is zeroed by
  * pyverbs) and the values atomics return (i).
@@ -156,11 +156,11 @@ int xfer_verbs_op(const struct xfer_opts *o)
 	}
 	if (xfer_qp_connect(qp, IBV_QPT_RC, dev.ib_port, dev.gid_index, mtu, psn, &peer, 64, 4))
 		goto out;
-	/* Against rxe-verbs-op: its "ready" first, then ours. It writes, then reads, through
-	 * a Python text file over the socket, and CPython's TextIOWrapper drops what it has
-	 * read ahead when it writes: a "ready" of ours that arrived with our JSON line would
-	 * be lost at its own write of "ready", and both sides would wait for a line.
-	 * Between two uroce-xfer (the "impl" key, which rxe-verbs-op ignores) the listener
+	/* Against verbs-op: its "ready" first, then ours, as verbs-op writes before it reads.
+	 * A Python peer that reads and writes one text file over the socket (CPython's
+	 * TextIOWrapper) drops what it has read ahead when it writes: a "ready" of ours that
+	 * arrived with our JSON line would be lost at its own write of "ready".
+	 * Between two uroce-xfer (the "impl" key, which verbs-op ignores) the listener
 	 * speaks first. */
 	if (peer_is_xfer && !active) {
 		if (oob_write(fd, "ready\n", 6, o->timeout_ms) ||

@@ -5,9 +5,9 @@
 /*
  * uroce-xfer: programs on the client library (lib/client) that prove it and the daemon:
  * rdma-core compatible ping-pongs, a data-verifying exerciser, bandwidth and latency,
- * and a peer for the rxe VM's rxe-verbs-op. Shared pieces live here: options, the
- * device (context, PD, port, GID), QP state changes, completion waits with a timeout,
- * the out-of-band TCP exchange (oob.c) and the data patterns.
+ * and a peer for test/vm/guest/verbs-op in the rxe VM. Shared pieces live here: options,
+ * the device (context, PD, port, GID), QP state changes, completion waits with a
+ * timeout, the out-of-band TCP exchange (oob.c) and the data patterns.
  */
 
 #include <stdbool.h>
@@ -92,7 +92,7 @@ struct xfer_peer {
 int xfer_qp_init(struct uroce_client_qp *qp, enum ibv_qp_type type, int ib_port,
 		 unsigned int access, uint32_t qkey);
 /* INIT -> RTR -> RTS; for UD only the states and sq_psn. hop_limit: as the peer
- * program does (rc_pingpong: 1; rxe-verbs-op: 64). */
+ * program does (rc_pingpong: 1; verbs-op: 64). */
 int xfer_qp_connect(struct uroce_client_qp *qp, enum ibv_qp_type type, int ib_port,
 		    int gid_index, enum ibv_mtu mtu, uint32_t my_psn,
 		    const struct xfer_peer *peer, uint8_t hop_limit, uint8_t rd_atomic);

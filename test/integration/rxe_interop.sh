@@ -4,9 +4,9 @@
 # (QEMU, rdma-core 44, Debian kernel 6.1 rdma_rxe; the guest of test/vm) on the other, and the VM's
 # unmodified tools as peers of uroce-xfer, in both roles:
 #   ibv_rc_pingpong, ibv_ud_pingpong   <-> uroce-xfer rc_pingpong, ud_pingpong
-#   rxe-verbs-op --op write_imm|send_imm|write|send|read|fadd|cswap
-#                                      <-> uroce-xfer verbs_op (data, immediates, atomics
-#                                          checked on our side)
+#   verbs-op --op write_imm|send_imm|write|send|read|fadd|cswap
+#     (ours, test/vm/guest; pyverbs)   <-> uroce-xfer verbs_op (data, immediates, atomics
+#                                          checked on both sides)
 # Address resolution is real both ways: the VM ARPs for us (uroced answers) and uroced
 # ARPs for the VM; no static neighbour anywhere.
 #
@@ -91,15 +91,15 @@ vm_client ud_pingpong/rxe-client 18518 \
 	"ibv_ud_pingpong -d rxe0 -g 1 -s 1000 -p 18518 -n $PP_ITERS $BR_IP" \
 	ud_pingpong -s 1000 -n "$PP_ITERS"
 
-it_log "single verbs (rxe-verbs-op, pyverbs), both directions"
+it_log "single verbs (verbs-op, pyverbs), both directions"
 port=18600
 for op in write_imm send_imm write send read fadd cswap; do
 	port=$((port + 1))
 	vm_server "verbs_op-$op/rxe-target" "$port" \
-		"rxe-verbs-op --op $op -p $port -n 5" verbs_op --op "$op" -n 5
+		"verbs-op --op $op -p $port -n 5" verbs_op --op "$op" -n 5
 	port=$((port + 1))
 	vm_client "verbs_op-$op/rxe-issuer" "$port" \
-		"rxe-verbs-op --op $op -p $port -n 5 $BR_IP" verbs_op --op "$op" -n 5
+		"verbs-op --op $op -p $port -n 5 $BR_IP" verbs_op --op "$op" -n 5
 done
 
 it_log "counters: uroced: $(it_stat "$S" sent_pkts) sent, $(it_stat "$S" rcvd_pkts) received," \
