@@ -130,6 +130,13 @@ test_all() {
 		failed=1
 		logs+=("failed:format check (devtools/check_format.sh)")
 	fi
+	say "paths outside the checkout (devtools/check_paths.sh)"
+	if ! bash devtools/check_paths.sh; then
+		say "path check failed"
+		format_failed=1
+		failed=1
+		logs+=("failed:path check (devtools/check_paths.sh)")
+	fi
 	say "commit messages (devtools/check_commits.sh)"
 	if ! bash devtools/check_commits.sh; then
 		say "commit message check failed"
@@ -170,7 +177,7 @@ test_all() {
 
 	python3 devtools/test_summary.py "${logs[@]}" || failed=1
 	[ "$format_failed" = 0 ] ||
-		say "format or commit check failed: devtools/check_format.sh and check_commits.sh list what"
+		say "format, path or commit check failed: devtools/check_format.sh, check_paths.sh and check_commits.sh list what"
 	return $failed
 }
 
