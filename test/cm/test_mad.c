@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/cm's codec on rxe's own CM MADs (Linux 6.1 ib_cm + rdma_cm, /work/shared/pcaps):
- * every field decoded as tshark 4.0 decodes it (`tshark -r FILE -V`; the expected values
- * below were read from its output), and every MAD encoded back to the same 256 bytes.
+ * lib/cm's codec on rxe's own CM MADs (Linux 6.1 ib_cm + rdma_cm, in the captures of
+ * test/data/rxe-captures): every field decoded as tshark 4.0 decodes it
+ * (`tshark -r FILE -V`; the expected values below were read from its output), and every
+ * MAD encoded back to the same 256 bytes.
  */
 #include "cm_test.h"
 
