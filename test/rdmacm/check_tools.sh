@@ -10,13 +10,12 @@ set -uo pipefail
 abi=$1 rdmacm=$2 verbs=$3
 checked=0 failed=0
 for f in "$abi"/*.txt; do
-	[ "$(basename "$f")" = all-imports.txt ] && continue # the union, not a program
 	grep -q '@RDMACM_' "$f" || continue
 	name=$(basename "$f" .txt)
 	case $name in
-	py_pyverbs.*)
-		mod=${name#py_pyverbs.}
-		bin=$(ls /usr/lib/python3/dist-packages/pyverbs/"$mod".cpython-*.so 2>/dev/null | head -1)
+	py_*)
+		mod=${name#py_}
+		bin=$(ls /usr/lib/python3/dist-packages/"${mod//.//}".cpython-*.so 2>/dev/null | head -1)
 		;;
 	*) bin=$(command -v "$name" || true) ;;
 	esac
