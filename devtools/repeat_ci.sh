@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs the whole CI (.ci/run, the README's test command) many times in a row on fresh
-# clones of HEAD, to find what fails one run in N: every other run with a CPU-bound
+# clones of HEAD, each with nothing beside it as a new user's clone (the checkout carries
+# all its tests need), to find what fails one run in N: every other run with a CPU-bound
 # process beside it (a busy loop, as a shared CI machine has). Prints one line per run
 # (result, what test_summary counted, minutes) as it ends; the output of a failed run
 # stays as DIR/run-N.out, its clone as DIR/run-N.
@@ -11,16 +12,14 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[1-9][0-9]*$ ]]; then
-	sed -n '3,9p' "$0" >&2
+	sed -n '3,10p' "$0" >&2
 	exit 2
 fi
 runs=$1 dir=${2:-/tmp/uroce-repeat-ci}
 mkdir -p "$dir"
-# The builds and tests read the Linux rxe captures and the rxe VM's scripts from
-# ../shared beside the checkout (meson bakes that path into the tests): the clones get
-# this checkout's.
-ln -sfn "$(cd "$top/.." && pwd)/shared" "$dir/shared"
-rm -f "$dir/stop"
+# Older versions linked a folder of test data here, beside the clones: a run that could
+# still reach it would pass where a new user's clone fails.
+rm -f "$dir/stop" "$dir/shared"
 hog=
 stop_hog() { [ -n "$hog" ] && kill "$hog" 2>/dev/null && wait "$hog" 2>/dev/null; hog=; }
 trap stop_hog EXIT
