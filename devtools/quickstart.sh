@@ -115,35 +115,31 @@ run_suite() {
 	logs+=("$dir/meson-logs/testlog.json")
 }
 
+# check_tree LABEL COMMAND...: run a check of the tree; a failure is remembered in test_all's
+# failed and format_failed and in the summary's logs.
+check_tree() {
+	local label=$1
+	shift
+	say "$label"
+	if ! "$@"; then
+		say "$label: failed"
+		format_failed=1
+		failed=1
+		logs+=("failed:$label")
+	fi
+}
+
 test_all() {
 	local failed=0 format_failed=0 fuzz_seconds=${FUZZ_SECONDS:-150}
 	logs=()
 	install_missing "${packages[@]}"
 	check_pcaps
 
-	# Whitespace and line length (.editorconfig): a mis-formatted file fails the run, after
-	# the builds and tests have still said what they have to say.
-	say "format check (devtools/check_format.sh)"
-	if ! bash devtools/check_format.sh; then
-		say "format check failed"
-		format_failed=1
-		failed=1
-		logs+=("failed:format check (devtools/check_format.sh)")
-	fi
-	say "paths outside the checkout (devtools/check_paths.sh)"
-	if ! bash devtools/check_paths.sh; then
-		say "path check failed"
-		format_failed=1
-		failed=1
-		logs+=("failed:path check (devtools/check_paths.sh)")
-	fi
-	say "commit messages (devtools/check_commits.sh)"
-	if ! bash devtools/check_commits.sh; then
-		say "commit message check failed"
-		format_failed=1
-		failed=1
-		logs+=("failed:commit message check (devtools/check_commits.sh)")
-	fi
+	# Checks of the tree: each failure fails the run, after the builds and tests have
+	# still said what they have to say. Whitespace and line length (.editorconfig):
+	check_tree "format check (devtools/check_format.sh)" bash devtools/check_format.sh
+	check_tree "paths outside the checkout (devtools/check_paths.sh)" bash devtools/check_paths.sh
+	check_tree "commit messages (devtools/check_commits.sh)" bash devtools/check_commits.sh
 
 	# Every rxe suite boots Linux rxe in test/vm's guest. Its image is built here: from
 	# nothing about 5 min (debootstrap), then a repack of seconds when test/vm changed.
