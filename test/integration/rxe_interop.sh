@@ -41,18 +41,23 @@ fail() {
 	IT_FAILS=$((IT_FAILS + 1))
 }
 
+# Both sides must exit 0, and the rxe side's output must hold none of these either.
+BAD_OUTPUT="error|fail|couldn't|traceback|only [0-9]+ of"
+
 # vm_server LABEL PORT "VM COMMAND" OUR ARGS...: the VM listens, we connect.
 vm_server() {
-	local label=$1 port=$2 vcmd=$3 out rc vout
+	local label=$1 port=$2 vcmd=$3 out rc vout vrc
 	shift 3
 	vmx spawn srv -- "$vcmd" >/dev/null
 	out=$(ip netns exec "$NS" timeout -k 5 120 "${X[@]}" "$@" -p "$port" -t 60 "$VM_IP" 2>&1)
 	rc=$?
-	vout=$(vmx wait srv 2>&1)
-	if [ $rc -eq 0 ] && ! echo "$vout" | grep -qiE "error|fail|couldn't|traceback|only [0-9]+ of"; then
+	vout=$(vmx wait srv -t 60 2>&1)
+	vrc=$?
+	if [ $rc -eq 0 ] && [ $vrc -eq 0 ] && ! echo "$vout" | grep -qiE "$BAD_OUTPUT"; then
 		pass "$label: us: $(echo "$out" | tail -n 1) | rxe: $(echo "$vout" | tail -n 1)"
 	else
-		fail "$label (exit $rc)"
+		[ $vrc -eq 124 ] && vmx kill srv >/dev/null 2>&1
+		fail "$label (exit $rc, rxe's $vrc)"
 		echo "$out" | tail -n 8 | sed 's/^/    us:  /'
 		echo "$vout" | tail -n 8 | sed 's/^/    rxe: /'
 	fi
@@ -61,20 +66,21 @@ vm_server() {
 # vm_client LABEL PORT "VM COMMAND" OUR ARGS...: we listen (on the bridge address's netns),
 # the VM connects to $BR_IP.
 vm_client() {
-	local label=$1 port=$2 vcmd=$3 rc vout
+	local label=$1 port=$2 vcmd=$3 rc vout vrc
 	local log=$IT_DIR/${label//\//_}.out
 	shift 3
 	ip netns exec "$NS" timeout -k 5 120 "${X[@]}" "$@" -p "$port" -t 60 >"$log" 2>&1 &
 	local spid=$!
 	# Until our end listens (a fixed half second raced a slow start on a loaded host).
 	it_wait_listen "$port" "$spid" 60 "$NS"
-	vout=$(vmx exec -- "$vcmd" 2>&1)
+	vout=$(vmx exec -t 90 -- "$vcmd" 2>&1)
+	vrc=$?
 	wait "$spid"
 	rc=$?
-	if [ $rc -eq 0 ] && ! echo "$vout" | grep -qiE "error|fail|couldn't|traceback|only [0-9]+ of"; then
+	if [ $rc -eq 0 ] && [ $vrc -eq 0 ] && ! echo "$vout" | grep -qiE "$BAD_OUTPUT"; then
 		pass "$label: us: $(tail -n 1 "$log") | rxe: $(echo "$vout" | tail -n 1)"
 	else
-		fail "$label (exit $rc)"
+		fail "$label (exit $rc, rxe's $vrc)"
 		tail -n 8 "$log" | sed 's/^/    us:  /'
 		echo "$vout" | tail -n 8 | sed 's/^/    rxe: /'
 	fi
