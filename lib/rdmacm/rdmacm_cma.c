@@ -23,8 +23,21 @@ socklen_t rc_addrlen(const struct sockaddr *addr)
 	}
 }
 
+static bool rc_addr_is_loopback(const struct sockaddr *addr)
+{
+	if (addr->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)(const void *)addr)->sin_addr.s_addr) >>
+			24) == IN_LOOPBACKNET;
+	return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr);
+}
+
+/* As the kernel's cma_any_addr: the zero address or a loopback one (127/8, ::1). Binding
+ * to either takes no device and listens on every one (libfabric's verbs provider binds
+ * "localhost" to learn whether an RDMA device is needed for it). */
 static bool rc_addr_is_any(const struct sockaddr *addr)
 {
+	if (rc_addr_is_loopback(addr))
+		return true;
 	if (addr->sa_family == AF_INET)
 		return ((const struct sockaddr_in *)(const void *)addr)->sin_addr.s_addr ==
 		       htonl(INADDR_ANY);
@@ -257,12 +270,19 @@ int rc_complete(struct rc_id *id)
 	return rc_fail(ev->status < 0 ? -ev->status : ev->status);
 }
 
+/* A loopback address goes to the daemon as the zero address of its family, with its port:
+ * bound so, an id is a wildcard's (rc_addr_is_any) though it reports the loopback one. */
 static int rc_bind_on(struct rc_device *dev, uint32_t handle, const struct sockaddr *addr,
 		      struct uroce_ctrl_cm_route *route)
 {
 	struct uroce_ctrl_cm_addr_req req = {.id = handle};
 
-	memcpy(&req.src, addr, rc_addrlen(addr));
+	if (rc_addr_is_loopback(addr)) {
+		req.src.ss_family = addr->sa_family;
+		rc_addr_set_port((struct sockaddr *)&req.src, rc_addr_port(addr));
+	} else {
+		memcpy(&req.src, addr, rc_addrlen(addr));
+	}
 	return rc_call(dev, UROCE_CTRL_CM_BIND, &req, sizeof(req), route, sizeof(*route), NULL,
 		       0);
 }
