@@ -287,6 +287,8 @@ static int rc_bind_on(struct rc_device *dev, uint32_t handle, const struct socka
 		       0);
 }
 
+/* Bound, an id's peer address is the zero address of the family bound to, as the kernel
+ * sets it (rdma_get_peer_addr: AF_INET 0.0.0.0:0 after binding 10.0.0.1, not AF_UNSPEC). */
 RC_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 {
 	struct rc_id *id = rc_id_of(cm_id);
@@ -318,6 +320,7 @@ RC_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 			id->reserving = true;
 		}
 		memcpy(&cm_id->route.addr.src_storage, &id->bound, len);
+		cm_id->route.addr.dst_storage.ss_family = addr->sa_family;
 		id->bound_wildcard = true;
 		return 0;
 	}
@@ -336,6 +339,7 @@ RC_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 		return rc_fail(err);
 	}
 	rc_id_apply_route(id, &route);
+	cm_id->route.addr.dst_storage.ss_family = addr->sa_family;
 	return 0;
 }
 

@@ -307,6 +307,8 @@ Test(rdmacm, bind_addr_loopback)
 	cr_assert_eq(local->sa_family, AF_INET);
 	cr_assert_eq(sin_of(local)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
 	cr_assert_eq(ntohs(rdma_get_src_port(id)), 7471);
+	cr_assert_eq(rdma_get_peer_addr(id)->sa_family, AF_INET, "as the kernel: 0.0.0.0:0");
+	cr_assert_eq(sin_of(rdma_get_peer_addr(id))->sin_addr.s_addr, htonl(INADDR_ANY));
 	errno = 0;
 	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&lo), -1, "bound already");
 	cr_assert_eq(errno, EINVAL);
@@ -322,6 +324,7 @@ Test(rdmacm, bind_addr_loopback)
 	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&lo6), 0, "errno %d", errno);
 	cr_assert_null(id->verbs);
 	cr_assert_eq(memcmp(rdma_get_local_addr(id), &lo6, sizeof(lo6)), 0);
+	cr_assert_eq(rdma_get_peer_addr(id)->sa_family, AF_INET6);
 	cr_assert_eq(rdma_destroy_id(id), 0);
 }
 
