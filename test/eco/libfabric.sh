@@ -12,15 +12,24 @@
 #   - 400 ping-pongs of 1 B .. 64 KiB (dgram: up to the path MTU) come back intact, and
 #     (msg, rdm) a 1 MiB fi_write (RDMA WRITE) lands intact in the server's buffer;
 #   - the client's daemon sent at least that many RoCE packets: it went over uroce.
+# Then libfabric's own fi_pingpong (libfabric-bin), msg endpoints, sizes 1 B .. 1 MiB,
+# data checked (-c): its server names no address, so the verbs provider binds rdma_cm to
+# "localhost" to learn whether that needs a device, which the kernel's rdma_cm (and
+# ours) allows, and takes its devices' addresses (doc/ecosystem.md).
 #
 #   test/eco/libfabric.sh   (root; $UROCED, $UROCE_XFER, $UROCE_CLI, $UROCE_VERBS_LIBDIR,
 #                            $UROCE_RDMACM_LIBDIR)
-# Exit: 0 passed, 1 failed, 77 skipped (not root, or libfabric-dev not installed).
+# Exit: 0 passed, 1 failed, 77 skipped (not root, or libfabric-dev or libfabric-bin not
+# installed).
 set -u
 . "$(dirname "$0")/../integration/lib.sh"
 
 if [ ! -f /usr/include/rdma/fabric.h ] || ! command -v cc >/dev/null; then
 	echo "eco_libfabric: no libfabric headers (apt-get install libfabric-dev); skipped"
+	exit 77
+fi
+if ! command -v fi_pingpong >/dev/null; then
+	echo "eco_libfabric: no fi_pingpong (apt-get install libfabric-bin); skipped"
 	exit 77
 fi
 it_init eco_libfabric
@@ -67,7 +76,39 @@ run() {
 	[ "$rc" = 0 ] && [ "$src" = 0 ] || tail -n 20 "$IT_DIR/$mode.client" "$IT_DIR/$mode.server"
 }
 
+# pingpong SIZE: fi_pingpong's server next to daemon B (no address: the provider's choice),
+# its client next to A, $ITER round trips of SIZE bytes, each checked (-c). Its control
+# connection is TCP to B's kernel interface, on its own port.
+pingpong() {
+	local size=$1 sent0 sent rc src spid out
+	PORT=$((PORT + 1))
+	sent0=$(it_stat "$(it_sock A)" sent_pkts)
+	ip netns exec "$IT_NS_B" env UROCE_SOCKET="$(it_sock B)" LD_LIBRARY_PATH="$libs" \
+		timeout 120 fi_pingpong -p verbs -e msg -I "$ITER" -S "$size" -c -B "$PORT" \
+		>"$IT_DIR/pingpong$size.server" 2>&1 &
+	spid=$!
+	it_wait_listen "$PORT" "$spid" 30 "$IT_NS_B"
+	ip netns exec "$IT_NS_A" env UROCE_SOCKET="$(it_sock A)" LD_LIBRARY_PATH="$libs" \
+		timeout 120 fi_pingpong -p verbs -e msg -I "$ITER" -S "$size" -c -P "$PORT" 10.82.0.2 \
+		>"$IT_DIR/pingpong$size.client" 2>&1
+	rc=$?
+	wait "$spid"
+	src=$?
+	sent=$(($(it_stat "$(it_sock A)" sent_pkts) - sent0))
+	# "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec", then the run's line.
+	out=$(grep -E "^[0-9.]+[kmg]? +$ITER +=$ITER " "$IT_DIR/pingpong$size.client")
+	it_check "fi_pingpong msg $size B: client and server (exit $rc, $src), $ITER checked round trips: ${out:-none}" \
+		test "$rc" = 0 -a "$src" = 0 -a -n "$out"
+	it_check "fi_pingpong msg $size B: over uroce, daemon A sent $sent RoCE packets (>= $ITER)" \
+		test "$sent" -ge "$ITER"
+	[ "$rc" = 0 ] && [ "$src" = 0 ] ||
+		tail -n 5 "$IT_DIR/pingpong$size.client" "$IT_DIR/pingpong$size.server"
+}
+
 run msg
+for size in 1 64 4096 65536 1048576; do
+	pingpong "$size"
+done
 # rxm sizes its CQs by the universe size (256 ranks: 262144 entries), above the device's
 # max_cqe (65536; rxe's is 32767 and needs the same): a two-process job says so.
 run rdm FI_UNIVERSE_SIZE=16
