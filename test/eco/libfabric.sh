@@ -109,8 +109,8 @@ run msg
 for size in 1 64 4096 65536 1048576; do
 	pingpong "$size"
 done
-# rxm sizes its CQs by the universe size (256 ranks: 262144 entries), above the device's
-# max_cqe (65536; rxe's is 32767 and needs the same): a two-process job says so.
+# rxm sizes its CQs by the universe size (1024 ranks of 128 + 128 entries: 262144), above
+# the device's max_cqe (65536; rxe's is 32767 and needs the same): a two-process job says so.
 run rdm FI_UNIVERSE_SIZE=16
 run dgram
 exit $((IT_FAILS > 0))
