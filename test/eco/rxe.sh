@@ -12,7 +12,8 @@
 #     every iteration done, and our daemon must have sent at least that many packets.
 #   - libfabric (test/eco/fi_check.c, built here and copied into the VM): msg (rdma_cm,
 #     RC), rdm (verbs;ofi_rxm) and dgram (UD) endpoints, ping-pongs of 1 B .. 64 KiB (dgram:
-#     up to the path MTU) checked byte for byte and, msg and rdm, a 1 MiB fi_write checked.
+#     up to the path MTU) checked byte for byte and, msg and rdm, a 1 MiB fi_write checked;
+#     and fabtests' fi_pingpong -e msg, 64 B and 64 KiB, data checked.
 # The rsocket rows against rxe are in rdmacm_rxe (test/rdmacm/rxe_cm.sh).
 #
 # Two things of rxe's, set on the VM's side only (doc/ecosystem.md):
@@ -34,6 +35,7 @@ unset LD_LIBRARY_PATH # qemu and the helpers must not load ours; only our progra
 
 skip() { echo "eco_rxe: $*; skipped"; exit 77; }
 command -v ucx_perftest >/dev/null || skip "ucx_perftest missing (apt-get install ucx-utils)"
+command -v fi_pingpong >/dev/null || skip "fi_pingpong missing (apt-get install libfabric-bin)"
 [ -f /usr/include/rdma/fabric.h ] || skip "no libfabric headers (apt-get install libfabric-dev)"
 it_init eco_rxe
 it_rxe_vm_require
@@ -222,6 +224,17 @@ for mode in msg rdm dgram; do
 		"env FI_UNIVERSE_SIZE=16 @FI@ server @ADDR@ @PORT@ $ITER $mode" \
 		"env FI_UNIVERSE_SIZE=16 @FI@ client @ADDR@ @PORT@ $ITER $mode" "^fi_check: ok" \
 		"$ITER"
+	P=$((P + 2))
+done
+
+# fabtests' fi_pingpong over the verbs provider's msg endpoint, the server given no address
+# (doc/ecosystem.md: the provider binds rdma_cm to 127.0.0.1 first, as on Linux), data
+# checked (-c). No -d: the VM's device is uroce0 here too.
+for size in 64 65536; do
+	pair "fi_pingpong_msg_$size" "$P" tcp \
+		"fi_pingpong -p verbs -e msg -I 100 -S $size -c -B @PORT@" \
+		"fi_pingpong -p verbs -e msg -I 100 -S $size -c -P @PORT@ @ADDR@" \
+		"^[0-9.]+[kmg]? +100 +=100 " 100
 	P=$((P + 2))
 done
 
