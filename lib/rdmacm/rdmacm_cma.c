@@ -4,6 +4,7 @@
  * accept, child ids of CONNECT_REQUEST, synchronous ids created without a channel). */
 #include <arpa/inet.h>
 #include <endian.h>
+#include <ifaddrs.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,34 @@ static bool rc_addr_is_any(const struct sockaddr *addr)
 		       htonl(INADDR_ANY);
 	return IN6_IS_ADDR_UNSPECIFIED(
 		&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr);
+}
+
+/* Whether a kernel interface has this address: what decides, for an address no uroce device
+ * has, between the kernel rdma_cm's two answers to a bind (rdma_translate_ip): ENODEV for a
+ * local address on a netdev with no RDMA device, EADDRNOTAVAIL for an address not local
+ * (Linux 6.1 rxe: rping -s -a on lo's 10.9.9.9, on 203.0.113.5). */
+static bool rc_addr_is_local(const struct sockaddr *addr)
+{
+	struct ifaddrs *ifs, *ifa;
+	bool found = false;
+
+	if (getifaddrs(&ifs))
+		return false;
+	for (ifa = ifs; ifa && !found; ifa = ifa->ifa_next) {
+		const struct sockaddr *a = ifa->ifa_addr;
+
+		if (!a || a->sa_family != addr->sa_family)
+			continue;
+		if (a->sa_family == AF_INET)
+			found = ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+				((const struct sockaddr_in *)(const void *)addr)->sin_addr.s_addr;
+		else
+			found = IN6_ARE_ADDR_EQUAL(
+				&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+				&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr);
+	}
+	freeifaddrs(ifs);
+	return found;
 }
 
 static __be16 rc_addr_port(const struct sockaddr *addr)
@@ -325,8 +354,8 @@ RC_EXPORT int rdma_bind_addr(struct rdma_cm_id *cm_id, struct sockaddr *addr)
 		return 0;
 	}
 	dev = rc_device_by_addr(addr);
-	if (!dev)
-		return rc_fail(ENODEV); /* no uroce device has this address */
+	if (!dev) /* no uroce device has this address */
+		return rc_fail(rc_addr_is_local(addr) ? ENODEV : EADDRNOTAVAIL);
 	if (rc_id_attach(id, dev))
 		return -1;
 	if (rc_bind_on(dev, id->handle, addr, &route)) {

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
@@ -325,6 +326,47 @@ Test(rdmacm, bind_addr_loopback)
 	cr_assert_null(id->verbs);
 	cr_assert_eq(memcmp(rdma_get_local_addr(id), &lo6, sizeof(lo6)), 0);
 	cr_assert_eq(rdma_get_peer_addr(id)->sa_family, AF_INET6);
+	cr_assert_eq(rdma_destroy_id(id), 0);
+}
+
+/* An address no RDMA device has: the kernel's rdma_cm (6.1, rxe) says ENODEV when a kernel
+ * interface has it, EADDRNOTAVAIL when none does (rping -s -a on lo's 10.9.9.9, on
+ * 203.0.113.5). No daemon runs here: every local address other than a loopback or zero one
+ * is of the first kind. */
+Test(rdmacm, bind_addr_without_a_device)
+{
+	struct sockaddr_in far = {.sin_family = AF_INET,
+				  .sin_addr.s_addr = inet_addr("203.0.113.5")};
+	struct sockaddr_in6 far6 = {.sin6_family = AF_INET6};
+	struct ifaddrs *ifs, *ifa;
+	struct rdma_cm_id *id = NULL;
+	int local = 0;
+
+	cr_assert_eq(inet_pton(AF_INET6, "2001:db8::5", &far6.sin6_addr), 1);
+	cr_assert_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	errno = 0;
+	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&far), -1);
+	cr_assert_eq(errno, EADDRNOTAVAIL, "errno %d", errno);
+	errno = 0;
+	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&far6), -1);
+	cr_assert_eq(errno, EADDRNOTAVAIL, "errno %d", errno);
+
+	cr_assert_eq(getifaddrs(&ifs), 0);
+	for (ifa = ifs; ifa; ifa = ifa->ifa_next) {
+		struct sockaddr_in a;
+
+		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET)
+			continue;
+		memcpy(&a, ifa->ifa_addr, sizeof(a));
+		if ((ntohl(a.sin_addr.s_addr) >> 24) == IN_LOOPBACKNET)
+			continue;
+		errno = 0;
+		cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&a), -1, "%s", ifa->ifa_name);
+		cr_assert_eq(errno, ENODEV, "%s: errno %d", ifa->ifa_name, errno);
+		local++;
+	}
+	freeifaddrs(ifs);
+	cr_log_info("%d local address(es) checked", local);
 	cr_assert_eq(rdma_destroy_id(id), 0);
 }
 
