@@ -23,7 +23,10 @@
  * descriptor count before any handler runs; handlers check handles (which belong to the
  * connection that made them, typed) and values. It is fuzzed (test/fuzz).
  *
- * Handles are 32-bit numbers the daemon gives out per connection; 0 is never valid.
+ * Handles are 32-bit numbers the daemon gives out per connection; 0 is never valid. A
+ * handle names one object for that object's life: once it is destroyed, the handle names
+ * nothing, not the next object the daemon makes (an async event or a reply that names the
+ * old handle is about the old object, and the library drops it as the kernel would).
  */
 
 #include <assert.h>

@@ -658,7 +658,7 @@ void rnic_cm_free_client(struct uroce_rnic_client *c)
 			id_free(c->objs[h - 1].p);
 	for (h = 1; h <= c->nobjs; h++)
 		if (c->objs[h - 1].type == RNIC_OBJ_CM_CHANNEL)
-			channel_free(c, h, c->objs[h - 1].p);
+			channel_free(c, c->objs[h - 1].handle, c->objs[h - 1].p);
 }
 
 void rnic_cmd_cm_create_channel(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,

@@ -3,8 +3,9 @@
  * The commands of the control protocol: the verbs objects of each connection, made in
  * the transport and, for queues, in shared memory the application maps.
  *
- * Handles index a per-connection table and are typed, so one connection can name only
- * its own objects, and only as what they are. Every value from a request is checked
+ * Handles index a per-connection table, are typed and carry their slot's generation, so
+ * one connection can name only its own objects, only as what they are, and only while
+ * they live. Every value from a request is checked
  * here or by the transport (which returns the errno rdma-core would) before use.
  */
 #include <errno.h>
@@ -27,6 +28,8 @@ uint32_t rnic_obj_add(struct uroce_rnic_client *c, enum rnic_obj_type type, void
 		if (c->objs[i].type == RNIC_OBJ_FREE)
 			break;
 	if (i == c->nobjs) {
+		if (c->nobjs == RNIC_HANDLE_SLOT_MASK)
+			return 0; /* a million objects: the limits stop a client long before */
 		if (c->nobjs == c->cap_objs) {
 			uint32_t cap = c->cap_objs ? c->cap_objs * 2 : 32;
 			struct rnic_obj *o = realloc(c->objs, cap * sizeof(*o));
@@ -36,26 +39,46 @@ uint32_t rnic_obj_add(struct uroce_rnic_client *c, enum rnic_obj_type type, void
 			c->objs = o;
 			c->cap_objs = cap;
 		}
-		c->nobjs++;
+		c->objs[c->nobjs++].handle = 0; /* a new slot: generation 0 */
 	}
 	c->objs[i].type = type;
 	c->objs[i].p = p;
+	/* The next generation of the slot (mod 4096: a stale handle meets its slot's object
+	 * again only after 4095 more have come and gone there). */
+	c->objs[i].handle = ((c->objs[i].handle >> RNIC_HANDLE_SLOT_BITS) + 1)
+				    << RNIC_HANDLE_SLOT_BITS |
+			    (i + 1);
 	c->counts[type]++;
-	return i + 1;
+	return c->objs[i].handle;
+}
+
+/* The live slot @p handle names, or NULL (out of the table, freed, or an older object's). */
+static struct rnic_obj *obj_slot(struct uroce_rnic_client *c, uint32_t handle)
+{
+	uint32_t slot = handle & RNIC_HANDLE_SLOT_MASK;
+
+	if (slot == 0 || slot > c->nobjs || c->objs[slot - 1].handle != handle ||
+	    c->objs[slot - 1].type == RNIC_OBJ_FREE)
+		return NULL;
+	return &c->objs[slot - 1];
 }
 
 void *rnic_obj_get(struct uroce_rnic_client *c, uint32_t handle, enum rnic_obj_type type)
 {
-	if (handle == 0 || handle > c->nobjs || c->objs[handle - 1].type != type)
-		return NULL;
-	return c->objs[handle - 1].p;
+	struct rnic_obj *o = obj_slot(c, handle);
+
+	return o && o->type == type ? o->p : NULL;
 }
 
 void rnic_obj_del(struct uroce_rnic_client *c, uint32_t handle)
 {
-	c->counts[c->objs[handle - 1].type]--;
-	c->objs[handle - 1].type = RNIC_OBJ_FREE;
-	c->objs[handle - 1].p = NULL;
+	struct rnic_obj *o = obj_slot(c, handle);
+
+	if (!o)
+		return;
+	c->counts[o->type]--;
+	o->type = RNIC_OBJ_FREE;
+	o->p = NULL; /* o->handle stays: the next object in the slot takes the next one */
 }
 
 static int list_del(void **list, uint32_t *n, uint32_t idx)
@@ -527,15 +550,15 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 				continue;
 			switch (o->type) {
 			case RNIC_OBJ_FLOW:
-				destroy_flow(c, h, o->p);
+				destroy_flow(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_AH:
 				uroce_tp_destroy_ah(o->p);
-				rnic_obj_del(c, h);
+				rnic_obj_del(c, o->handle);
 				break;
 			case RNIC_OBJ_MW:
 				uroce_tp_dealloc_mw(o->p);
-				rnic_obj_del(c, h);
+				rnic_obj_del(c, o->handle);
 				break;
 			case RNIC_OBJ_QP: {
 				struct rnic_qp *q = o->p;
@@ -543,29 +566,29 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 				if (uroce_tp_qp_state(q->tp) != IBV_QPS_RESET && q->handles == 1)
 					uroce_tp_modify_qp(q->tp, &err, IBV_QP_STATE, NULL,
 							   rnic_now(nic));
-				destroy_qp(c, h, q);
+				destroy_qp(c, o->handle, q);
 				break;
 			}
 			case RNIC_OBJ_SRQ:
-				destroy_srq(c, h, o->p);
+				destroy_srq(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_XRCD:
-				rnic_xrcd_close(c, h, o->p);
+				rnic_xrcd_close(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_CQ:
-				destroy_cq(c, h, o->p);
+				destroy_cq(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_MR:
-				rnic_mr_release(c, h, o->p);
+				rnic_mr_release(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_REGION:
-				destroy_region(c, h, o->p);
+				destroy_region(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_CHANNEL:
-				destroy_channel(c, h, o->p);
+				destroy_channel(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_PD:
-				rnic_pd_release(c, h, o->p);
+				rnic_pd_release(c, o->handle, o->p);
 				break;
 			default:
 				break;

@@ -22,7 +22,7 @@ static uint32_t res_handle_of(const struct uroce_rnic_client *c, enum rnic_obj_t
 {
 	for (uint32_t h = 1; p && h <= c->nobjs; h++)
 		if (c->objs[h - 1].type == type && c->objs[h - 1].p == p)
-			return h;
+			return c->objs[h - 1].handle;
 	return 0;
 }
 
@@ -129,7 +129,8 @@ void rnic_cmd_res_list(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 				rep->next = seen - 1;
 				goto out;
 			}
-			res_fill(o, req->type, hd, o->objs[hd - 1].p, &rep->row[rep->count++]);
+			res_fill(o, req->type, o->objs[hd - 1].handle, o->objs[hd - 1].p,
+				 &rep->row[rep->count++]);
 		}
 	}
 out:

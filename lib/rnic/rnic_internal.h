@@ -219,8 +219,16 @@ struct rnic_queue_ref {
 };
 #define RNIC_NOT_RETIRING UINT32_MAX
 
+/* A handle is a slot of the connection's table (its low RNIC_HANDLE_SLOT_BITS, from 1) and
+ * that slot's generation, one more at each object the slot holds: a handle of an object
+ * destroyed since never names the next one in its slot (an async event queued for a
+ * destroyed QP is dropped by the library, not taken for the QP created after it). */
+#define RNIC_HANDLE_SLOT_BITS 20
+#define RNIC_HANDLE_SLOT_MASK ((1u << RNIC_HANDLE_SLOT_BITS) - 1)
+
 struct rnic_obj {
 	enum rnic_obj_type type;
+	uint32_t handle; /* the slot's last handle: its object's while type is not FREE */
 	void *p; /* struct rnic_pd / rnic_region / rnic_mr / rnic_channel / rnic_cq / rnic_srq /
 		  * rnic_qp / struct uroce_tp_ah */
 };
@@ -246,7 +254,7 @@ struct uroce_rnic_client {
 	 * packet QPs, flows, controlled Q_Keys */
 	bool net_raw;
 	char name[UROCE_CTRL_NAME_MAX];
-	struct rnic_obj *objs; /* handle h is objs[h - 1] */
+	struct rnic_obj *objs; /* handle h is objs[(h & RNIC_HANDLE_SLOT_MASK) - 1] */
 	uint32_t nobjs, cap_objs;
 	uint32_t counts[RNIC_OBJ_TYPES];
 	struct uroce_shm_region region; /* async ring, wake-up announcement, CQ waiters */

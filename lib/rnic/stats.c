@@ -136,7 +136,8 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 
 				if (cl->objs[h - 1].type != RNIC_OBJ_CQ)
 					continue;
-				snprintf(p, sizeof(p), "cq.%d.%u.", (int)cl->pid, h);
+				snprintf(p, sizeof(p), "cq.%d.%u.", (int)cl->pid,
+					 cl->objs[h - 1].handle);
 				put(&o, p, "unpolled",
 				    q->ring.mine - atomic_load_explicit(&q->ring.sh->cons,
 									memory_order_relaxed));

@@ -197,7 +197,7 @@ void rnic_xrc_qp_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *
 				continue;
 			rnic_doorbell_slot_put(c, q, NULL);
 			q->client = o;
-			q->handle = k;
+			q->handle = o->objs[k - 1].handle;
 			if (rnic_doorbell_slot_get(o, q, NULL) != 0)
 				q->doorbell_slot = UINT32_MAX; /* none: it is never rung */
 			return;

@@ -554,8 +554,10 @@ static uint32_t ud_qp_of(struct host *h, struct uroce_rnic_client **c, uid_t uid
 }
 
 /* Registers an MR over @p len bytes of a new sealed memfd (as lib/client shares memory),
- * in a new PD of @p c. @return REG_MR's status; the MR's rkey in *@p rkey. */
-static int reg_mr_of(struct host *h, struct uroce_rnic_client *c, uint64_t len, uint32_t *rkey)
+ * in a new PD of @p c. @return REG_MR's status; the MR's rkey in *@p rkey, the PD's handle
+ * in *@p pd. */
+static int reg_mr_pd_of(struct host *h, struct uroce_rnic_client *c, uint64_t len,
+			uint32_t *rkey, uint32_t *pd)
 {
 	uint8_t buf[sizeof(struct uroce_ctrl_reg_mr_req) + sizeof(struct uroce_ctrl_mr_seg)] = {0};
 	struct uroce_ctrl_reg_mr_req *reg = (void *)buf;
@@ -564,7 +566,7 @@ static int reg_mr_of(struct host *h, struct uroce_rnic_client *c, uint64_t len, 
 	int fd, rc;
 
 	cr_assert_eq(request(h, c, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
-	reg->pd = handle_of(h);
+	reg->pd = *pd = handle_of(h);
 	fd = memfd_create("mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(ftruncate(fd, (off_t)len), 0);
@@ -581,6 +583,14 @@ static int reg_mr_of(struct host *h, struct uroce_rnic_client *c, uint64_t len, 
 		*rkey = rep.rkey;
 	}
 	return rc;
+}
+
+/* reg_mr_pd_of, when the PD's handle is not wanted. */
+static int reg_mr_of(struct host *h, struct uroce_rnic_client *c, uint64_t len, uint32_t *rkey)
+{
+	uint32_t pd;
+
+	return reg_mr_pd_of(h, c, len, rkey, &pd);
 }
 
 /* The MR handle a REG_MR (reg_mr_of) answered. */
@@ -1370,7 +1380,7 @@ Test(rnic, import_shares_pd_and_mr_between_clients)
 	struct uroce_rnic_client *a, *b, *c;
 	struct uroce_ctrl_handle req = {0};
 	struct uroce_ctrl_import_mr_rep imr;
-	uint32_t rkey, a_mr, b_pd, b_mr, c_mr;
+	uint32_t rkey, a_pd, a_mr, b_pd, b_mr, c_mr;
 	int a_token, b_token, other;
 
 	host_init(&h, 0x33, 33);
@@ -1379,10 +1389,10 @@ Test(rnic, import_shares_pd_and_mr_between_clients)
 	b = hello(&h);
 	b_token = dup(h.fds[0]);
 	c = hello(&h);
-	cr_assert_eq(reg_mr_of(&h, a, 8192, &rkey), 0);
+	cr_assert_eq(reg_mr_pd_of(&h, a, 8192, &rkey, &a_pd), 0);
 	a_mr = mr_of(&h);
 
-	req.handle = 1; /* a's PD (reg_mr_of's first object) */
+	req.handle = a_pd;
 	cr_assert_eq(request(&h, b, UROCE_CTRL_IMPORT_PD, &req, sizeof(req)), -EINVAL,
 		     "no IMPORT_CONTEXT yet");
 	other = memfd_create("not a context", MFD_CLOEXEC);
@@ -1392,7 +1402,7 @@ Test(rnic, import_shares_pd_and_mr_between_clients)
 	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, dup(a_token)), 0);
 	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, dup(a_token)),
 		     -EINVAL, "one import per connection");
-	imr = import_pd_and_mr(&h, b, 1, a_mr, &b_pd);
+	imr = import_pd_and_mr(&h, b, a_pd, a_mr, &b_pd);
 	b_mr = imr.mr;
 	cr_assert_eq(imr.rkey, rkey);
 	cr_assert_eq(imr.length, 8192u);
@@ -1400,7 +1410,7 @@ Test(rnic, import_shares_pd_and_mr_between_clients)
 	cr_assert_eq(imr.access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	req.handle = 999;
 	cr_assert_eq(request(&h, b, UROCE_CTRL_IMPORT_PD, &req, sizeof(req)), -EINVAL);
-	req.handle = 1;
+	req.handle = a_pd;
 	cr_assert_eq(request(&h, b, UROCE_CTRL_IMPORT_MR, &req, sizeof(req)), -EINVAL,
 		     "a PD's handle is no MR");
 	cr_assert_eq(request(&h, c, UROCE_CTRL_IMPORT_MR, &req, sizeof(req)), -EINVAL,
@@ -1428,14 +1438,14 @@ Test(rnic, import_shares_pd_and_mr_between_clients)
 	uroce_rnic_client_free(b);
 	b = hello(&h);
 	cr_assert_eq(request_fd(&h, b, UROCE_CTRL_IMPORT_CONTEXT, NULL, 0, dup(a_token)), 0);
-	b_mr = import_pd_and_mr(&h, b, 1, a_mr, &b_pd).mr;
+	b_mr = import_pd_and_mr(&h, b, a_pd, a_mr, &b_pd).mr;
 	req.handle = b_mr;
 	cr_assert_eq(request(&h, b, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), 0);
 	req.handle = a_mr;
 	cr_assert_eq(request(&h, a, UROCE_CTRL_DEREG_MR, &req, sizeof(req)), -EINVAL,
 		     "deregistered through b's handle");
 	cr_assert_eq(request(&h, a, UROCE_CTRL_UNIMPORT_MR, &req, sizeof(req)), 0);
-	req.handle = 1;
+	req.handle = a_pd;
 	cr_assert_eq(request(&h, a, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), 0);
 	req.handle = b_pd;
 	cr_assert_eq(request(&h, b, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), -EINVAL,
@@ -1447,7 +1457,7 @@ Test(rnic, import_shares_pd_and_mr_between_clients)
 	/* The last handle of a PD still in use goes: the PD waits, and goes with its MR. */
 	cr_assert_eq(reg_mr_of(&h, c, 4096, &rkey), 0);
 	c_mr = mr_of(&h);
-	req.handle = 1;
+	req.handle = a_pd;
 	cr_assert_eq(request(&h, c, UROCE_CTRL_UNIMPORT_PD, &req, sizeof(req)), 0);
 	cr_assert_eq(stat_of(&h, c, "orphans"), 1u, "kept while the MR is on it");
 	req.handle = c_mr;

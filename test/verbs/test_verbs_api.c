@@ -1536,6 +1536,89 @@ Test(verbs, async_event_of_a_destroyed_qp_is_dropped)
 	cr_assert_eq(ibv_destroy_srq(srq), 0);
 }
 
+/* No event pending, through a non-blocking ibv_get_async_event: the one an object destroyed
+ * since had queued must not come naming another. */
+static void expect_no_async_now(const char *what)
+{
+	struct ibv_async_event ev;
+	int fl = fcntl(ctx->async_fd, F_GETFL), rc;
+
+	cr_assert_eq(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	rc = ibv_get_async_event(ctx, &ev);
+	cr_assert_eq(rc, -1, "%s: %s came, naming %p", what,
+		     rc == 0 ? ibv_event_type_str(ev.event_type) : "", (void *)ev.element.qp);
+	cr_assert_eq(errno, EAGAIN);
+	cr_assert_eq(fcntl(ctx->async_fd, F_SETFL, fl), 0);
+}
+
+/* Ceph's abort: a QP on an SRQ goes to ERR, its LAST_WQE_REACHED is queued, the QP is
+ * destroyed before the event is read, and the next QPs take the freed handles. The old
+ * event must not come naming a new QP (which never left INIT: Ceph faulted its connection
+ * and its RTR failed). Linux drops a destroyed QP's events. */
+Test(verbs, async_event_of_a_destroyed_qp_names_no_new_qp)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct qp_opt o = {.max_send_wr = 16, .max_send_sge = 1};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+	struct ibv_srq *srq;
+	struct pair p;
+
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq);
+	o.srq = srq;
+	pair_make(&p, IBV_QPT_RC, &o, 7);
+	cr_assert_eq(ibv_modify_qp(p.qp[1], &a, IBV_QP_STATE), 0);
+	cr_assert_eq(poll(&pfd, 1, WAIT_MS), 1, "no LAST_WQE_REACHED pending");
+	pair_free(&p);
+	pair_make(&p, IBV_QPT_RC, &o, 7);
+	expect_no_async_now("after the QP's destruction and two new QPs");
+	pair_free(&p);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+}
+
+/* The same for an SRQ: its SRQ_LIMIT_REACHED queued, the SRQ destroyed unread, a new SRQ
+ * in its handle. */
+Test(verbs, async_event_of_a_destroyed_srq_names_no_new_srq)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_srq_attr q = {.srq_limit = 2};
+	struct qp_opt o = {.max_send_wr = 16, .max_send_sge = 1};
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+	struct ibv_send_wr wr;
+	struct ibv_srq *srq;
+	struct ibv_sge sg, ss;
+	struct mbuf s, r;
+	struct pair p;
+	int i;
+
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq);
+	cr_assert_eq(ibv_modify_srq(srq, &q, IBV_SRQ_LIMIT), 0);
+	o.srq = srq;
+	pair_make(&p, IBV_QPT_RC, &o, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+	for (i = 0; i < 2; i++) {
+		sg = sge_of(&r, (size_t)i * 64, 64);
+		post_srq_recv_ok(srq, &sg, 100 + (uint64_t)i);
+	}
+	ss = sge_of(&s, 0, 32);
+	wr = (struct ibv_send_wr){.sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED};
+	post_send_ok(p.qp[0], &wr);
+	expect_ok(p.cq[0], 0, IBV_WC_SEND, NULL);
+	expect_ok(p.cq[1], 100, IBV_WC_RECV, NULL);
+	cr_assert_eq(poll(&pfd, 1, WAIT_MS), 1, "no SRQ_LIMIT_REACHED pending");
+	pair_free(&p);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	srq = ibv_create_srq(pd, &sa);
+	cr_assert_not_null(srq);
+	expect_no_async_now("after the SRQ's destruction and a new SRQ");
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+}
+
 /* ---------------------------------------------------------------- error completions */
 
 /* An lkey that names no MR: the requester completes with IBV_WC_LOC_PROT_ERR and its
