@@ -1315,6 +1315,44 @@ Test(rnic, a_racing_writer_of_the_ring_cannot_make_the_daemon_overrun, .timeout 
 	host_fini(&h);
 }
 
+/* A handle names one object for its life (rnic_obj_add): the PD made after another was
+ * deallocated takes its slot under another handle, and the old handle names nothing, not
+ * the new PD. Each type goes through the same table; a CQ shows the queue kinds. */
+Test(rnic, a_destroyed_objects_handle_never_names_the_next)
+{
+	struct uroce_ctrl_create_cq_req cq = {.cqe = 16};
+	struct uroce_ctrl_handle req;
+	struct uroce_rnic_client *c;
+	uint32_t old, next;
+	struct host h;
+
+	host_init(&h, 0x45, 45);
+	c = hello(&h);
+	cr_assert_eq(request(&h, c, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	old = handle_of(&h);
+	req.handle = old;
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), 0);
+	cr_assert_eq(request(&h, c, UROCE_CTRL_ALLOC_PD, NULL, 0), 0);
+	next = handle_of(&h);
+	cr_assert_neq(next, old, "the new PD has the old one's handle");
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), -EINVAL,
+		     "the old handle deallocated the new PD");
+	req.handle = next;
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DEALLOC_PD, &req, sizeof(req)), 0);
+
+	cr_assert_eq(request(&h, c, UROCE_CTRL_CREATE_CQ, &cq, sizeof(cq)), 0);
+	old = handle_of(&h);
+	req.handle = old;
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DESTROY_CQ, &req, sizeof(req)), 0);
+	cr_assert_eq(request(&h, c, UROCE_CTRL_CREATE_CQ, &cq, sizeof(cq)), 0);
+	next = handle_of(&h);
+	cr_assert_neq(next, old);
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DESTROY_CQ, &req, sizeof(req)), -EINVAL);
+	req.handle = next;
+	cr_assert_eq(request(&h, c, UROCE_CTRL_DESTROY_CQ, &req, sizeof(req)), 0);
+	host_fini(&h);
+}
+
 /* REGION_FD gives a client its own region's memfd back (a second context of the process
  * maps it to its daemon): the same file, and nothing for a handle that is not its
  * region, another client's included. */
