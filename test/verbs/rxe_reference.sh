@@ -28,7 +28,7 @@ modify_qp_wrong_mask_is_einval full_send_queue_is_enomem query_qp_after_connect
 rc_inline_send rc_multi_sge_and_chained_wrs rc_send_recv_with_imm_sizes rc_write_read_atomics
 rnr_retry_exceeded uc_send_and_write ud_send_with_grh memory_window_type1
 memory_window_type2 memory_window_qp_ex import_device_pd_and_mr
-async_event_of_a_destroyed_srq_names_no_new_srq}"
+async_event_of_a_destroyed_srq_names_no_new_srq zero_sge_send_before_rts_einval_then_flushed_in_err}"
 
 it_init rxe_reference
 if [ ! -x "$TEST_VERBS_API" ]; then

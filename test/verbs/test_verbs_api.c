@@ -1797,6 +1797,36 @@ Test(verbs, post_send_in_reset_init_rtr_is_einval)
 	mb_free(&s);
 }
 
+/* Ceph's FIN: a signaled SEND with no SGE on a QP that never reached RTS. Linux (6.1 rxe,
+ * in test/vm's guest) refuses it in RESET and INIT with EINVAL, and in ERR (from INIT)
+ * takes it and flushes it: one IBV_WC_WR_FLUSH_ERR completion with its wr_id. Two QPs: rxe
+ * keeps a refused WQE and would flush it too (post_send_in_reset_init_rtr_is_einval). */
+Test(verbs, zero_sge_send_before_rts_einval_then_flushed_in_err)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	struct ibv_send_wr wr = {.wr_id = 9, .num_sge = 0, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad = NULL;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *qp;
+
+	cr_assert_not_null(cq);
+	qp = qp_make(IBV_QPT_RC, cq, cq, NULL, NULL);
+	expect_post_send_einval(qp, &wr, "with no SGE in RESET");
+	qp_to_init(qp);
+	expect_post_send_einval(qp, &wr, "with no SGE in INIT");
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+
+	qp = qp_make(IBV_QPT_RC, cq, cq, NULL, NULL);
+	qp_to_init(qp);
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	cr_assert_eq(ibv_post_send(qp, &wr, &bad), 0, "post in ERR: %s", strerror(errno));
+	expect(cq, 9, IBV_WC_WR_FLUSH_ERR, NULL);
+	expect_none(cq, 50);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_destroy_cq(cq), 0);
+}
+
 /* More SGEs than the QP's cap: EINVAL with bad_wr naming it; the WRs before it in the
  * chain are posted. Same for receives. Misaligned atomics: EINVAL (rdma-core's rxe). */
 Test(verbs, too_many_sges_and_bad_atomic_are_einval)
