@@ -317,31 +317,34 @@ int uroce_client_get_cq_event(struct uroce_client_channel *ch, struct uroce_clie
 
 	if (ctx->forked)
 		return EIO; /* the parent's channel (fork.c) */
-	/* A thread blocked here wakes when the daemon dies, as the kernel wakes a
-	 * disassociated device's readers with EIO. */
-	rc = cl_event_take(ch->pipe, ch->ibv.fd);
-	if (rc)
-		return rc < 0 ? EIO : rc;
-	/* Which CQ: the one whose shared event count is ahead of what we took. The daemon
-	 * increments the count before it writes the pipe, so one is always found. */
-	pthread_mutex_lock(&ctx->lock);
-	for (i = 0; i < ctx->nobjs; i++) {
-		struct uroce_client_cq *cq = ctx->objs[i].obj;
+	for (;;) {
+		/* A thread blocked here wakes when the daemon dies, as the kernel wakes a
+		 * disassociated device's readers with EIO. */
+		rc = cl_event_take(ch->pipe, ch->ibv.fd);
+		if (rc)
+			return rc < 0 ? EIO : rc;
+		/* Which CQ: the one whose shared event count is ahead of what we took. The
+		 * daemon increments the count before it writes the pipe, so one is found
+		 * unless the CQ was destroyed since: its event goes with it, as the kernel
+		 * drops a destroyed CQ's events from its channel, and the next is waited for. */
+		pthread_mutex_lock(&ctx->lock);
+		for (i = 0; i < ctx->nobjs; i++) {
+			struct uroce_client_cq *cq = ctx->objs[i].obj;
 
-		if (ctx->objs[i].type != UROCE_CTRL_REGION_CQ || cq->channel != ch)
-			continue;
-		/* acquire: pairs with the daemon's release increment (not strictly needed:
-		 * the pipe read already orders), kept for clarity of the protocol. */
-		if (atomic_load_explicit(&cq->ctl->events, memory_order_acquire) !=
-		    cq->events_seen) {
-			cq->events_seen++;
-			*out = cq;
-			pthread_mutex_unlock(&ctx->lock);
-			return 0;
+			if (ctx->objs[i].type != UROCE_CTRL_REGION_CQ || cq->channel != ch)
+				continue;
+			/* acquire: pairs with the daemon's release increment (not strictly
+			 * needed: the pipe read already orders), kept for clarity. */
+			if (atomic_load_explicit(&cq->ctl->events, memory_order_acquire) !=
+			    cq->events_seen) {
+				cq->events_seen++;
+				*out = cq;
+				pthread_mutex_unlock(&ctx->lock);
+				return 0;
+			}
 		}
+		pthread_mutex_unlock(&ctx->lock);
 	}
-	pthread_mutex_unlock(&ctx->lock);
-	return EIO;
 }
 
 void uroce_client_ack_cq_events(struct uroce_client_cq *cq, unsigned int n)

@@ -3235,6 +3235,59 @@ Test(verbs, resize_cq)
 
 /* ---------------------------------------------------------------- events */
 
+/* A completion event pending on a channel when its CQ is destroyed: the CQ made next on
+ * the channel, in the freed handle, must not receive it (issue 45: what misdirected async
+ * events could misdirect channel events too). */
+Test(verbs, completion_event_of_a_destroyed_cq_names_no_new_cq)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *scq, *rcq, *ev_cq = NULL;
+	struct pollfd pfd = {.events = POLLIN};
+	struct ibv_qp *qa, *qb;
+	struct ibv_send_wr wr;
+	struct ibv_sge ss, rs;
+	struct mbuf s, r;
+	void *ev_ctx = NULL;
+	int fl, rc;
+
+	cr_assert_not_null(ch);
+	pfd.fd = ch->fd;
+	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 64, NULL, ch, 0);
+	cr_assert_not_null(scq);
+	cr_assert_not_null(rcq);
+	qa = qp_make(IBV_QPT_RC, scq, scq, NULL, NULL);
+	qb = qp_make(IBV_QPT_RC, scq, rcq, NULL, NULL);
+	connect2(qa, qb, 7, 7);
+	mb_make(&s, 4096);
+	mb_make(&r, 4096);
+	cr_assert_eq(ibv_req_notify_cq(rcq, 0), 0);
+	rs = sge_of(&r, 0, 64);
+	post_recv_ok(qb, &rs, 1, 10);
+	ss = sge_of(&s, 0, 32);
+	wr = (struct ibv_send_wr){.wr_id = 1, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED};
+	post_send_ok(qa, &wr);
+	cr_assert_eq(poll(&pfd, 1, WAIT_MS), 1, "no event on the channel");
+	cr_assert_eq(ibv_destroy_qp(qa), 0);
+	cr_assert_eq(ibv_destroy_qp(qb), 0);
+	cr_assert_eq(ibv_destroy_cq(rcq), 0, "the event was never handed out: nothing to wait");
+	rcq = ibv_create_cq(ctx, 64, NULL, ch, 0);
+	cr_assert_not_null(rcq);
+	fl = fcntl(ch->fd, F_GETFL);
+	cr_assert_eq(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	rc = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+	cr_assert_eq(rc, -1, "a destroyed CQ's event came naming %s",
+		     ev_cq == rcq ? "the new CQ" : "a CQ");
+	cr_assert_eq(errno, EAGAIN, "errno %d (%s)", errno, strerror(errno));
+	cr_assert_eq(ibv_destroy_cq(rcq), 0);
+	cr_assert_eq(ibv_destroy_cq(scq), 0);
+	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
+	mb_free(&s);
+	mb_free(&r);
+}
+
 Test(verbs, completion_channel)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
