@@ -106,7 +106,8 @@ it_init() {
 		fi
 	done
 	it_reap_stale
-	[ -d "${UROCE_VM_WORK:-/tmp/uroce-vm}/run" ] && "$IT_ROOT/test/vm/uvm" reap
+	# Only where a guest's folder is left: uvm is a Python start of a second or two.
+	[ -n "$(ls -A "${UROCE_VM_WORK:-/tmp/uroce-vm}/run" 2>/dev/null)" ] && "$IT_ROOT/test/vm/uvm" reap
 	IT_ID=$$
 	IT_DIR=$(mktemp -d "/tmp/uroce-it-$IT_NAME.XXXXXX")
 	trap it_cleanup EXIT
