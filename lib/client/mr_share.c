@@ -167,6 +167,10 @@ static int run_insert(const struct cl_run *r)
 	return 0;
 }
 
+/* What one process_vm_readv of share_new_at copies at most: under the kernel's
+ * MAX_RW_COUNT, which caps one read at 2 GiB - 4 KiB. */
+#define SHARE_COPY_STEP ((size_t)1 << 30)
+
 /* Shares [s, e) (page aligned, not shared now): new memfd, copy, map over; the context's
  * handle for it in @p out. */
 static int share_new_at(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
@@ -177,6 +181,7 @@ static int share_new_at(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
 	struct uroce_ctrl_handle rep;
 	struct iovec local, remote;
 	struct stat st;
+	ssize_t got;
 	void *tmp;
 	int fd, rc;
 
@@ -194,13 +199,20 @@ static int share_new_at(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
 		goto out_fd;
 	}
 	/* process_vm_readv on ourselves copies like memcpy but reports unmapped source
-	 * pages as EFAULT instead of crashing, as the kernel's ibv_reg_mr would. */
-	local = (struct iovec){.iov_base = tmp, .iov_len = len};
-	remote = (struct iovec){.iov_base = (void *)s, .iov_len = len};
-	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)len) {
-		rc = -EFAULT;
-		munmap(tmp, len);
-		goto out_fd;
+	 * pages as EFAULT instead of crashing, as the kernel's ibv_reg_mr would. It moves
+	 * at most MAX_RW_COUNT (2 GiB - 4 KiB) a call, so a larger share goes in steps: a
+	 * short count then goes on where it stopped, and an unmapped page fails there. */
+	for (size_t off = 0; off < len; off += (size_t)got) {
+		size_t n = len - off < SHARE_COPY_STEP ? len - off : SHARE_COPY_STEP;
+
+		local = (struct iovec){.iov_base = (char *)tmp + off, .iov_len = n};
+		remote = (struct iovec){.iov_base = (void *)(s + off), .iov_len = n};
+		got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (got <= 0) {
+			rc = -EFAULT;
+			munmap(tmp, len);
+			goto out_fd;
+		}
 	}
 	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
 	    MAP_FAILED) {

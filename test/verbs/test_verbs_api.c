@@ -3042,6 +3042,31 @@ Test(verbs, resolve_eth_l2_from_gid)
 	cr_assert_eq(ibv_resolve_eth_l2_from_gid(ctx, &attr, mac, &vid), -EINVAL);
 }
 
+/* A registration over 2 GiB (Ceph's of 2148139024 bytes failed, issue 45): one
+ * process_vm_readv moves at most 2 GiB - 4 KiB, and lib/client's share of the memory
+ * copied it in one call. The data on both sides of the 2 GiB mark survive the share. Linux
+ * (rxe, as root) registers the same. About 2 GiB of shared memory while it runs. */
+Test(verbs, reg_mr_over_2_gib)
+{
+	size_t len = ((size_t)2 << 30) + 8192;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	cr_assert_neq(buf, MAP_FAILED);
+	buf[0] = 'a';
+	buf[((size_t)2 << 30) - 1] = 'b';
+	buf[(size_t)2 << 30] = 'c';
+	buf[len - 1] = 'd';
+	mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	cr_assert_not_null(mr, "ibv_reg_mr of %zu bytes: %s", len, strerror(errno));
+	cr_assert_eq(mr->length, len);
+	cr_assert(buf[0] == 'a' && buf[((size_t)2 << 30) - 1] == 'b' &&
+			  buf[(size_t)2 << 30] == 'c' && buf[len - 1] == 'd',
+		  "the data did not survive the registration");
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	cr_assert_eq(munmap(buf, len), 0);
+}
+
 /* ibv_reg_mr_iova: the MR's addresses as the peer names them start at the iova. */
 Test(verbs, reg_mr_iova)
 {
