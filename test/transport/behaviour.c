@@ -423,6 +423,11 @@ bool drop_first_atomic_ack(const struct frame_rec *r, void *arg)
 
 void inject_aeth_to0(struct env *e, uint8_t syndrome, uint32_t psn)
 {
+	inject_aeth_to0_qpn(e, uroce_tp_qp_num(e->qp[0]), syndrome, psn);
+}
+
+void inject_aeth_to0_qpn(struct env *e, uint32_t qpn, uint8_t syndrome, uint32_t psn)
+{
 	struct uroce_wire_hdr h;
 	uint8_t buf[256];
 	uint32_t n;
@@ -433,7 +438,7 @@ void inject_aeth_to0(struct env *e, uint8_t syndrome, uint32_t psn)
 	h.ip_src[12] = 10, h.ip_src[15] = 2;
 	h.ip_dst[12] = 10, h.ip_dst[15] = 1;
 	h.udp_sport = UROCE_UDP_SPORT_MIN;
-	h.bth.dqpn = uroce_tp_qp_num(e->qp[0]);
+	h.bth.dqpn = qpn;
 	h.bth.psn = psn & UROCE_PSN_MASK;
 	h.aeth.syndrome = syndrome;
 	h.aeth.msn = 1;

@@ -167,5 +167,7 @@ bool drop_first_atomic_ack(const struct frame_rec *r, void *arg);
 /* An ACKNOWLEDGE with AETH @p syndrome for @p psn from host 1 to qp[0], handed to host 0
  * directly (not through the simulated wire). */
 void inject_aeth_to0(struct env *e, uint8_t syndrome, uint32_t psn);
+/* The same to host 0's QP number @p qpn (one that may be gone). */
+void inject_aeth_to0_qpn(struct env *e, uint32_t qpn, uint8_t syndrome, uint32_t psn);
 
 #endif

@@ -356,6 +356,65 @@ Test(modify, error_flushes_both_queues)
 	env_fini(&e);
 }
 
+static bool drop_acks_of_1(const struct frame_rec *r, void *arg)
+{
+	(void)arg;
+	return r->from == 1 && r->opcode == OPC(RC, ACKNOWLEDGE);
+}
+
+/* How Ceph's RDMA messenger closes a connection: its last SEND (the FIN) goes out, then
+ * the QP goes to ERR at once, then it is destroyed. The peer's ACK of that SEND arrives
+ * after the move to ERR (counted rcvd_in_wrong_state) or after the destroy (counted
+ * rcvd_unknown_qp), as the two daemons counted under Ceph (issue 45, item 5). Either is
+ * dropped: no second completion of the flushed SEND, no frame in answer, no state
+ * change, and the QP's number is never given to a new QP that could take the ACK. */
+Test(modify, ack_after_error_or_destroy_is_counted_and_dropped)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+	struct ibv_qp_attr a;
+	uint32_t qpn;
+	int n;
+
+	env_init(&e);
+	env_pair(&e, IBV_QPT_RC, &o);
+	g_tx.drop = drop_acks_of_1;
+	post_recv(&e, 1, 30, 0, 64);
+	w = wr(10, IBV_WR_SEND, va(&e, 0, 0), 16, e.key[0], true);
+	post(&e, 0, &w);
+	cr_assert(run_until(&e, 0, 1, 10 * MS), "the SEND arrives");
+	expect_wc(&e.rc[1].wc[0], 30, IBV_WC_SUCCESS);
+	cr_assert_eq(e.sc[0].n, 0, "its ACK was dropped on the way");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR;
+	cr_assert_eq(uroce_tp_modify_qp(e.qp[0], &a, IBV_QP_STATE, NULL, e.s.now), 0);
+	collect(&e);
+	cr_assert_eq(e.sc[0].n, 1);
+	expect_wc(&e.sc[0].wc[0], 10, IBV_WC_WR_FLUSH_ERR);
+
+	n = nframes(0, ANY, ANY);
+	inject_aeth_to0(&e, UROCE_AETH_ACK, o.psn_a);
+	cr_assert_eq(cnt(&e, 0)->rcvd_in_wrong_state, 1);
+	collect(&e);
+	cr_assert_eq(e.sc[0].n, 1, "the flushed SEND does not complete again");
+	cr_assert_eq(qstate(&e, 0), IBV_QPS_ERR);
+
+	qpn = uroce_tp_qp_num(e.qp[0]);
+	cr_assert_eq(uroce_tp_destroy_qp(e.qp[0]), 0);
+	e.qp[0] = mkqp(&e, 0, IBV_QPT_RC, NULL, false, 8);
+	cr_assert_neq(uroce_tp_qp_num(e.qp[0]), qpn, "a new QP never takes a gone one's number");
+	inject_aeth_to0_qpn(&e, qpn, UROCE_AETH_ACK, o.psn_a);
+	cr_assert_eq(cnt(&e, 0)->rcvd_unknown_qp, 1);
+	cr_assert_eq(cnt(&e, 0)->rcvd_in_wrong_state, 1);
+	run_for(&e, 100 * MS);
+	collect(&e);
+	cr_assert_eq(e.sc[0].n, 1);
+	cr_assert_eq(nframes(0, ANY, ANY), n, "host 0 answers neither ACK");
+	cr_assert_eq(uroce_tp_qp_state(e.qp[0]), IBV_QPS_RESET);
+	env_fini(&e);
+}
+
 /* IBA 10.3.1 (SQD): messages in progress finish, no new one starts; the SQ Drained
  * affiliated event (IBA 11.6.3.1; rxe: C10-72, comp.psn == req.psn) comes when nothing is
  * outstanding any more, even when WRs that were never started wait in the queue. */
