@@ -20,6 +20,7 @@ IT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # Idle poll lcores sleep this long: four busy processes share two cores here.
 : "${IT_IDLE_SLEEP_US:=50}"
 : "${IT_READY_TIMEOUT:=30}"
+# IT_KEEP=1 (by hand): the run's folder, with the daemons' and programs' logs, is kept.
 
 IT_PIDS=()
 IT_NETNS=()
@@ -66,7 +67,7 @@ it_cleanup() {
 				tail -n 40 "$f"
 			done
 		fi
-		rm -rf "$IT_DIR"
+		[ -n "${IT_KEEP:-}" ] || rm -rf "$IT_DIR"
 	fi
 	exit "$rc"
 }
