@@ -1501,6 +1501,7 @@ void rnic_cmd_modify_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	struct rnic_qp *q = rnic_obj_get(c, req->qp, RNIC_OBJ_QP);
 	struct ibv_qp_attr attr = req->attr;
 	uint8_t mac[6], *dmac = NULL;
+	bool to_error;
 	int rc;
 
 	if (!q) {
@@ -1530,7 +1531,18 @@ void rnic_cmd_modify_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	/* rxe: the path MTU cannot exceed what the port carries. */
 	if ((req->mask & IBV_QP_PATH_MTU) && attr.path_mtu > nic->active_mtu)
 		attr.path_mtu = nic->active_mtu;
+	/* The error state flushes every WR posted before this call, those still in the rings
+	 * too (a kernel RNIC's queues hold them already), and their completions are in the
+	 * CQ rings when we answer: a WR posted after ibv_modify_qp returns never completes
+	 * before them. Ceph's messenger relies on it: it destroys a QP once a SEND posted
+	 * after the move to ERR has completed and the receive CQ polls empty, and gives the
+	 * QP's receive buffers to other QPs. */
+	to_error = (req->mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_ERR;
+	if (to_error)
+		rnic_client_catch_up(c);
 	rc = uroce_tp_modify_qp(q->tp, &attr, req->mask, dmac, rnic_now(nic));
+	if (rc == 0 && to_error)
+		(void)rnic_completions(nic);
 	if (rc == 0 && (req->mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
 		/* RESET discards every queued WQE (IBA 10.3.1): what the application posted
 		 * and we had not taken yet is dropped with them and counts as retired. */

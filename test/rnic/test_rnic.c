@@ -945,7 +945,7 @@ struct zc_app {
 	union ibv_gid gid; /* our own GID 1, the QP's destination */
 	struct uroce_shm_region ctx_region, qp_region, cq_region;
 	struct uroce_summary doorbells;
-	struct uroce_ring sq, cq;
+	struct uroce_ring sq, rq, cq;
 	uint32_t slot;
 	/* The application's copies of HELLO's async pipe and wake-up socket, and of its CQ's
 	 * completion channel (-1: none). */
@@ -1080,6 +1080,9 @@ static void zc_app_open_with(struct host *h, struct zc_app *a, bool channel)
 	cr_assert_eq(uroce_ring_open(&a->sq, (uint8_t *)a->qp_region.addr + qp_rep.sq_offset,
 				     a->qp_region.size - qp_rep.sq_offset, true),
 		     0);
+	cr_assert_eq(uroce_ring_open(&a->rq, (uint8_t *)a->qp_region.addr + qp_rep.rq_offset,
+				     a->qp_region.size - qp_rep.rq_offset, true),
+		     0);
 	ctl = (const void *)((uint8_t *)a->qp_region.addr + UROCE_CTRL_QUEUE_CTL_OFFSET);
 	a->slot = ctl->doorbell_slot;
 
@@ -1175,6 +1178,68 @@ Test(rnic, deregistered_memory_stays_mapped_while_frames_point_into_it)
 
 	host_release_held(&h);
 	cr_assert_eq(stat_of(&h, a.c, "mappings"), mappings - 1, "unmapped with the last frame");
+	zc_app_close(&a);
+	host_fini(&h);
+}
+
+/* Posts a receive of 64 bytes at offset ZC_MEM / 2 as lib/client does (the WQE, its commit,
+ * the doorbell slot), and nothing more: the RNIC has not looked at it yet. */
+static void zc_post_recv_unseen(struct zc_app *a, uint64_t wr_id)
+{
+	struct uroce_ctrl_recv_wqe *w = uroce_ring_prod_slot(&a->rq, 0);
+
+	cr_assert_not_null(w);
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr_id;
+	w->num_sge = 1;
+	w->sg_list[0].addr = (uint64_t)(uintptr_t)a->mem + ZC_MEM / 2;
+	w->sg_list[0].length = 64;
+	w->sg_list[0].lkey = a->lkey;
+	uroce_ring_prod_commit(&a->rq, 1);
+	uroce_summary_set(&a->doorbells, a->slot);
+}
+
+/*
+ * Receives an application posted before ibv_modify_qp(ERR) complete, flushed, before
+ * that call returns, and so before anything it posts afterwards. Ceph's RDMA messenger
+ * (no SRQ) counts on it: it moves a QP to ERR, posts a "beacon" SEND, and once the beacon
+ * has completed and its receive CQ polls empty it destroys the QP and hands the QP's
+ * receive buffers to other QPs; a flush completion seen after that names a buffer Ceph
+ * lists on another QP, and QueuePair::remove_rq_wr asserts. The daemon used to flush only
+ * the WQEs it had taken from the rings: one still in the ring was taken at the next
+ * doorbell scan, after the send queue's, so it completed after the beacon.
+ */
+Test(rnic, receives_posted_before_a_move_to_error_flush_before_it_returns)
+{
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	struct host h;
+	struct zc_app a;
+	struct ibv_wc wc;
+
+	host_init_zc(&h, 1, 1, true);
+	zc_app_open(&h, &a);
+	zc_post_recv_unseen(&a, 100);
+	zc_post_recv_unseen(&a, 101);
+	zc_modify(&h, &a, &err, IBV_QP_STATE);
+	cr_assert_eq(uroce_ring_cons_avail(&a.cq), 2u,
+		     "both receives' flush completions are in the CQ when the modify answers");
+	for (uint32_t i = 0; i < 2; i++) {
+		memcpy(&wc, uroce_ring_cons_slot(&a.cq, i), sizeof(wc));
+		cr_assert_eq(wc.wr_id, 100u + i, "in the order they were posted");
+		cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
+		cr_assert_eq(wc.opcode, IBV_WC_RECV);
+		cr_assert_eq(wc.qp_num, a.qpn);
+	}
+	uroce_ring_cons_release(&a.cq, 2);
+
+	/* The beacon: posted after the modify, it completes after them, and nothing of the
+	 * receive queue comes after it. */
+	zc_post_write(&h, &a, 64);
+	(void)uroce_rnic_completions(h.nic);
+	cr_assert_eq(uroce_ring_cons_avail(&a.cq), 1u, "the beacon only");
+	memcpy(&wc, uroce_ring_cons_slot(&a.cq, 0), sizeof(wc));
+	cr_assert_eq(wc.wr_id, 7u);
+	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
 	zc_app_close(&a);
 	host_fini(&h);
 }
