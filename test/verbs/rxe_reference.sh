@@ -29,7 +29,7 @@ rc_inline_send rc_multi_sge_and_chained_wrs rc_send_recv_with_imm_sizes rc_write
 rnr_retry_exceeded uc_send_and_write ud_send_with_grh memory_window_type1
 memory_window_type2 memory_window_qp_ex import_device_pd_and_mr
 async_event_of_a_destroyed_srq_names_no_new_srq zero_sge_send_before_rts_einval_then_flushed_in_err
-completion_event_of_a_destroyed_cq_names_no_new_cq}"
+completion_event_of_a_destroyed_cq_names_no_new_cq ceph_close_leaves_no_receive_behind}"
 
 it_init rxe_reference
 if [ ! -x "$TEST_VERBS_API" ]; then
