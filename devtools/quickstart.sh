@@ -33,7 +33,7 @@ rxe_vm_packages=(qemu-system-x86 debootstrap cpio kmod)
 # The middleware of test/eco (suite "eco"), run unmodified over uroce: installed by the
 # test command too; a case whose package cannot be had is skipped.
 eco_packages=(ucx-utils openmpi-bin libopenmpi-dev mpich libmpich-dev qperf
-	libfabric-dev libfabric-bin sockperf)
+	libfabric-dev libfabric-bin sockperf ceph-mon ceph-osd ceph-common)
 
 # lintian, for the Debian package's test (a check it reports; skipped without it).
 package_packages=(lintian)
