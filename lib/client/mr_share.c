@@ -33,6 +33,7 @@
  * too).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,21 +168,228 @@ static int run_insert(const struct cl_run *r)
 	return 0;
 }
 
-/* What one process_vm_readv of share_new_at copies at most: under the kernel's
+/* What one process_vm_readv of share_copy copies at most: under the kernel's
  * MAX_RW_COUNT, which caps one read at 2 GiB - 4 KiB. */
 #define SHARE_COPY_STEP ((size_t)1 << 30)
 
+/* Copies [src, src + len) to @p dst. process_vm_readv on ourselves copies like memcpy but
+ * reports unmapped source pages as EFAULT instead of crashing, as the kernel's ibv_reg_mr
+ * would. It moves at most MAX_RW_COUNT (2 GiB - 4 KiB) a call, so a longer run goes in
+ * steps: a short count then goes on where it stopped, and an unmapped page fails there. */
+static int share_copy(void *dst, uintptr_t src, size_t len)
+{
+	ssize_t got;
+
+	for (size_t off = 0; off < len; off += (size_t)got) {
+		size_t n = len - off < SHARE_COPY_STEP ? len - off : SHARE_COPY_STEP;
+		struct iovec local = {.iov_base = (char *)dst + off, .iov_len = n};
+		struct iovec remote = {.iov_base = (void *)(src + off), .iov_len = n};
+
+		got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (got <= 0)
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/* /proc/self/pagemap's bits of a page (doc: admin-guide/mm/pagemap.rst). */
+#define PAGEMAP_PRESENT ((uint64_t)1 << 63)
+#define PAGEMAP_SWAPPED ((uint64_t)1 << 62)
+/* Pagemap entries read at once: one page table's worth, 2 MiB of 4 KiB pages. */
+#define SHARE_PAGEMAP_BATCH 512
+
+/*
+ * Copies what can hold data of [src, src + len), a piece of one private anonymous
+ * mapping, to @p dst, a fresh memfd's mapping: a page that is neither present nor swapped
+ * out (never touched, or given back with MADV_DONTNEED) reads as zeros, as the memfd's
+ * page does, so it is left out and stays a hole in the memfd (no page allocated). Ceph's
+ * messenger registers about 1 GiB of fresh buffers in every process; copying those zeros
+ * took seconds. Runs of data pages go in one copy each. A page that is not present for
+ * another reason is copied: a guard page (MADV_GUARD_INSTALL) or a migration entry reads
+ * as swapped (bit 62), so the copy fails or waits as it always did.
+ *
+ * Races: the share was never atomic, and a thread that writes into the range meanwhile
+ * may lose its write (the caveat of doc/daemon.md). Leaving pages out keeps that as it
+ * was: a page found absent here that another thread writes before the memfd is mapped
+ * over it (MAP_FIXED) loses that write, as a page copied before another thread wrote it
+ * always did; the window runs from the page's pagemap read instead of from its copy, to
+ * the same MAP_FIXED (and the share now takes milliseconds where the copy took seconds).
+ * A page found present is copied as it is at the copy. A mapping another thread replaces
+ * between share_classify's reading of /proc/self/maps and the copy is as undefined as
+ * unmapping memory while registering it.
+ *
+ * A page that is absent because userfaultfd's missing mode would supply it is taken as
+ * zeros too (the application's handler is not asked); /proc/self/maps does not say so.
+ *
+ * @p pagemap: /proc/self/pagemap, or -1 (everything is copied).
+ */
+static int share_copy_present(int pagemap, void *dst, uintptr_t src, size_t len)
+{
+	uintptr_t ps = page_size();
+	size_t npages = len / ps, run = 0; /* pages of the run of data pages before page i */
+	uint64_t pm[SHARE_PAGEMAP_BATCH];
+	int rc;
+
+	if (pagemap < 0)
+		return share_copy(dst, src, len);
+	for (size_t i = 0; i < npages;) {
+		size_t n = npages - i < SHARE_PAGEMAP_BATCH ? npages - i : SHARE_PAGEMAP_BATCH;
+		off_t at = (off_t)((src / ps + i) * sizeof(pm[0]));
+
+		if (pread(pagemap, pm, n * sizeof(pm[0]), at) != (ssize_t)(n * sizeof(pm[0])))
+			/* Cannot tell: copy the rest whole, as if it were not anonymous. */
+			return share_copy((char *)dst + (i - run) * ps, src + (i - run) * ps,
+					  len - (i - run) * ps);
+		for (size_t j = 0; j < n; j++, i++) {
+			if (pm[j] & (PAGEMAP_PRESENT | PAGEMAP_SWAPPED)) {
+				run++;
+				continue;
+			}
+			rc = share_copy((char *)dst + (i - run) * ps, src + (i - run) * ps,
+					run * ps);
+			if (rc)
+				return rc;
+			run = 0;
+		}
+	}
+	return share_copy((char *)dst + (npages - run) * ps, src + (npages - run) * ps,
+			  run * ps);
+}
+
+/* A piece of a range to share, one mapping's part of it. */
+struct share_piece {
+	uintptr_t start, end;
+	bool anon; /* private anonymous and readable: absent pages read as zeros */
+};
+
+/* Is the mapping of a /proc/self/maps line private anonymous memory the process can
+ * read? Its pathname (after the inode) is empty, [heap], [stack] or a name given with
+ * PR_SET_VMA_ANON_NAME; [vdso], [vvar] and the like are special pages, not zeros, and a
+ * private file mapping's absent page holds the file's bytes (hugetlb's anonymous memory
+ * is a file too). Without read permission process_vm_readv fails, so the page is copied
+ * to fail as it always did. */
+static bool maps_line_anon(const char *perm, unsigned int maj, unsigned int min,
+			   unsigned long ino, const char *path)
+{
+	return perm[0] == 'r' && perm[3] == 'p' && maj == 0 && min == 0 && ino == 0 &&
+	       (*path == 0 || strcmp(path, "[heap]") == 0 || strcmp(path, "[stack]") == 0 ||
+		strncmp(path, "[anon:", 6) == 0);
+}
+
+static int piece_add(struct share_piece **p, size_t *n, size_t *cap, struct share_piece piece)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 8;
+		struct share_piece *np = realloc(*p, ncap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		*p = np;
+		*cap = ncap;
+	}
+	(*p)[(*n)++] = piece;
+	return 0;
+}
+
+/* The pieces of [s, e) by mapping, from /proc/self/maps, in @p out (free it). -EFAULT:
+ * some page of the range is not mapped, as the copy would find. What the maps cannot
+ * tell (they cannot be read) is one piece that is not anonymous: it is copied whole and
+ * the copy judges. */
+static int share_classify(uintptr_t s, uintptr_t e, struct share_piece **out, size_t *nout)
+{
+	struct share_piece *p = NULL;
+	size_t n = 0, cap = 0, linecap = 0;
+	uintptr_t covered = s;
+	char *line = NULL;
+	bool unread = true;
+	int rc = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	while (f && covered < e && getline(&line, &linecap, f) > 0) {
+		unsigned long lo, hi, ino;
+		unsigned int maj, min;
+		char perm[5], *nl;
+		int path_at = -1;
+
+		if (sscanf(line, "%lx-%lx %4s %*x %x:%x %lu %n", &lo, &hi, perm, &maj, &min, &ino,
+			   &path_at) != 6 ||
+		    path_at < 0 || hi <= covered)
+			continue;
+		if (lo > covered) {
+			rc = -EFAULT; /* a hole before this mapping */
+			break;
+		}
+		nl = strchr(line + path_at, '\n');
+		if (nl)
+			*nl = 0;
+		rc = piece_add(&p, &n, &cap,
+			       (struct share_piece){
+				       .start = covered,
+				       .end = hi < e ? hi : e,
+				       .anon = maps_line_anon(perm, maj, min, ino, line + path_at),
+			       });
+		if (rc)
+			break;
+		covered = p[n - 1].end;
+	}
+	if (f) {
+		unread = ferror(f);
+		fclose(f);
+	}
+	free(line);
+	if (rc == 0 && covered < e) {
+		struct share_piece rest = {.start = covered, .end = e, .anon = false};
+
+		if (unread)
+			rc = piece_add(&p, &n, &cap, rest);
+		else
+			rc = -EFAULT; /* the range goes on past the last mapping */
+	}
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	*out = p;
+	*nout = n;
+	return 0;
+}
+
+/* Fills @p dst (a fresh memfd's mapping of e - s bytes) with the bytes of [s, e). */
+static int share_fill(void *dst, uintptr_t s, uintptr_t e)
+{
+	struct share_piece *p;
+	size_t n;
+	int pagemap = -1, rc = share_classify(s, e, &p, &n);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char *to = (char *)dst + (p[i].start - s);
+		size_t len = p[i].end - p[i].start;
+
+		if (!p[i].anon) {
+			rc = share_copy(to, p[i].start, len);
+			continue;
+		}
+		if (pagemap < 0)
+			pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+		rc = share_copy_present(pagemap, to, p[i].start, len);
+	}
+	if (pagemap >= 0)
+		close(pagemap);
+	free(p);
+	return rc;
+}
+
 /* Shares [s, e) (page aligned, not shared now): new memfd, copy, map over; the context's
- * handle for it in @p out. */
+ * handle for it in @p out. Nothing in the process changes when it fails. */
 static int share_new_at(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
 			struct cl_share *out)
 {
 	size_t len = e - s;
 	struct uroce_ctrl_map_region_req req = {.size = len};
 	struct uroce_ctrl_handle rep;
-	struct iovec local, remote;
 	struct stat st;
-	ssize_t got;
 	void *tmp;
 	int fd, rc;
 
@@ -198,21 +406,10 @@ static int share_new_at(struct uroce_client_ctx *ctx, uintptr_t s, uintptr_t e,
 		rc = -errno;
 		goto out_fd;
 	}
-	/* process_vm_readv on ourselves copies like memcpy but reports unmapped source
-	 * pages as EFAULT instead of crashing, as the kernel's ibv_reg_mr would. It moves
-	 * at most MAX_RW_COUNT (2 GiB - 4 KiB) a call, so a larger share goes in steps: a
-	 * short count then goes on where it stopped, and an unmapped page fails there. */
-	for (size_t off = 0; off < len; off += (size_t)got) {
-		size_t n = len - off < SHARE_COPY_STEP ? len - off : SHARE_COPY_STEP;
-
-		local = (struct iovec){.iov_base = (char *)tmp + off, .iov_len = n};
-		remote = (struct iovec){.iov_base = (void *)(s + off), .iov_len = n};
-		got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-		if (got <= 0) {
-			rc = -EFAULT;
-			munmap(tmp, len);
-			goto out_fd;
-		}
+	rc = share_fill(tmp, s, e);
+	if (rc) {
+		munmap(tmp, len);
+		goto out_fd;
 	}
 	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
 	    MAP_FAILED) {
