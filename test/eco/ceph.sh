@@ -33,6 +33,7 @@ it_init eco_ceph
 MODES=("$@")
 [ ${#MODES[@]} -gt 0 ] || MODES=(tcp rdma-srq rdma)
 SECONDS_EACH=${ECO_CEPH_SECONDS:-8}
+CMD_LIMIT=60
 NET=10.83.0
 fails=0
 
@@ -106,7 +107,10 @@ ${ECO_CEPH_CONF:-}
 EOF
 }
 
-# ceph_wait WHAT SECONDS CMD...: until CMD succeeds.
+# ceph_wait WHAT SECONDS CMD...: until CMD succeeds. Each try's own limit (CMD_LIMIT) is
+# long: a try killed before it is through would be followed by another that starts over
+# (each Ceph command is a new process that registers its buffers and connects anew), and
+# on a loaded machine every try could be killed so.
 ceph_wait() {
 	local what=$1 t=$2
 	shift 2
@@ -133,26 +137,29 @@ cluster_up() {
 		{ cat "$CDIR/log/mkfs-mon.out"; return 1; }
 	CEPH_PIDS=()
 	daemon_on A ceph-mon -f -i a >"$CDIR/log/mon.a.out" 2>&1
-	ceph_wait "the monitor" 60 on B timeout 10 ceph mon stat || return 1
+	ceph_wait "the monitor" 180 on B timeout "$CMD_LIMIT" ceph mon stat || return 1
 	it_log "$mode: the monitor answers"
 	for id in 0 1; do
 		uuid=$(cat /proc/sys/kernel/random/uuid)
-		[ "$(on B timeout 30 ceph osd new "$uuid")" = "$id" ] || return 1
+		[ "$(on B timeout "$CMD_LIMIT" ceph osd new "$uuid")" = "$id" ] || return 1
 		mkdir -p "$CDIR/osd.$id"
 		on A ceph-osd -i "$id" --mkfs --osd-uuid "$uuid" >"$CDIR/log/mkfs-osd.$id.out" 2>&1 ||
 			{ cat "$CDIR/log/mkfs-osd.$id.out"; return 1; }
 		daemon_on A ceph-osd -f -i "$id" >"$CDIR/log/osd.$id.out" 2>&1
 	done
-	ceph_wait "two OSDs up" 90 osds_up || return 1
+	ceph_wait "two OSDs up" 180 osds_up || return 1
 	it_log "$mode: two OSDs up"
-	on B timeout 30 ceph osd pool create bench 16 16 >/dev/null 2>&1 || return 1
+	on B timeout "$CMD_LIMIT" ceph osd pool create bench 16 16 >/dev/null 2>&1 || return 1
 	# No manager here (placement group states are a manager's): the first write that
 	# completes says the pool's groups are active on both OSDs.
 	head -c 4096 /dev/urandom >"$CDIR/probe"
-	ceph_wait "a first write" 90 on B timeout 10 rados -p bench put probe "$CDIR/probe"
+	ceph_wait "a first write" 180 on B timeout "$CMD_LIMIT" rados -p bench put probe \
+		"$CDIR/probe"
 }
 
-osds_up() { on B timeout 10 ceph osd stat -f json | grep -q '"num_up_osds":2'; }
+osds_up() {
+	on B timeout "$CMD_LIMIT" ceph osd stat -f json | grep -q '"num_up_osds":2'
+}
 
 # cluster_down: the OSDs and the monitor end; their RDMA resources with them.
 cluster_down() {
@@ -250,9 +257,9 @@ for mode in "${MODES[@]}"; do
 		:
 	else
 		fails=$((fails + 1))
-		for f in "$CDIR"/log/*.out; do
+		for f in "$CDIR"/log/*.out "$CDIR"/log/*.log; do
 			echo "---- $f"
-			tail -n 10 "$f"
+			grep -v verify_prereq "$f" | tail -n 15
 		done
 	fi
 	cluster_down
