@@ -46,7 +46,10 @@ on() {
 	shift
 	local ns=$IT_NS_A
 	[ "$h" = B ] && ns=$IT_NS_B
-	${_on_exec:-} ip netns exec "$ns" env UROCE_SOCKET="$(it_sock "$h")" \
+	# Without meson's MALLOC_PERTURB_: glibc would fill each process's ~1.1 GiB of fresh
+	# messenger buffers, and registering touched memory copies it all (doc/benchmarks.md,
+	# "Memory registration"): a rados command took 10 s in the test command's run.
+	${_on_exec:-} ip netns exec "$ns" env -u MALLOC_PERTURB_ UROCE_SOCKET="$(it_sock "$h")" \
 		LD_LIBRARY_PATH="$UROCE_VERBS_LIBDIR" CEPH_CONF="$CONF" "$@"
 }
 
