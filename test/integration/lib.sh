@@ -42,15 +42,21 @@ it_reap() {
 	wait "$1" 2>/dev/null
 }
 
-it_cleanup() {
-	local rc=$? pid ns p
-	trap - EXIT INT TERM
-	for pid in "${IT_PIDS[@]}"; do
+# it_stop_pids PID...: SIGTERM to each, then it_reap each (SIGKILL after 5 s).
+it_stop_pids() {
+	local pid
+	for pid in "$@"; do
 		kill -TERM "$pid" 2>/dev/null
 	done
-	for pid in "${IT_PIDS[@]}"; do
+	for pid in "$@"; do
 		it_reap "$pid"
 	done
+}
+
+it_cleanup() {
+	local rc=$? ns p
+	trap - EXIT INT TERM
+	it_stop_pids "${IT_PIDS[@]}"
 	for ns in "${IT_NETNS[@]}"; do
 		ip netns del "$ns" 2>/dev/null
 	done
