@@ -166,13 +166,7 @@ osds_up() {
 
 # cluster_down: the OSDs and the monitor end; their RDMA resources with them.
 cluster_down() {
-	local pid
-	for pid in "${CEPH_PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${CEPH_PIDS[@]}"; do
-		it_reap "$pid"
-	done
+	it_stop_pids "${CEPH_PIDS[@]}"
 	CEPH_PIDS=()
 }
 
@@ -185,40 +179,38 @@ roce_pkts() {
 	fi
 }
 
+# rados_bench MODE PHASE COUNTER: `rados bench` PHASE (write or seq) from host B, its
+# bandwidth and object count in BENCH_BW and BENCH_N; seq fails on an object whose contents
+# are not what write put. In the RDMA modes daemon B's COUNTER must have moved at least a
+# packet per 4 KiB of the 4 MiB objects (RoCE payloads of 1,024 bytes here).
+rados_bench() {
+	local mode=$1 phase=$2 counter=$3 out=$CDIR/log/bench-$2.out p0 pkts
+	local -a keep=()
+	[ "$phase" = write ] && keep=(--no-cleanup)
+	p0=$(roce_pkts "$counter")
+	if ! on B timeout -k 5 $((SECONDS_EACH + 90)) rados bench -p bench "$SECONDS_EACH" \
+		"$phase" -t 16 "${keep[@]}" >"$out" 2>&1 || grep -q 'is not correct' "$out"; then
+		it_log "FAILED: $mode: rados bench $phase:"
+		tail -n 15 "$out"
+		return 1
+	fi
+	pkts=$(($(roce_pkts "$counter") - p0))
+	BENCH_BW=$(awk '/^Bandwidth \(MB\/sec\):/ {print $3}' "$out")
+	BENCH_N=$(awk '/^Total (writes|reads) made:/ {print $4}' "$out")
+	if [ "$mode" != tcp ] && [ "$pkts" -lt $((BENCH_N * 1024)) ]; then
+		it_log "FAILED: $mode: $BENCH_N objects in rados bench $phase," \
+			"daemon B's $counter moved by only $pkts"
+		return 1
+	fi
+}
+
 # bench MODE: rados bench write and seq, put and get; the figures in RESULT_<MODE>.
 bench() {
-	local mode=$1 out w r f n nr p0 pkts t0 t
-	out=$CDIR/log/bench-write.out
-	p0=$(roce_pkts sent_pkts)
-	if ! on B timeout -k 5 $((SECONDS_EACH + 90)) rados bench -p bench "$SECONDS_EACH" write \
-		-t 16 --no-cleanup >"$out" 2>&1; then
-		it_log "FAILED: $mode: rados bench write:"
-		tail -n 15 "$out"
-		return 1
-	fi
-	pkts=$(($(roce_pkts sent_pkts) - p0))
-	w=$(awk '/^Bandwidth \(MB\/sec\):/ {print $3}' "$out")
-	n=$(awk '/^Total writes made:/ {print $4}' "$out")
-	# 4 MiB objects in RoCE payloads of at most 4 KiB (the path MTU is 1,024 here).
-	if [ "$mode" != tcp ] && [ "$pkts" -lt $((n * 1024)) ]; then
-		it_log "FAILED: $mode: $n objects written, daemon B sent only $pkts RoCE packets"
-		return 1
-	fi
-	out=$CDIR/log/bench-seq.out
-	p0=$(roce_pkts rcvd_pkts)
-	if ! on B timeout -k 5 $((SECONDS_EACH + 90)) rados bench -p bench "$SECONDS_EACH" seq \
-		-t 16 >"$out" 2>&1 || grep -q 'is not correct' "$out"; then
-		it_log "FAILED: $mode: rados bench seq:"
-		tail -n 15 "$out"
-		return 1
-	fi
-	pkts=$(($(roce_pkts rcvd_pkts) - p0))
-	r=$(awk '/^Bandwidth \(MB\/sec\):/ {print $3}' "$out")
-	nr=$(awk '/^Total reads made:/ {print $4}' "$out")
-	if [ "$mode" != tcp ] && [ "$pkts" -lt $((nr * 1024)) ]; then
-		it_log "FAILED: $mode: $nr objects read, daemon B received only $pkts RoCE packets"
-		return 1
-	fi
+	local mode=$1 w r f n nr t0 t
+	rados_bench "$mode" write sent_pkts || return 1
+	w=$BENCH_BW n=$BENCH_N
+	rados_bench "$mode" seq rcvd_pkts || return 1
+	r=$BENCH_BW nr=$BENCH_N
 	t0=$(date +%s.%N)
 	for f in 1 2 3 4; do
 		head -c $((f * 3 * 1048576 + f)) /dev/urandom >"$CDIR/put.$f"
