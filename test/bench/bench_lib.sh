@@ -57,15 +57,36 @@ bench_cleanup() {
 
 # bench_init PREFIX: names (netns, veth, hugepage prefix) from PREFIX and our pid, the
 # temporary directory, the cleanup trap; exits 77 unless root and uroced is built.
-bench_init() {
-	PREFIX=$1
+# bench_need WHY BINARY...: exit 77 ("skipped") unless root (for WHY) and each BINARY is
+# built.
+bench_need() {
+	local why=$1 b
+	shift
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "$BENCH: skipped: needs root (network namespaces, veth, af_packet)"
+		echo "$BENCH: skipped: needs root ($why)"
 		exit 77
 	fi
-	for b in "$UROCED" "$UROCE_XFER"; do
+	for b in "$@"; do
 		[ -x "$b" ] || { echo "$BENCH: skipped: $b not built"; exit 77; }
 	done
+}
+
+# bench_wait_ready LOG PID SECONDS: until the uroced of PID, logging to LOG, says it is
+# ready; exit 1 if it ends first or is not ready in SECONDS.
+bench_wait_ready() {
+	local tenths=$(($3 * 10))
+	while [ "$tenths" -gt 0 ]; do
+		grep -q '^uroced: ready' "$1" 2>/dev/null && return 0
+		kill -0 "$2" 2>/dev/null || { echo "$BENCH: uroced exited"; exit 1; }
+		sleep 0.1
+		tenths=$((tenths - 1))
+	done
+	grep -q '^uroced: ready' "$1" || { echo "$BENCH: uroced not ready"; exit 1; }
+}
+
+bench_init() {
+	PREFIX=$1
+	bench_need "network namespaces, veth, af_packet" "$UROCED" "$UROCE_XFER"
 	ID=$$
 	NS_A=$PREFIX-$ID-a NS_B=$PREFIX-$ID-b IF_A=$PREFIX-${ID}a IF_B=$PREFIX-${ID}b
 	TMP=$(mktemp -d "/tmp/$PREFIX-$BENCH.XXXXXX")

@@ -31,13 +31,7 @@ else
 	: "${REPS:=5}" "${REG_MR_MIB:=1024}"
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-	echo "reg_mr: skipped: needs root (uroced)"
-	exit 77
-fi
-for b in "$UROCED" "$UROCE_BENCH_REG_MR"; do
-	[ -x "$b" ] || { echo "reg_mr: skipped: $b not built"; exit 77; }
-done
+bench_need uroced "$UROCED" "$UROCE_BENCH_REG_MR"
 LIBS=()
 for d in $REG_MR_LIBS; do
 	[ -e "$d/libibverbs.so.1" ] || { echo "reg_mr: no $d/libibverbs.so.1"; exit 1; }
@@ -69,12 +63,7 @@ trap 'exit 143' TERM HUP
 	--set host.ipv4=10.204.0.1 --set control.socket="$SOCK" --set log.level=warning \
 	>"$TMP/uroced.log" 2>&1 &
 DPID=$!
-for i in $(seq 1 600); do
-	grep -q '^uroced: ready' "$TMP/uroced.log" 2>/dev/null && break
-	kill -0 "$DPID" 2>/dev/null || { echo "reg_mr: uroced exited"; exit 1; }
-	sleep 0.1
-done
-grep -q '^uroced: ready' "$TMP/uroced.log" || { echo "reg_mr: uroced not ready"; exit 1; }
+bench_wait_ready "$TMP/uroced.log" "$DPID" 60
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 log "reg_mr: $REPS run(s) of each case and library, $REG_MR_MIB MiB; load average $LOAD_START; $(nproc) CPUs"

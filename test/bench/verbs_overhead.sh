@@ -34,13 +34,7 @@ else
 	BATCHES=3000
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-	echo "verbs_overhead: skipped: needs root (uroced)"
-	exit 77
-fi
-for b in "$UROCED" "$UROCE_BENCH_VERBS" "$UROCE_BENCH_VERBS_CLIENT"; do
-	[ -x "$b" ] || { echo "verbs_overhead: skipped: $b not built"; exit 77; }
-done
+bench_need uroced "$UROCED" "$UROCE_BENCH_VERBS" "$UROCE_BENCH_VERBS_CLIENT"
 
 ID=$$
 TMP=$(mktemp -d "/tmp/vb-overhead.XXXXXX")
@@ -85,12 +79,7 @@ done
 	--set host.ipv4=10.203.0.1 --set control.socket="$SOCK" --set port.mtu=1500 \
 	"${sets[@]}" --set log.level=warning >"$TMP/uroced.log" 2>&1 &
 DPID=$!
-for i in $(seq 1 300); do
-	grep -q '^uroced: ready' "$TMP/uroced.log" 2>/dev/null && break
-	kill -0 "$DPID" 2>/dev/null || { echo "verbs_overhead: uroced exited"; exit 1; }
-	sleep 0.1
-done
-grep -q '^uroced: ready' "$TMP/uroced.log" || { echo "verbs_overhead: uroced not ready"; exit 1; }
+bench_wait_ready "$TMP/uroced.log" "$DPID" 30
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 log "verbs_overhead: $REPS run(s) per API, $BATCHES batches of 64 calls each; load average $LOAD_START; $(nproc) CPUs"
