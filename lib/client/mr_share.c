@@ -65,30 +65,56 @@ static uintptr_t page_size(void)
 	return (uintptr_t)sysconf(_SC_PAGESIZE);
 }
 
+/* One line of /proc/self/maps. */
+struct maps_entry {
+	unsigned long lo, hi, off, ino; /* [lo, hi), at file offset off of inode ino */
+	unsigned int maj, min;		/* the file's device */
+	char perm[5];			/* "rw-p" */
+	const char *path;		/* into the line, without its newline; "" if none */
+};
+
+/* The next line of @p f (/proc/self/maps) in @p m, its path in *line (getline's buffer,
+ * the caller frees it): true, or false at the end. */
+static bool maps_next(FILE *f, char **line, size_t *cap, struct maps_entry *m)
+{
+	while (getline(line, cap, f) > 0) {
+		int path_at = -1;
+		char *nl;
+
+		if (sscanf(*line, "%lx-%lx %4s %lx %x:%x %lu %n", &m->lo, &m->hi, m->perm, &m->off,
+			   &m->maj, &m->min, &m->ino, &path_at) != 7 ||
+		    path_at < 0)
+			continue;
+		nl = strchr(*line + path_at, '\n');
+		if (nl)
+			*nl = 0;
+		m->path = *line + path_at;
+		return true;
+	}
+	return false;
+}
+
 /* Is the run still mapped from its memfd, address a at file offset a - start? */
 static bool run_intact(const struct cl_run *sh)
 {
-	char line[512];
+	struct maps_entry m;
 	uintptr_t covered = sh->start;
+	char *line = NULL;
+	size_t cap = 0;
 	bool ok = true;
-	FILE *f = fopen("/proc/self/maps", "r");
+	FILE *f = fopen("/proc/self/maps", "re");
 
 	if (!f)
 		return false;
-	while (ok && covered < sh->end && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off, ino;
-		unsigned int maj, min;
-
-		if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) !=
-		    6)
+	while (ok && covered < sh->end && maps_next(f, &line, &cap, &m)) {
+		if (m.hi <= covered || m.lo >= sh->end)
 			continue;
-		if (hi <= covered || lo >= sh->end)
-			continue;
-		ok = lo <= covered && lo >= sh->start && ino == sh->ino &&
-		     makedev(maj, min) == sh->dev && off == lo - sh->start;
-		covered = hi;
+		ok = m.lo <= covered && m.lo >= sh->start && m.ino == sh->ino &&
+		     makedev(m.maj, m.min) == sh->dev && m.off == m.lo - sh->start;
+		covered = m.hi;
 	}
 	fclose(f);
+	free(line);
 	return ok && covered >= sh->end;
 }
 
@@ -268,12 +294,12 @@ struct share_piece {
  * private file mapping's absent page holds the file's bytes (hugetlb's anonymous memory
  * is a file too). Without read permission process_vm_readv fails, so the page is copied
  * to fail as it always did. */
-static bool maps_line_anon(const char *perm, unsigned int maj, unsigned int min,
-			   unsigned long ino, const char *path)
+static bool maps_line_anon(const struct maps_entry *m)
 {
-	return perm[0] == 'r' && perm[3] == 'p' && maj == 0 && min == 0 && ino == 0 &&
-	       (*path == 0 || strcmp(path, "[heap]") == 0 || strcmp(path, "[stack]") == 0 ||
-		strncmp(path, "[anon:", 6) == 0);
+	return m->perm[0] == 'r' && m->perm[3] == 'p' && m->maj == 0 && m->min == 0 &&
+	       m->ino == 0 &&
+	       (*m->path == 0 || strcmp(m->path, "[heap]") == 0 ||
+		strcmp(m->path, "[stack]") == 0 || strncmp(m->path, "[anon:", 6) == 0);
 }
 
 static int piece_add(struct share_piece **p, size_t *n, size_t *cap, struct share_piece piece)
@@ -298,6 +324,7 @@ static int piece_add(struct share_piece **p, size_t *n, size_t *cap, struct shar
 static int share_classify(uintptr_t s, uintptr_t e, struct share_piece **out, size_t *nout)
 {
 	struct share_piece *p = NULL;
+	struct maps_entry m;
 	size_t n = 0, cap = 0, linecap = 0;
 	uintptr_t covered = s;
 	char *line = NULL;
@@ -305,28 +332,18 @@ static int share_classify(uintptr_t s, uintptr_t e, struct share_piece **out, si
 	int rc = 0;
 	FILE *f = fopen("/proc/self/maps", "re");
 
-	while (f && covered < e && getline(&line, &linecap, f) > 0) {
-		unsigned long lo, hi, ino;
-		unsigned int maj, min;
-		char perm[5], *nl;
-		int path_at = -1;
-
-		if (sscanf(line, "%lx-%lx %4s %*x %x:%x %lu %n", &lo, &hi, perm, &maj, &min, &ino,
-			   &path_at) != 6 ||
-		    path_at < 0 || hi <= covered)
+	while (f && covered < e && maps_next(f, &line, &linecap, &m)) {
+		if (m.hi <= covered)
 			continue;
-		if (lo > covered) {
+		if (m.lo > covered) {
 			rc = -EFAULT; /* a hole before this mapping */
 			break;
 		}
-		nl = strchr(line + path_at, '\n');
-		if (nl)
-			*nl = 0;
 		rc = piece_add(&p, &n, &cap,
 			       (struct share_piece){
 				       .start = covered,
-				       .end = hi < e ? hi : e,
-				       .anon = maps_line_anon(perm, maj, min, ino, line + path_at),
+				       .end = m.hi < e ? m.hi : e,
+				       .anon = maps_line_anon(&m),
 			       });
 		if (rc)
 			break;
