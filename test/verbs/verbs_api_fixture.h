@@ -15,9 +15,10 @@
  * With UROCE_VERBS_REFERENCE=1 the same tests run on the system's libibverbs and its
  * first device (rxe), to check the expectations themselves (verbs_fixture.h).
  *
+ * One executable, test_verbs_api, of one file per subject (test_verbs_<subject>.c) and
  * verbs_api_fixture.c: the daemon and the context every test runs on, suite `verbs`'s
  * init and fini, and the helpers that make, connect and free objects and check
- * completions.
+ * completions. Below, under each file's heading, what it lends the others.
  */
 
 #include <stdbool.h>
@@ -113,5 +114,60 @@ void pair_free(struct pair *p);
 struct ibv_qp_attr query_qp(struct ibv_qp *qp);
 void expect_async(enum ibv_event_type type, struct ibv_async_event *out, int ms);
 void expect_no_async(int ms);
+
+/* ---------------------------------------------------------------- test_verbs_fork.c */
+
+/* What a forked child found wrong, as its exit code: a child cannot use Criterion's
+ * assertions (they report through the parent's test, and the teardown they run would
+ * stop the parent's daemon). */
+enum fork_child_result {
+	FC_OK,
+	FC_SNAPSHOT,      /* the registered range or a neighbour did not read as at the fork */
+	FC_INHERITED,     /* a call on the parent's objects did not fail with EIO */
+	FC_OWN_DEVICE,    /* the child could not open a device of its own */
+	FC_OWN_PINGPONG,  /* or run a ping-pong on it */
+};
+
+int child_pingpong(void);
+
+/* ---------------------------------------------------------------- test_verbs_limits.c */
+
+/* The limits suite's daemon's limits, and the users its children take. */
+#define LIMIT_QPS 4
+#define LIMIT_CLIENT_QPS 3
+#define LIMIT_MR_BYTES (256 * 1024)
+#define LIMIT_CLIENTS 3
+#define UID_A 61001
+#define UID_B 61002
+
+/* What a child says back (it cannot assert: its failures are its exit code). */
+struct user_report {
+	int made;   /* objects made before the first refusal */
+	int err;    /* the refusal's errno (0: none) */
+};
+
+/* A child of this test as user @p uid (0: root), its RLIMIT_MEMLOCK @p memlock (both
+ * limits; RLIM_INFINITY: the soft one raised to the hard one), running @p fn, which writes
+ * one report to its pipe; then it waits for user_done(), holding what it made. */
+struct user_proc {
+	pid_t pid;
+	int report_fd, go_fd;
+	struct user_report rep;
+};
+
+void user_start(struct user_proc *u, uid_t uid, rlim_t memlock, void (*fn)(int report_fd));
+int user_done(struct user_proc *u);
+void report(int fd, int made, int err);
+struct ibv_pd *child_pd(struct ibv_cq **cq);
+void child_qps_until_refused(int fd);
+void child_pingpong_reported(int fd);
+
+/* ---------------------------------------------------------------- test_verbs_raw.c */
+
+void child_raw_qp(int fd);
+
+/* ---------------------------------------------------------------- test_verbs_xrc.c */
+
+struct ibv_xrcd *xrcd_open(struct ibv_context *c, int fd, int oflags);
 
 #endif
