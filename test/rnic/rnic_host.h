@@ -8,7 +8,9 @@
  * library's own boundary: requests in, replies and events out, the port's state as the
  * host reports it, and each RNIC's state its own (two in one process share nothing).
  *
- * rnic_host.c: the host, and the requests a test makes as a client.
+ * One executable, test_rnic, of one file per subject (test_rnic_<subject>.c) and
+ * rnic_host.c: the host, and the requests a test makes as a client. Below, under each
+ * file's heading, what it lends the others.
  */
 
 #include <stdbool.h>
@@ -66,5 +68,47 @@ struct ibv_port_attr query_port(struct host *h, struct uroce_rnic_client *c);
 uint64_t stat_of(struct host *h, struct uroce_rnic_client *c, const char *name);
 uint64_t stat_of_flags(struct host *h, struct uroce_rnic_client *c, uint32_t flags,
 		       const char *name);
+
+/* ---- test_rnic_port.c ------------------------------------------------------------------- */
+
+/* The application's view of a client's sleep announcement: its context region mapped,
+ * and the wake-up socket HELLO handed out. */
+struct app_wake {
+	struct uroce_shm_region region;
+	struct uroce_shm_wake *wake;
+	int efd;
+};
+
+void app_wake_open(struct app_wake *a, const struct host *h);
+void app_posted(struct app_wake *a);
+bool readable(int fd);
+
+/* ---- test_rnic_mr.c --------------------------------------------------------------------- */
+
+int reg_mr_of(struct host *h, struct uroce_rnic_client *c, uint64_t len, uint32_t *rkey);
+
+/* ---- test_rnic_zc.c --------------------------------------------------------------------- */
+
+#define ZC_MEM (64 * 1024)
+
+/* One application with an RC QP connected to itself and one MR over ZC_MEM bytes of a
+ * memfd; its send queue and CQ mapped as lib/client maps them. */
+struct zc_app {
+	struct uroce_rnic_client *c;
+	uint8_t *mem; /* the application's view of the MR */
+	uint32_t mr, lkey, rkey, qp_handle, qpn;
+	union ibv_gid gid; /* our own GID 1, the QP's destination */
+	struct uroce_shm_region ctx_region, qp_region, cq_region;
+	struct uroce_summary doorbells;
+	struct uroce_ring sq, rq, cq;
+	uint32_t slot;
+	/* The application's copies of HELLO's async pipe and wake-up socket, and of its CQ's
+	 * completion channel (-1: none). */
+	int async_fd, wake_fd, channel_fd;
+};
+
+void zc_app_open_with(struct host *h, struct zc_app *a, bool channel);
+void zc_post_write(struct host *h, struct zc_app *a, uint32_t len);
+void zc_app_close(struct zc_app *a);
 
 #endif
