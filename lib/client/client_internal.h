@@ -225,6 +225,10 @@ bool cl_cq_empty(struct uroce_client_cq *cq, uint32_t *snapshot, uint64_t *timeo
  * the context's CQs after @p snapshot, or @p timeout_ns pass. */
 void cl_cq_sleep(struct uroce_client_cq *cq, uint32_t snapshot, uint64_t timeout_ns);
 
+/* client_cq.c: at a QP's transition to RESET, takes its completions not yet polled out
+ * of the ring of CQ @p ibv_cq (its SRQ's receive completions stay when @p keep_recv). */
+void cl_cq_discard_qp(struct ibv_cq *ibv_cq, uint32_t qpn, bool keep_recv);
+
 /* After a post's commit: announces the queue's doorbell @p slot in the summary, and
  * wakes the daemon if it announced a sleep (one datagram per announcement); errno
  * is kept (a post's caller reads only its return). */
