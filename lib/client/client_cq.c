@@ -58,7 +58,7 @@ int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only)
  * the slots between the indices are ours to move under the CQ's lock. */
 void cl_cq_discard_qp(struct ibv_cq *ibv_cq, uint32_t qpn, bool keep_recv)
 {
-	struct uroce_client_cq *cq = uroce_client_cq_from_ibv(ibv_cq);
+	struct uroce_client_cq *cq = to_ucq(ibv_cq);
 	uint32_t held, dropped = 0;
 
 	pthread_spin_lock(&cq->lock);

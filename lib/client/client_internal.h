@@ -6,15 +6,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "client_obj.h"
 #include "uroce_client.h"
 #include "uroce_ctrl.h"
 #include "uroce_shm.h"
 
 /* About a microsecond of empty polls before poll_cq yields the CPU once (cq_wait.c). */
 #define UROCE_CLIENT_EMPTY_POLLS 64
-
-#define cl_container_of(ptr, type, member) \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 /* What poll_cq does with the CPU while a CQ stays empty (cq_wait.c). */
 enum cl_cq_wait_mode {
@@ -86,78 +84,6 @@ struct uroce_client_ctx {
 	bool net_raw_proven;
 	struct uroce_client_ctx *fork_next; /* fork.c's list of open contexts */
 };
-
-struct uroce_client_cq {
-	/* Room for the extended CQ: the drop-in libibverbs hands out every CQ as an
-	 * ibv_cq_ex (whose first fields are ibv_cq's). */
-	union {
-		struct ibv_cq ibv;
-		struct ibv_cq_ex ibv_ex;
-	};
-	void *priv; /* the caller's (uroce_client_cq_priv) */
-	struct uroce_client_ctx *ctx;
-	uint32_t handle;
-	struct uroce_client_channel *channel;
-	struct uroce_shm_region region;
-	struct uroce_ring ring; /* consumer */
-	struct uroce_ctrl_cq_ctl *ctl;
-	pthread_spinlock_t lock;
-	uint32_t events_seen; /* of ctl->events, taken by get_cq_event */
-	uint32_t events_acked;
-	/* The wait policy's state (cq_wait.c), under lock: empty polls in a row, and when
-	 * the policy blocks, the waiters' seq and the time at the streak's second poll. */
-	uint32_t empty_polls;
-	uint32_t waiters_snapshot;
-	uint64_t streak_start_ns;
-};
-
-struct uroce_client_srq {
-	struct ibv_srq ibv;
-	void *priv;
-	struct uroce_client_ctx *ctx;
-	uint32_t handle;
-	uint32_t srqn; /* XRC: the number requests name it by; 0 otherwise */
-	struct uroce_shm_region region;
-	struct uroce_ring ring; /* producer */
-	struct uroce_ctrl_queue_ctl *ctl;
-	pthread_spinlock_t lock;
-	uint32_t max_wr, max_sge;
-	uint32_t doorbell_slot; /* from ctl, at creation */
-};
-
-struct uroce_client_xrcd {
-	struct ibv_xrcd ibv;
-	struct uroce_client_ctx *ctx;
-	uint32_t handle;
-};
-
-struct uroce_client_qp {
-	/* Room for the extended QP (ibv_qp_ex starts with ibv_qp), as for CQs. */
-	union {
-		struct ibv_qp ibv;
-		struct ibv_qp_ex ibv_ex;
-	};
-	void *priv;
-	struct uroce_client_ctx *ctx;
-	uint32_t handle;
-	struct uroce_shm_region region;
-	struct uroce_ring sq, rq; /* producers */
-	struct uroce_ctrl_queue_ctl *ctl;
-	pthread_spinlock_t sq_lock, rq_lock;
-	struct ibv_qp_cap cap;
-	struct uroce_client_srq *srq;
-	uint32_t doorbell_slot; /* from ctl, at creation */
-};
-
-/* The embedded verbs structs are at offset 0 (container_of both ways), and the extended
- * ones begin with the basic ones. */
-_Static_assert(offsetof(struct uroce_client_cq, ibv) == 0, "cq: ibv first");
-_Static_assert(offsetof(struct uroce_client_qp, ibv) == 0, "qp: ibv first");
-_Static_assert(offsetof(struct ibv_cq_ex, cqe) == offsetof(struct ibv_cq, cqe) &&
-		       offsetof(struct ibv_cq_ex, async_events_completed) ==
-			       offsetof(struct ibv_cq, async_events_completed),
-	       "ibv_cq_ex begins with ibv_cq");
-_Static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "ibv_qp_ex begins with ibv_qp");
 
 /* control.c */
 int cl_call(struct uroce_client_ctx *ctx, uint32_t cmd, const void *req, size_t req_len,

@@ -191,7 +191,7 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 	if (wr->opcode == IBV_WR_LOCAL_INV)
 		return 0;
 	if (qp->ibv.qp_type == IBV_QPT_UD) {
-		w->ah = cl_container_of(wr->wr.ud.ah, struct uroce_client_ah, ibv)->handle;
+		w->ah = to_uah(wr->wr.ud.ah)->handle;
 		w->remote_qpn = wr->wr.ud.remote_qpn;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
 	}

@@ -219,9 +219,7 @@ int uroce_client_dereg_mr(struct uroce_client_mr *mr)
 int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_client_pd *pd,
 			  void *addr, size_t length, unsigned int access)
 {
-	struct uroce_client_pd *new_pd = (flags & IBV_REREG_MR_CHANGE_PD)
-						 ? pd
-						 : (struct uroce_client_pd *)(void *)mr->ibv.pd;
+	struct uroce_client_pd *new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : to_upd(mr->ibv.pd);
 	struct uroce_ctrl_rereg_mr_req req;
 	struct uroce_client_mr *fresh;
 	uint64_t iova = mr->iova;
@@ -475,21 +473,6 @@ struct ibv_cq *uroce_client_cq_ibv(struct uroce_client_cq *cq)
 	return &cq->ibv;
 }
 
-struct uroce_client_cq *uroce_client_cq_from_ibv(struct ibv_cq *cq)
-{
-	return cl_container_of(cq, struct uroce_client_cq, ibv);
-}
-
-struct ibv_cq_ex *uroce_client_cq_ibv_ex(struct uroce_client_cq *cq)
-{
-	return &cq->ibv_ex;
-}
-
-void **uroce_client_cq_priv(struct uroce_client_cq *cq)
-{
-	return &cq->priv;
-}
-
 /* ---- SRQ --------------------------------------------------------------------------- */
 
 /* The SRQ CREATE_SRQ or CREATE_XRC_SRQ (@p cmd, request @p req) made: its region mapped
@@ -562,7 +545,7 @@ struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
 
 struct uroce_client_srq *uroce_client_create_xrc_srq(struct uroce_client_pd *pd,
 						     struct uroce_client_xrcd *xrcd,
-						     struct ibv_cq *cq,
+						     struct uroce_client_cq *cq,
 						     struct ibv_srq_init_attr *attr)
 {
 	struct uroce_ctrl_create_xrc_srq_req req = {.pd = pd->handle, .attr = attr->attr};
@@ -570,7 +553,7 @@ struct uroce_client_srq *uroce_client_create_xrc_srq(struct uroce_client_pd *pd,
 	if (!xrcd || !cq || xrcd->ctx != pd->ctx)
 		return fail_null(EINVAL);
 	req.xrcd = xrcd->handle;
-	req.cq = uroce_client_cq_from_ibv(cq)->handle;
+	req.cq = cq->handle;
 	return srq_create(pd, UROCE_CTRL_CREATE_XRC_SRQ, &req, sizeof(req), attr);
 }
 
@@ -617,16 +600,6 @@ int uroce_client_close_xrcd(struct uroce_client_xrcd *xrcd)
 		return -rc;
 	free(xrcd);
 	return 0;
-}
-
-struct ibv_xrcd *uroce_client_xrcd_ibv(struct uroce_client_xrcd *xrcd)
-{
-	return &xrcd->ibv;
-}
-
-struct uroce_client_xrcd *uroce_client_xrcd_from_ibv(struct ibv_xrcd *xrcd)
-{
-	return cl_container_of(xrcd, struct uroce_client_xrcd, ibv);
 }
 
 /*
@@ -715,16 +688,6 @@ struct ibv_srq *uroce_client_srq_ibv(struct uroce_client_srq *srq)
 	return &srq->ibv;
 }
 
-struct uroce_client_srq *uroce_client_srq_from_ibv(struct ibv_srq *srq)
-{
-	return cl_container_of(srq, struct uroce_client_srq, ibv);
-}
-
-void **uroce_client_srq_priv(struct uroce_client_srq *srq)
-{
-	return &srq->priv;
-}
-
 /* ---- QP ---------------------------------------------------------------------------- */
 
 /*
@@ -765,11 +728,11 @@ static struct uroce_client_qp *qp_create(struct uroce_client_ctx *ctx, struct ur
 	int fd, rc;
 
 	if (attr->send_cq)
-		req.send_cq = uroce_client_cq_from_ibv(attr->send_cq)->handle;
+		req.send_cq = to_ucq(attr->send_cq)->handle;
 	if (attr->recv_cq)
-		req.recv_cq = uroce_client_cq_from_ibv(attr->recv_cq)->handle;
+		req.recv_cq = to_ucq(attr->recv_cq)->handle;
 	if (attr->srq)
-		req.srq = uroce_client_srq_from_ibv(attr->srq)->handle;
+		req.srq = to_usrq(attr->srq)->handle;
 	if (attr->qp_type == IBV_QPT_RAW_PACKET)
 		prove_net_raw(ctx);
 	qp = calloc(1, sizeof(*qp));
@@ -809,7 +772,7 @@ static struct uroce_client_qp *qp_create(struct uroce_client_ctx *ctx, struct ur
 	qp->doorbell_slot = qp->ctl->doorbell_slot;
 	qp->cap = rep.cap;
 	attr->cap = rep.cap;
-	qp->srq = attr->srq ? uroce_client_srq_from_ibv(attr->srq) : NULL;
+	qp->srq = attr->srq ? to_usrq(attr->srq) : NULL;
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	qp->ibv.context = ctx->ibv;
@@ -1023,21 +986,6 @@ int uroce_client_destroy_qp(struct uroce_client_qp *qp)
 struct ibv_qp *uroce_client_qp_ibv(struct uroce_client_qp *qp)
 {
 	return &qp->ibv;
-}
-
-struct uroce_client_qp *uroce_client_qp_from_ibv(struct ibv_qp *qp)
-{
-	return cl_container_of(qp, struct uroce_client_qp, ibv);
-}
-
-struct ibv_qp_ex *uroce_client_qp_ibv_ex(struct uroce_client_qp *qp)
-{
-	return &qp->ibv_ex;
-}
-
-void **uroce_client_qp_priv(struct uroce_client_qp *qp)
-{
-	return &qp->priv;
 }
 
 /* ---- AH ---------------------------------------------------------------------------- */

@@ -11,7 +11,9 @@
  * ibv_qp, ibv_srq, ibv_ah, ibv_comp_channel; CQs and QPs with room for ibv_cq_ex and
  * ibv_qp_ex), as rdma-core providers do, so the drop-in
  * libibverbs maps one to one: it hands out &obj->ibv and gets the object back with
- * container_of. Each object's ibv.context is the ctx's @c ibv_ctx (set by the caller,
+ * container_of (to_upd(), to_ucq()...: client_obj.h, which also has the layout of CQs,
+ * SRQs and QPs, opaque here: uroce_client_cq_ibv and its siblings give their ibv
+ * structs). Each object's ibv.context is the ctx's @c ibv_ctx (set by the caller,
  * NULL here otherwise). Fields of the embedded structs that verbs documents as readable
  * (qp_num, qp_type, state, lkey, rkey, addr, length, cqe, handle...) are kept current.
  *
@@ -223,14 +225,10 @@ int uroce_client_destroy_cq(struct uroce_client_cq *cq);
  * -EPROTO (the daemon's reply was malformed: the CQ cannot be used any more).
  */
 int uroce_client_resize_cq(struct uroce_client_cq *cq, int cqe);
+/** The CQ's struct ibv_cq (cqe, handle, context...), what ibv_qp_init_attr's send_cq and
+ *  recv_cq take. Never NULL. As uroce_client_srq_ibv and uroce_client_qp_ibv: for
+ *  programs that see only this header (the objects' layout is client_obj.h's). */
 struct ibv_cq *uroce_client_cq_ibv(struct uroce_client_cq *cq);
-struct uroce_client_cq *uroce_client_cq_from_ibv(struct ibv_cq *cq);
-/** The CQ as a struct ibv_cq_ex: every CQ has room for one (same address as the ibv_cq);
- *  the extended fields (comp_mask, status, wr_id, start_poll...) are the caller's. */
-struct ibv_cq_ex *uroce_client_cq_ibv_ex(struct uroce_client_cq *cq);
-/** A pointer slot for the caller (the drop-in libibverbs keeps its per-object state
- *  there); NULL at creation. Same for QPs and SRQs. */
-void **uroce_client_cq_priv(struct uroce_client_cq *cq);
 /** ibv_poll_cq: up to @p n completions; @return how many, or -errno. */
 int uroce_client_poll_cq(struct uroce_client_cq *cq, int n, struct ibv_wc *wc);
 int uroce_client_req_notify_cq(struct uroce_client_cq *cq, int solicited_only);
@@ -245,9 +243,8 @@ struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
 int uroce_client_modify_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr, int mask);
 int uroce_client_query_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *attr);
 int uroce_client_destroy_srq(struct uroce_client_srq *srq);
+/** The SRQ's struct ibv_srq (what ibv_qp_init_attr's srq takes). Never NULL. */
 struct ibv_srq *uroce_client_srq_ibv(struct uroce_client_srq *srq);
-struct uroce_client_srq *uroce_client_srq_from_ibv(struct ibv_srq *srq);
-void **uroce_client_srq_priv(struct uroce_client_srq *srq);
 int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad_wr);
 
@@ -267,13 +264,11 @@ struct uroce_client_xrcd *uroce_client_open_xrcd(struct uroce_client_ctx *ctx, i
 /** @return 0, or a positive errno (EBUSY: an XRC SRQ or target QP of this context is
  *  in it). */
 int uroce_client_close_xrcd(struct uroce_client_xrcd *xrcd);
-struct ibv_xrcd *uroce_client_xrcd_ibv(struct uroce_client_xrcd *xrcd);
-struct uroce_client_xrcd *uroce_client_xrcd_from_ibv(struct ibv_xrcd *xrcd);
 /** An XRC SRQ of @p xrcd (ibv_create_srq_ex, IBV_SRQT_XRC): its receive completions go to
  *  @p cq, its WQEs' L_Keys are of @p pd. NULL with errno as uroce_client_create_srq. */
 struct uroce_client_srq *uroce_client_create_xrc_srq(struct uroce_client_pd *pd,
 						     struct uroce_client_xrcd *xrcd,
-						     struct ibv_cq *cq,
+						     struct uroce_client_cq *cq,
 						     struct ibv_srq_init_attr *attr);
 /** ibv_get_srq_num: the number an XRC SRQ is named by in requests; 0 for another SRQ. */
 uint32_t uroce_client_srq_num(const struct uroce_client_srq *srq);
@@ -294,12 +289,8 @@ int uroce_client_modify_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr,
 int uroce_client_query_qp(struct uroce_client_qp *qp, struct ibv_qp_attr *attr, int mask,
 			  struct ibv_qp_init_attr *init);
 int uroce_client_destroy_qp(struct uroce_client_qp *qp);
+/** The QP's struct ibv_qp (qp_num, qp_type, state: kept current). Never NULL. */
 struct ibv_qp *uroce_client_qp_ibv(struct uroce_client_qp *qp);
-struct uroce_client_qp *uroce_client_qp_from_ibv(struct ibv_qp *qp);
-/** The QP as a struct ibv_qp_ex (room for one in every QP; its post API fields are the
- *  caller's to fill). */
-struct ibv_qp_ex *uroce_client_qp_ibv_ex(struct uroce_client_qp *qp);
-void **uroce_client_qp_priv(struct uroce_client_qp *qp);
 /** ibv_create_flow: a rule steering received frames to raw packet QP @p qp, @p attr and
  *  its num_of_specs specs (by their own sizes, as rdma-core reads them; attr->size is
  *  not read), at most UROCE_CTRL_FLOW_ATTR_MAX bytes in all, else EINVAL. @return 0 with

@@ -47,7 +47,7 @@ static struct uv_cq *uv_cqx(struct ibv_cq_ex *cq)
 static int uv_poll_one(struct ibv_cq_ex *cq)
 {
 	struct uv_cq *u = uv_cqx(cq);
-	int n = uroce_client_poll_cq(uroce_client_cq_from_ibv(ibv_cq_ex_to_cq(cq)), 1, &u->cur);
+	int n = uroce_client_poll_cq(to_ucq(ibv_cq_ex_to_cq(cq)), 1, &u->cur);
 
 	if (n < 0)
 		return -n;
@@ -164,7 +164,7 @@ struct ibv_cq_ex *uv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_at
 		return uv_null(EINVAL);
 	cq = uv_create_cq(ctx, (int)attr->cqe, attr->cq_context, attr->channel,
 			  (int)attr->comp_vector, attr->wc_flags);
-	return cq ? uroce_client_cq_ibv_ex(uroce_client_cq_from_ibv(cq)) : NULL;
+	return cq ? &to_ucq(cq)->ibv_ex : NULL;
 }
 
 /* ---- QP ---------------------------------------------------------------------------------- */
@@ -230,8 +230,8 @@ static struct uv_qp *uv_qpx(struct ibv_qp_ex *qp)
 
 UV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	struct uroce_client_qp *c = uroce_client_qp_from_ibv(qp);
-	struct ibv_qp_ex *x = uroce_client_qp_ibv_ex(c);
+	struct uroce_client_qp *c = to_uqp(qp);
+	struct ibv_qp_ex *x = &c->ibv_ex;
 
 	/* Only a QP created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS has the post API. */
 	return x->wr_start ? x : uv_null(EOPNOTSUPP);
@@ -306,7 +306,7 @@ static int uv_wr_complete(struct ibv_qp_ex *qp)
 			}
 			w[i].wr.next = i + 1 < u->nwr ? &w[i + 1].wr : NULL;
 		}
-		rc = uroce_client_post_send(uroce_client_qp_from_ibv(&qp->qp_base), &w[0].wr, &bad);
+		rc = uroce_client_post_send(to_uqp(&qp->qp_base), &w[0].wr, &bad);
 	}
 	uv_wr_start(qp);
 	return rc ? uv_err(rc) : 0;
@@ -585,7 +585,7 @@ struct ibv_flow *uv_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr)
 
 	if (!flow)
 		return uv_null(ENOMEM);
-	rc = uroce_client_create_flow(uroce_client_qp_from_ibv(qp), attr, &handle);
+	rc = uroce_client_create_flow(to_uqp(qp), attr, &handle);
 	if (rc) {
 		free(flow);
 		return uv_null(rc);

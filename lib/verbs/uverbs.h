@@ -56,6 +56,7 @@
 #include <infiniband/verbs.h>
 #include <infiniband/sa.h>
 
+#include "client_obj.h" /* lib/client's objects and to_upd(), to_ucq()... */
 #include "uroce_client.h"
 
 /* ibv_query_port and ibv_reg_mr: verbs.h makes them macros (to inline wrappers) after
@@ -146,12 +147,12 @@ static inline struct uroce_client_ctx *uv_cl(struct ibv_context *c)
 
 static inline struct uv_cq *uv_cq_of(struct ibv_cq *cq)
 {
-	return *uroce_client_cq_priv(uroce_client_cq_from_ibv(cq));
+	return to_ucq(cq)->priv;
 }
 
 static inline struct uv_qp *uv_qp_of(struct ibv_qp *qp)
 {
-	return *uroce_client_qp_priv(uroce_client_qp_from_ibv(qp));
+	return to_uqp(qp)->priv;
 }
 
 /** Positive errno, also in errno (rdma-core's int verbs do both). */

@@ -24,8 +24,7 @@ UV_EXPORT_1_1(ibv_dealloc_pd) int ibv_dealloc_pd(struct ibv_pd *pd)
 
 	if (rc != -ENOENT)
 		return uv_err(-rc);
-	return uv_err(
-		uroce_client_dealloc_pd((struct uroce_client_pd *)(void *)pd)); /* EBUSY in use */
+	return uv_err(uroce_client_dealloc_pd(to_upd(pd))); /* EBUSY in use */
 }
 
 /* Importing (ibv_import_device: verbs_device.c): the PD and MR are the other context's,
@@ -39,20 +38,19 @@ UV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_
 
 UV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-	uroce_client_unimport_pd((struct uroce_client_pd *)(void *)pd);
+	uroce_client_unimport_pd(to_upd(pd));
 }
 
 UV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
-	struct uroce_client_mr *mr =
-		uroce_client_import_mr((struct uroce_client_pd *)(void *)pd, mr_handle);
+	struct uroce_client_mr *mr = uroce_client_import_mr(to_upd(pd), mr_handle);
 
 	return mr ? &mr->ibv : NULL;
 }
 
 UV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
-	uroce_client_unimport_mr((struct uroce_client_mr *)(void *)mr);
+	uroce_client_unimport_mr(to_umr(mr));
 }
 
 /* ---- MR ------------------------------------------------------------------------------ */
@@ -66,8 +64,7 @@ static struct ibv_mr *uv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, ui
 	 * the device lacks them. An iova other than addr (a zero-based MR...) is what
 	 * peers and WQEs then use; the pages are still those at addr. */
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
-	mr = uroce_client_reg_mr_iova((struct uroce_client_pd *)(void *)pd, addr, length, iova,
-				      access);
+	mr = uroce_client_reg_mr_iova(to_upd(pd), addr, length, iova, access);
 	return mr ? &mr->ibv : NULL;
 }
 
@@ -91,7 +88,7 @@ UV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
 
 UV_EXPORT_1_1(ibv_dereg_mr) int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	return uv_err(uroce_client_dereg_mr((struct uroce_client_mr *)(void *)mr));
+	return uv_err(uroce_client_dereg_mr(to_umr(mr)));
 }
 
 /* rdma-core's checks and codes: what libibverbs refuses before the device sees it is
@@ -115,8 +112,9 @@ UV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	/* As ibv_reg_mr: optional access flags may be ignored. */
-	rc = uroce_client_rereg_mr((struct uroce_client_mr *)(void *)mr, flags,
-				   (struct uroce_client_pd *)(void *)pd, addr, length,
+	rc = uroce_client_rereg_mr(to_umr(mr), flags,
+				   (flags & IBV_REREG_MR_CHANGE_PD) ? to_upd(pd) : NULL, addr,
+				   length,
 				   (unsigned int)access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE);
 	if (rc) {
 		errno = -rc;
@@ -137,20 +135,20 @@ UV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
 UV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	/* EBUSY while a CQ uses it, as rdma-core */
-	return uv_err(uroce_client_destroy_channel((struct uroce_client_channel *)(void *)channel));
+	return uv_err(uroce_client_destroy_channel(to_uchannel(channel)));
 }
 
 UV_EXPORT_1_1(ibv_get_cq_event)
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct uroce_client_cq *ccq;
-	int rc = uroce_client_get_cq_event((struct uroce_client_channel *)(void *)channel, &ccq);
+	int rc = uroce_client_get_cq_event(to_uchannel(channel), &ccq);
 
 	if (rc) {
 		errno = rc; /* EAGAIN on a non-blocking channel fd */
 		return -1;
 	}
-	*cq = uroce_client_cq_ibv(ccq);
+	*cq = &ccq->ibv;
 	*cq_context = (*cq)->cq_context;
 	pthread_mutex_lock(&(*cq)->mutex);
 	uv_cq_of(*cq)->comp_reported++;
@@ -160,7 +158,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 
 UV_EXPORT_1_1(ibv_ack_cq_events) void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
-	uroce_client_ack_cq_events(uroce_client_cq_from_ibv(cq), nevents);
+	uroce_client_ack_cq_events(to_ucq(cq), nevents);
 	pthread_mutex_lock(&cq->mutex);
 	cq->comp_events_completed += nevents;
 	pthread_cond_signal(&cq->cond);
@@ -181,19 +179,19 @@ struct ibv_cq *uv_create_cq(struct ibv_context *context, int cqe, void *cq_conte
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return uv_null(ENOMEM);
-	ccq = uroce_client_create_cq(uv_cl(context), cqe,
-				     (struct uroce_client_channel *)(void *)channel, comp_vector);
+	ccq = uroce_client_create_cq(uv_cl(context), cqe, channel ? to_uchannel(channel) : NULL,
+				     comp_vector);
 	if (!ccq) {
 		free(u);
 		return NULL;
 	}
 	u->wc_flags = wc_flags;
-	*uroce_client_cq_priv(ccq) = u;
-	cq = uroce_client_cq_ibv(ccq);
+	ccq->priv = u;
+	cq = &ccq->ibv;
 	cq->cq_context = cq_context;
 	pthread_mutex_init(&cq->mutex, NULL);
 	pthread_cond_init(&cq->cond, NULL);
-	uv_cq_ex_init(uroce_client_cq_ibv_ex(ccq)); /* every CQ is also an ibv_cq_ex */
+	uv_cq_ex_init(&ccq->ibv_ex); /* every CQ is also an ibv_cq_ex */
 	return cq;
 }
 
@@ -215,7 +213,7 @@ UV_EXPORT_1_1(ibv_destroy_cq) int ibv_destroy_cq(struct ibv_cq *cq)
 	       cq->async_events_completed != u->async_reported)
 		pthread_cond_wait(&cq->cond, &cq->mutex);
 	pthread_mutex_unlock(&cq->mutex);
-	rc = uroce_client_destroy_cq(uroce_client_cq_from_ibv(cq)); /* EBUSY while QPs use it */
+	rc = uroce_client_destroy_cq(to_ucq(cq)); /* EBUSY while QPs use it */
 	if (rc)
 		return uv_err(rc);
 	free(u);
@@ -224,7 +222,7 @@ UV_EXPORT_1_1(ibv_destroy_cq) int ibv_destroy_cq(struct ibv_cq *cq)
 
 UV_EXPORT_1_1(ibv_resize_cq) int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	return uv_err(-uroce_client_resize_cq(uroce_client_cq_from_ibv(cq), cqe));
+	return uv_err(-uroce_client_resize_cq(to_ucq(cq), cqe));
 }
 
 /* ---- SRQ ------------------------------------------------------------------------------- */
@@ -238,13 +236,13 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 
 	if (!u)
 		return uv_null(ENOMEM);
-	s = uroce_client_create_srq((struct uroce_client_pd *)(void *)pd, attr);
+	s = uroce_client_create_srq(to_upd(pd), attr);
 	if (!s) {
 		free(u);
 		return NULL;
 	}
-	*uroce_client_srq_priv(s) = u;
-	srq = uroce_client_srq_ibv(s);
+	s->priv = u;
+	srq = &s->ibv;
 	srq->srq_context = attr->srq_context;
 	pthread_mutex_init(&srq->mutex, NULL);
 	pthread_cond_init(&srq->cond, NULL);
@@ -254,18 +252,18 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 UV_EXPORT_1_1(ibv_modify_srq)
 int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
-	return uv_err(uroce_client_modify_srq(uroce_client_srq_from_ibv(srq), attr, mask));
+	return uv_err(uroce_client_modify_srq(to_usrq(srq), attr, mask));
 }
 
 UV_EXPORT_1_1(ibv_query_srq) int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
-	return uv_err(uroce_client_query_srq(uroce_client_srq_from_ibv(srq), attr));
+	return uv_err(uroce_client_query_srq(to_usrq(srq), attr));
 }
 
 UV_EXPORT_1_1(ibv_destroy_srq) int ibv_destroy_srq(struct ibv_srq *srq)
 {
-	struct uroce_client_srq *s = uroce_client_srq_from_ibv(srq);
-	struct uv_srq *u = *uroce_client_srq_priv(s);
+	struct uroce_client_srq *s = to_usrq(srq);
+	struct uv_srq *u = s->priv;
 	int rc;
 
 	pthread_mutex_lock(&srq->mutex);
@@ -289,12 +287,12 @@ struct ibv_qp *uv_qp_adopt(struct uroce_client_qp *c, struct uv_qp *u, uint64_t 
 		free(u);
 		return NULL;
 	}
-	*uroce_client_qp_priv(c) = u;
-	qp = uroce_client_qp_ibv(c);
+	c->priv = u;
+	qp = &c->ibv;
 	pthread_mutex_init(&qp->mutex, NULL);
 	pthread_cond_init(&qp->cond, NULL);
 	if (send_ops_flags)
-		uv_qp_ex_init(uroce_client_qp_ibv_ex(c));
+		uv_qp_ex_init(&c->ibv_ex);
 	return qp;
 }
 
@@ -308,8 +306,7 @@ struct ibv_qp *uv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr,
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return uv_null(ENOMEM);
-	return uv_qp_adopt(uroce_client_create_qp((struct uroce_client_pd *)(void *)pd, attr), u,
-			   send_ops_flags);
+	return uv_qp_adopt(uroce_client_create_qp(to_upd(pd), attr), u, send_ops_flags);
 }
 
 UV_EXPORT_1_1(ibv_create_qp)
@@ -321,7 +318,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 UV_EXPORT_1_1(ibv_modify_qp)
 int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
-	return uv_err(uroce_client_modify_qp(uroce_client_qp_from_ibv(qp), attr, attr_mask));
+	return uv_err(uroce_client_modify_qp(to_uqp(qp), attr, attr_mask));
 }
 
 UV_EXPORT_1_1(ibv_query_qp)
@@ -329,7 +326,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		 struct ibv_qp_init_attr *init_attr)
 {
 	return uv_err(
-		uroce_client_query_qp(uroce_client_qp_from_ibv(qp), attr, attr_mask, init_attr));
+		uroce_client_query_qp(to_uqp(qp), attr, attr_mask, init_attr));
 }
 
 /* Multicast (UD QPs; RoCE ignores the LID): the daemon's transport copies a group's
@@ -337,13 +334,13 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 UV_EXPORT_1_1(ibv_attach_mcast) int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 						    uint16_t lid)
 {
-	return uv_err(uroce_client_mcast(uroce_client_qp_from_ibv(qp), gid, lid, true));
+	return uv_err(uroce_client_mcast(to_uqp(qp), gid, lid, true));
 }
 
 UV_EXPORT_1_1(ibv_detach_mcast) int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 						    uint16_t lid)
 {
-	return uv_err(uroce_client_mcast(uroce_client_qp_from_ibv(qp), gid, lid, false));
+	return uv_err(uroce_client_mcast(to_uqp(qp), gid, lid, false));
 }
 
 UV_EXPORT_1_1(ibv_destroy_qp) int ibv_destroy_qp(struct ibv_qp *qp)
@@ -355,7 +352,7 @@ UV_EXPORT_1_1(ibv_destroy_qp) int ibv_destroy_qp(struct ibv_qp *qp)
 	while (qp->events_completed != u->async_reported)
 		pthread_cond_wait(&qp->cond, &qp->mutex);
 	pthread_mutex_unlock(&qp->mutex);
-	rc = uroce_client_destroy_qp(uroce_client_qp_from_ibv(qp));
+	rc = uroce_client_destroy_qp(to_uqp(qp));
 	if (rc)
 		return uv_err(rc);
 	uv_qp_ex_free(u);
@@ -377,15 +374,14 @@ UV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode o
 UV_EXPORT_1_1(ibv_create_ah)
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct uroce_client_ah *ah =
-		uroce_client_create_ah((struct uroce_client_pd *)(void *)pd, attr);
+	struct uroce_client_ah *ah = uroce_client_create_ah(to_upd(pd), attr);
 
 	return ah ? &ah->ibv : NULL;
 }
 
 UV_EXPORT_1_1(ibv_destroy_ah) int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	return uv_err(uroce_client_destroy_ah((struct uroce_client_ah *)(void *)ah));
+	return uv_err(uroce_client_destroy_ah(to_uah(ah)));
 }
 
 /* The AH that answers a UD receive: RoCE v2 puts the IP header of the request in the

@@ -119,17 +119,17 @@ UV_EXPORT int ibv_get_device_index(struct ibv_device *device)
 
 static int uv_op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
-	return uroce_client_poll_cq(uroce_client_cq_from_ibv(cq), n, wc);
+	return uroce_client_poll_cq(to_ucq(cq), n, wc);
 }
 
 static int uv_op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-	return uroce_client_req_notify_cq(uroce_client_cq_from_ibv(cq), solicited_only);
+	return uroce_client_req_notify_cq(to_ucq(cq), solicited_only);
 }
 
 static int uv_op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	int rc = uroce_client_post_send(uroce_client_qp_from_ibv(qp), wr, bad);
+	int rc = uroce_client_post_send(to_uqp(qp), wr, bad);
 
 	/* Verbs return the errno and applications also read errno (ABI README). */
 	if (rc)
@@ -139,7 +139,7 @@ static int uv_op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv
 
 static int uv_op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	int rc = uroce_client_post_recv(uroce_client_qp_from_ibv(qp), wr, bad);
+	int rc = uroce_client_post_recv(to_uqp(qp), wr, bad);
 
 	/* Verbs return the errno and applications also read errno (ABI README). */
 	if (rc)
@@ -150,7 +150,7 @@ static int uv_op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv
 static int uv_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad)
 {
-	int rc = uroce_client_post_srq_recv(uroce_client_srq_from_ibv(srq), wr, bad);
+	int rc = uroce_client_post_srq_recv(to_usrq(srq), wr, bad);
 
 	/* Verbs return the errno and applications also read errno (ABI README). */
 	if (rc)
@@ -162,7 +162,7 @@ static int uv_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
  * call these (ibv_bind_mw has checked the type and the PDs). */
 static struct ibv_mw *uv_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-	struct uroce_client_pd *cpd = (struct uroce_client_pd *)(void *)pd;
+	struct uroce_client_pd *cpd = to_upd(pd);
 	struct uroce_client_mw *mw = uroce_client_alloc_mw(cpd, type);
 
 	return mw ? &mw->ibv : NULL; /* errno from lib/client */
@@ -170,8 +170,7 @@ static struct ibv_mw *uv_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static int uv_op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
-	int rc = uroce_client_bind_mw(uroce_client_qp_from_ibv(qp),
-				      (struct uroce_client_mw *)(void *)mw, bind);
+	int rc = uroce_client_bind_mw(to_uqp(qp), to_umw(mw), bind);
 
 	if (rc)
 		errno = rc;
@@ -180,7 +179,7 @@ static int uv_op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bin
 
 static int uv_op_dealloc_mw(struct ibv_mw *mw)
 {
-	int rc = uroce_client_dealloc_mw((struct uroce_client_mw *)(void *)mw);
+	int rc = uroce_client_dealloc_mw(to_umw(mw));
 
 	if (rc)
 		errno = rc;
@@ -536,10 +535,10 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
 		if (event->element.srq) {
-			struct uroce_client_srq *s = uroce_client_srq_from_ibv(event->element.srq);
+			struct uroce_client_srq *s = to_usrq(event->element.srq);
 
 			pthread_mutex_lock(&event->element.srq->mutex);
-			((struct uv_srq *)*uroce_client_srq_priv(s))->async_reported++;
+			((struct uv_srq *)s->priv)->async_reported++;
 			pthread_mutex_unlock(&event->element.srq->mutex);
 		}
 		break;

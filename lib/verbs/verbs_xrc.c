@@ -26,12 +26,12 @@ static struct ibv_xrcd *uv_op_open_xrcd(struct ibv_context *context,
 	    !(attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS))
 		return uv_null(EINVAL);
 	x = uroce_client_open_xrcd(uv_ctx(context)->cl, attr->fd, attr->oflags);
-	return x ? uroce_client_xrcd_ibv(x) : NULL;
+	return x ? &x->ibv : NULL;
 }
 
 static int uv_op_close_xrcd(struct ibv_xrcd *xrcd)
 {
-	return uv_err(uroce_client_close_xrcd(uroce_client_xrcd_from_ibv(xrcd)));
+	return uv_err(uroce_client_close_xrcd(to_uxrcd(xrcd)));
 }
 
 static struct ibv_srq *uv_op_create_srq_ex(struct ibv_context *context,
@@ -61,15 +61,15 @@ static struct ibv_srq *uv_op_create_srq_ex(struct ibv_context *context,
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return uv_null(ENOMEM);
-	s = uroce_client_create_xrc_srq((struct uroce_client_pd *)(void *)attr->pd,
-					uroce_client_xrcd_from_ibv(attr->xrcd), attr->cq, &init);
+	s = uroce_client_create_xrc_srq(to_upd(attr->pd), to_uxrcd(attr->xrcd), to_ucq(attr->cq),
+					&init);
 	if (!s) {
 		free(u);
 		return NULL;
 	}
 	attr->attr = init.attr;
-	*uroce_client_srq_priv(s) = u;
-	srq = uroce_client_srq_ibv(s);
+	s->priv = u;
+	srq = &s->ibv;
 	srq->srq_context = attr->srq_context;
 	pthread_mutex_init(&srq->mutex, NULL);
 	pthread_cond_init(&srq->cond, NULL);
@@ -78,7 +78,7 @@ static struct ibv_srq *uv_op_create_srq_ex(struct ibv_context *context,
 
 static int uv_op_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
 {
-	*srq_num = uroce_client_srq_num(uroce_client_srq_from_ibv(srq));
+	*srq_num = uroce_client_srq_num(to_usrq(srq));
 	return 0;
 }
 
@@ -106,12 +106,12 @@ struct ibv_qp *uv_create_xrc_qp(struct ibv_context *ctx, struct ibv_qp_init_attr
 		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd ||
 		    attr->xrcd->context != ctx || send_ops_flags)
 			return uv_null(EINVAL);
-		xrcd = uroce_client_xrcd_from_ibv(attr->xrcd);
+		xrcd = to_uxrcd(attr->xrcd);
 		a.send_cq = a.recv_cq = NULL;
 	} else {
 		if (attr->pd->context != ctx)
 			return uv_null(EINVAL);
-		pd = (struct uroce_client_pd *)(void *)attr->pd;
+		pd = to_upd(attr->pd);
 	}
 	u = calloc(1, sizeof(*u));
 	if (!u)
@@ -138,8 +138,7 @@ static struct ibv_qp *uv_op_open_qp(struct ibv_context *context, struct ibv_qp_o
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return uv_null(ENOMEM);
-	return uv_qp_adopt(uroce_client_open_qp(uroce_client_xrcd_from_ibv(attr->xrcd),
-						attr->qp_num,
+	return uv_qp_adopt(uroce_client_open_qp(to_uxrcd(attr->xrcd), attr->qp_num,
 						(attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ?
 							attr->qp_context :
 							NULL),
