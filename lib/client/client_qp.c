@@ -21,22 +21,57 @@ static uint32_t queue_room(const struct uroce_ring *r, _Atomic uint32_t *retired
 	return outstanding >= max_wr ? 0 : max_wr - outstanding;
 }
 
+/* The SGEs of both WQE forms have ibv_sge's layout: a work request's list is copied as it
+ * is. */
+#define SGE_IS_IBV_SGE(wqe)                                                                       \
+	(sizeof(((wqe *)0)->sg_list[0]) == sizeof(struct ibv_sge) &&                              \
+	 offsetof(wqe, sg_list[0].length) - offsetof(wqe, sg_list) ==                             \
+		 offsetof(struct ibv_sge, length) &&                                              \
+	 offsetof(wqe, sg_list[0].lkey) - offsetof(wqe, sg_list) == offsetof(struct ibv_sge, lkey))
+_Static_assert(SGE_IS_IBV_SGE(struct uroce_ctrl_send_wqe), "a send WQE's SGE is an ibv_sge");
+_Static_assert(SGE_IS_IBV_SGE(struct uroce_ctrl_recv_wqe), "a receive WQE's SGE is an ibv_sge");
+
+/* A work request's SGEs into a WQE's list @p to (an empty list may be NULL). */
+static void copy_sges(void *to, const struct ibv_sge *sg_list, int num_sge)
+{
+	if (num_sge > 0)
+		memcpy(to, sg_list, (size_t)num_sge * sizeof(*sg_list));
+}
+
 static int fill_recv(struct uroce_ctrl_recv_wqe *w, const struct ibv_recv_wr *wr,
 		     uint32_t max_sge)
 {
-	int i;
-
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
 		return EINVAL;
 	memset(w, 0, sizeof(*w));
 	w->wr_id = wr->wr_id;
 	w->num_sge = (uint32_t)wr->num_sge;
-	for (i = 0; i < wr->num_sge; i++) {
-		w->sg_list[i].addr = wr->sg_list[i].addr;
-		w->sg_list[i].length = wr->sg_list[i].length;
-		w->sg_list[i].lkey = wr->sg_list[i].lkey;
-	}
+	copy_sges(w->sg_list, wr->sg_list, wr->num_sge);
 	return 0;
+}
+
+/* Writes the receive WQEs of list *@p wr into @p ring, as many as its room for @p max_wr
+ * outstanding allows, and commits them; under the queue's lock. @return 0, or the errno
+ * of the first one not posted (ENOMEM: no room; EINVAL: more than @p max_sge SGEs), left
+ * in *@p wr. *@p n: how many were posted (the caller rings the doorbell when any). */
+static int post_recv_list(struct uroce_ring *ring, _Atomic uint32_t *retired, uint32_t max_wr,
+			  uint32_t max_sge, struct ibv_recv_wr **wr, uint32_t *n)
+{
+	uint32_t room = queue_room(ring, retired, max_wr);
+	int rc = 0;
+
+	for (; *wr; *wr = (*wr)->next, (*n)++) {
+		if (*n == room) {
+			rc = ENOMEM;
+			break;
+		}
+		rc = fill_recv(uroce_ring_prod_slot(ring, *n), *wr, max_sge);
+		if (rc)
+			break;
+	}
+	if (*n)
+		uroce_ring_prod_commit(ring, *n);
+	return rc;
 }
 
 /* ---- SRQ --------------------------------------------------------------------------- */
@@ -44,26 +79,15 @@ static int fill_recv(struct uroce_ctrl_recv_wqe *w, const struct ibv_recv_wr *wr
 int uroce_client_post_srq_recv(struct uroce_client_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad_wr)
 {
-	uint32_t n = 0, room;
-	int rc = 0;
+	uint32_t n = 0;
+	int rc;
 
 	if (__builtin_expect(srq->ctx->forked, 0)) {
 		*bad_wr = wr;
 		return EIO; /* the parent's SRQ (fork.c) */
 	}
 	pthread_spin_lock(&srq->lock);
-	room = queue_room(&srq->ring, &srq->ctl->sq_retired, srq->max_wr);
-	for (; wr; wr = wr->next, n++) {
-		if (n == room) {
-			rc = ENOMEM;
-			break;
-		}
-		rc = fill_recv(uroce_ring_prod_slot(&srq->ring, n), wr, srq->max_sge);
-		if (rc)
-			break;
-	}
-	if (n)
-		uroce_ring_prod_commit(&srq->ring, n);
+	rc = post_recv_list(&srq->ring, &srq->ctl->sq_retired, srq->max_wr, srq->max_sge, &wr, &n);
 	pthread_spin_unlock(&srq->lock);
 	if (n)
 		cl_ring_doorbell(srq->ctx, srq->doorbell_slot);
@@ -209,11 +233,7 @@ static int fill_send(struct uroce_client_qp *qp, struct uroce_ctrl_send_wqe *w,
 		w->inline_len = at;
 	} else {
 		w->num_sge = (uint32_t)wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			w->sg_list[i].addr = wr->sg_list[i].addr;
-			w->sg_list[i].length = wr->sg_list[i].length;
-			w->sg_list[i].lkey = wr->sg_list[i].lkey;
-		}
+		copy_sges(w->sg_list, wr->sg_list, wr->num_sge);
 	}
 	return 0;
 }
@@ -260,8 +280,8 @@ out:
 int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
 			   struct ibv_recv_wr **bad_wr)
 {
-	uint32_t n = 0, room;
-	int rc = 0;
+	uint32_t n = 0;
+	int rc;
 
 	/* An SRQ's QP, and XRC's (an initiator receives nothing, a target from its SRQs) */
 	if (qp->srq || qp->ibv.qp_type == IBV_QPT_XRC_SEND ||
@@ -274,23 +294,11 @@ int uroce_client_post_recv(struct uroce_client_qp *qp, struct ibv_recv_wr *wr,
 		return EIO; /* the parent's QP (fork.c) */
 	}
 	pthread_spin_lock(&qp->rq_lock);
-	if (qp->ibv.state == IBV_QPS_RESET) {
+	if (qp->ibv.state == IBV_QPS_RESET)
 		rc = EINVAL;
-		goto out;
-	}
-	room = queue_room(&qp->rq, &qp->ctl->rq_retired, qp->cap.max_recv_wr);
-	for (; wr; wr = wr->next, n++) {
-		if (n == room) {
-			rc = ENOMEM;
-			break;
-		}
-		rc = fill_recv(uroce_ring_prod_slot(&qp->rq, n), wr, qp->cap.max_recv_sge);
-		if (rc)
-			break;
-	}
-	if (n)
-		uroce_ring_prod_commit(&qp->rq, n);
-out:
+	else
+		rc = post_recv_list(&qp->rq, &qp->ctl->rq_retired, qp->cap.max_recv_wr,
+				    qp->cap.max_recv_sge, &wr, &n);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (n)
 		cl_ring_doorbell(qp->ctx, qp->doorbell_slot);
