@@ -21,6 +21,52 @@ static void *fail_null(int rc)
 	return NULL;
 }
 
+/* The client's side of an object the daemon has just made (@p handle): @p size bytes,
+ * zeroed. When they cannot be had, the daemon's object goes again (@p cmd) and NULL is
+ * returned with errno ENOMEM: a create that fails leaves nothing behind. */
+static void *obj_alloc(struct uroce_client_ctx *ctx, size_t size, uint32_t cmd, uint32_t handle)
+{
+	void *obj = calloc(1, size);
+
+	if (!obj) {
+		cl_release(ctx, cmd, handle);
+		errno = ENOMEM;
+	}
+	return obj;
+}
+
+/*
+ * The one release path of every object: the daemon's object goes first (@p cmd, @p
+ * handle), since the daemon may refuse (EBUSY while another object uses it; nothing
+ * changes then); only once it has gone does this side let go of the object's entry in the
+ * context's table and of the mapping of @p region, for the objects that have one (CQ,
+ * SRQ, QP; NULL for the others). The caller frees what it holds after.
+ * @return 0 or a positive errno, as verbs.
+ */
+static int obj_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle,
+		       struct uroce_shm_region *region)
+{
+	int rc = cl_release(ctx, cmd, handle);
+
+	if (rc)
+		return -rc;
+	if (region) {
+		cl_obj_del(ctx, handle);
+		uroce_shm_close(region);
+	}
+	return 0;
+}
+
+/* obj_release of an object that holds nothing more than its memory, @p obj, then freed. */
+static int obj_destroy(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle, void *obj)
+{
+	int rc = obj_release(ctx, cmd, handle, NULL);
+
+	if (rc == 0)
+		free(obj);
+	return rc;
+}
+
 /* ---- PD ---------------------------------------------------------------------------- */
 
 struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx)
@@ -31,11 +77,9 @@ struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx)
 
 	if (rc)
 		return fail_null(rc);
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		cl_release(ctx, UROCE_CTRL_DEALLOC_PD, rep.handle);
-		return fail_null(ENOMEM);
-	}
+	pd = obj_alloc(ctx, sizeof(*pd), UROCE_CTRL_DEALLOC_PD, rep.handle);
+	if (!pd)
+		return NULL;
 	pd->ctx = ctx;
 	pd->handle = rep.handle;
 	pd->ibv.context = ctx->ibv;
@@ -45,12 +89,7 @@ struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx)
 
 int uroce_client_dealloc_pd(struct uroce_client_pd *pd)
 {
-	int rc = cl_release(pd->ctx, UROCE_CTRL_DEALLOC_PD, pd->handle);
-
-	if (rc)
-		return -rc;
-	free(pd);
-	return 0;
+	return obj_destroy(pd->ctx, UROCE_CTRL_DEALLOC_PD, pd->handle, pd);
 }
 
 /* ---- importing -------------------------------------------------------------------- */
@@ -79,11 +118,9 @@ struct uroce_client_pd *uroce_client_import_pd(struct uroce_client_ctx *ctx, uin
 
 	if (rc)
 		return fail_null(rc);
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		cl_release(ctx, UROCE_CTRL_UNIMPORT_PD, rep.handle);
-		return fail_null(ENOMEM);
-	}
+	pd = obj_alloc(ctx, sizeof(*pd), UROCE_CTRL_UNIMPORT_PD, rep.handle);
+	if (!pd)
+		return NULL;
 	pd->ctx = ctx;
 	pd->handle = rep.handle;
 	pd->ibv.context = ctx->ibv;
@@ -108,11 +145,9 @@ struct uroce_client_mr *uroce_client_import_mr(struct uroce_client_pd *pd, uint3
 
 	if (rc)
 		return fail_null(rc);
-	mr = calloc(1, sizeof(*mr));
-	if (!mr) {
-		cl_release(pd->ctx, UROCE_CTRL_UNIMPORT_MR, rep.mr);
-		return fail_null(ENOMEM);
-	}
+	mr = obj_alloc(pd->ctx, sizeof(*mr), UROCE_CTRL_UNIMPORT_MR, rep.mr);
+	if (!mr)
+		return NULL;
 	mr->ctx = pd->ctx;
 	mr->handle = rep.mr;
 	mr->iova = rep.iova;
@@ -208,12 +243,7 @@ out:
 
 int uroce_client_dereg_mr(struct uroce_client_mr *mr)
 {
-	int rc = cl_release(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle);
-
-	if (rc)
-		return -rc;
-	free(mr);
-	return 0;
+	return obj_destroy(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle, mr);
 }
 
 int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_client_pd *pd,
@@ -298,10 +328,10 @@ struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx
 
 int uroce_client_destroy_channel(struct uroce_client_channel *ch)
 {
-	int rc = cl_release(ch->ctx, UROCE_CTRL_DESTROY_CHANNEL, ch->handle);
+	int rc = obj_release(ch->ctx, UROCE_CTRL_DESTROY_CHANNEL, ch->handle, NULL);
 
 	if (rc)
-		return -rc; /* EBUSY while CQs use it, like verbs */
+		return rc; /* EBUSY while CQs use it, like verbs */
 	close(ch->ibv.fd);
 	close(ch->pipe);
 	free(ch);
@@ -408,12 +438,10 @@ fail:
 
 int uroce_client_destroy_cq(struct uroce_client_cq *cq)
 {
-	int rc = cl_release(cq->ctx, UROCE_CTRL_DESTROY_CQ, cq->handle);
+	int rc = obj_release(cq->ctx, UROCE_CTRL_DESTROY_CQ, cq->handle, &cq->region);
 
 	if (rc)
-		return -rc; /* EBUSY while a QP uses it */
-	cl_obj_del(cq->ctx, cq->handle);
-	uroce_shm_close(&cq->region);
+		return rc; /* EBUSY while a QP uses it */
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	return 0;
@@ -581,11 +609,9 @@ struct uroce_client_xrcd *uroce_client_open_xrcd(struct uroce_client_ctx *ctx, i
 			     sizeof(rep), NULL, 0);
 	if (rc)
 		return fail_null(rc);
-	xrcd = calloc(1, sizeof(*xrcd));
-	if (!xrcd) {
-		cl_release(ctx, UROCE_CTRL_CLOSE_XRCD, rep.handle);
-		return fail_null(ENOMEM);
-	}
+	xrcd = obj_alloc(ctx, sizeof(*xrcd), UROCE_CTRL_CLOSE_XRCD, rep.handle);
+	if (!xrcd)
+		return NULL;
 	xrcd->ctx = ctx;
 	xrcd->handle = rep.handle;
 	xrcd->ibv.context = ctx->ibv;
@@ -594,12 +620,7 @@ struct uroce_client_xrcd *uroce_client_open_xrcd(struct uroce_client_ctx *ctx, i
 
 int uroce_client_close_xrcd(struct uroce_client_xrcd *xrcd)
 {
-	int rc = cl_release(xrcd->ctx, UROCE_CTRL_CLOSE_XRCD, xrcd->handle);
-
-	if (rc)
-		return -rc;
-	free(xrcd);
-	return 0;
+	return obj_destroy(xrcd->ctx, UROCE_CTRL_CLOSE_XRCD, xrcd->handle, xrcd);
 }
 
 /*
@@ -672,12 +693,10 @@ int uroce_client_query_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *at
 
 int uroce_client_destroy_srq(struct uroce_client_srq *srq)
 {
-	int rc = cl_release(srq->ctx, UROCE_CTRL_DESTROY_SRQ, srq->handle);
+	int rc = obj_release(srq->ctx, UROCE_CTRL_DESTROY_SRQ, srq->handle, &srq->region);
 
 	if (rc)
-		return -rc;
-	cl_obj_del(srq->ctx, srq->handle);
-	uroce_shm_close(&srq->region);
+		return rc;
 	pthread_spin_destroy(&srq->lock);
 	free(srq);
 	return 0;
@@ -971,12 +990,10 @@ int uroce_client_mcast(struct uroce_client_qp *qp, const union ibv_gid *gid, uin
 
 int uroce_client_destroy_qp(struct uroce_client_qp *qp)
 {
-	int rc = cl_release(qp->ctx, UROCE_CTRL_DESTROY_QP, qp->handle);
+	int rc = obj_release(qp->ctx, UROCE_CTRL_DESTROY_QP, qp->handle, &qp->region);
 
 	if (rc)
-		return -rc;
-	cl_obj_del(qp->ctx, qp->handle);
-	uroce_shm_close(&qp->region);
+		return rc;
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);
@@ -1001,11 +1018,9 @@ struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
 
 	if (rc)
 		return fail_null(rc);
-	ah = calloc(1, sizeof(*ah));
-	if (!ah) {
-		cl_release(pd->ctx, UROCE_CTRL_DESTROY_AH, rep.handle);
-		return fail_null(ENOMEM);
-	}
+	ah = obj_alloc(pd->ctx, sizeof(*ah), UROCE_CTRL_DESTROY_AH, rep.handle);
+	if (!ah)
+		return NULL;
 	ah->ctx = pd->ctx;
 	ah->handle = rep.handle;
 	ah->ibv.context = pd->ctx->ibv;
@@ -1016,12 +1031,7 @@ struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
 
 int uroce_client_destroy_ah(struct uroce_client_ah *ah)
 {
-	int rc = cl_release(ah->ctx, UROCE_CTRL_DESTROY_AH, ah->handle);
-
-	if (rc)
-		return -rc;
-	free(ah);
-	return 0;
+	return obj_destroy(ah->ctx, UROCE_CTRL_DESTROY_AH, ah->handle, ah);
 }
 
 /* ---- memory windows ---------------------------------------------------------------- */
@@ -1036,11 +1046,9 @@ struct uroce_client_mw *uroce_client_alloc_mw(struct uroce_client_pd *pd, enum i
 
 	if (rc)
 		return fail_null(rc);
-	mw = calloc(1, sizeof(*mw));
-	if (!mw) {
-		cl_release(pd->ctx, UROCE_CTRL_DEALLOC_MW, rep.mw);
-		return fail_null(ENOMEM);
-	}
+	mw = obj_alloc(pd->ctx, sizeof(*mw), UROCE_CTRL_DEALLOC_MW, rep.mw);
+	if (!mw)
+		return NULL;
 	mw->ctx = pd->ctx;
 	mw->handle = rep.mw;
 	mw->ibv.context = pd->ctx->ibv;
@@ -1053,12 +1061,7 @@ struct uroce_client_mw *uroce_client_alloc_mw(struct uroce_client_pd *pd, enum i
 
 int uroce_client_dealloc_mw(struct uroce_client_mw *mw)
 {
-	int rc = cl_release(mw->ctx, UROCE_CTRL_DEALLOC_MW, mw->handle);
-
-	if (rc)
-		return -rc;
-	free(mw);
-	return 0;
+	return obj_destroy(mw->ctx, UROCE_CTRL_DEALLOC_MW, mw->handle, mw);
 }
 
 int uroce_client_bind_mw(struct uroce_client_qp *qp, struct uroce_client_mw *mw,

@@ -23,7 +23,9 @@
  * uroce_client_poll_cq a negative value, as ibv_poll_cq. The project's own calls, which
  * have no verbs counterpart (uroce_client_call, _discover, _stats, _admin and
  * _capture_start), return 0 or -errno like everything inside the project
- * (doc/design.md).
+ * (doc/design.md). A destroy (dealloc_pd, dereg_mr, destroy_cq...) asks the daemon first:
+ * when it refuses (EBUSY while another object uses this one) nothing changes and the
+ * object stays the caller's; on success the object is freed.
  *
  * Data path: post_send / post_recv write WQEs into shared rings and publish the producer
  * index (the doorbell); poll_cq reads CQEs from a shared ring. No system call on either.
