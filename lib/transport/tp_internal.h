@@ -373,42 +373,7 @@ void tp_mcast_detach_all(struct uroce_tp_qp *qp);
 
 /* ---- transport_device.c ---- */
 uint64_t tp_rand(struct uroce_tp_dev *dev);
-/* The MR behind @key in @pd if [va, va + len) lies inside it and @access is allowed: an
- * L_Key, or an MR's R_Key (never a window's). */
-struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
-				uint64_t len, unsigned int access);
-/* An R_Key arriving at @qp, in @pd (the QP's, or for an XRC target the PD of the SRQ the
- * request names; NULL: none, so no key is valid): an MR's (tp_mr_check), or a window's,
- * checked against the window's state, QP, rights and range. Returns the MR the bytes are
- * in (for a window, the MR it is bound to: windows are never zero-based, so va - mr->iova
- * is still the offset into it), or NULL. */
-struct uroce_tp_mr *tp_rkey_check(struct uroce_tp_qp *qp, struct uroce_tp_pd *pd, uint32_t key,
-				  uint64_t va, uint64_t len, unsigned int access);
-/* Carries out a BIND_MW work request posted on @qp (IBA 10.6.7): 0, or -EINVAL when it
- * breaks a rule, and then nothing changed. */
-int tp_mw_bind(struct uroce_tp_qp *qp, const struct uroce_tp_bind *bind);
-/* Frees the type 2 window @rkey names (IBA 10.6.7): from a LOCAL_INV on @qp, or
- * (@remote) from a SEND with Invalidate arriving at @qp, which may free only a window bound
- * to @qp itself. 0, or -EINVAL (not such a window; nothing changed). */
-int tp_mw_invalidate(struct uroce_tp_qp *qp, uint32_t rkey, bool remote);
-/* The QP goes: the type 2 windows bound to it become free. */
-void tp_mw_qp_gone(struct uroce_tp_qp *qp);
-/* Appends a completion. A full CQ loses it, raises IBV_EVENT_CQ_ERR (once) and returns
- * false: the caller moves its QP to ERR (IBA 11.4.2.1; rxe does the same). */
-bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc);
 void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object);
-/* Removes the QP @p qpn's completions not yet polled, the others kept in order; with
- * @p keep_recv, its receive completions stay (an SRQ's WQEs: the application's buffers,
- * which a dropped completion would lose). */
-void tp_cq_discard_qp(struct uroce_tp_cq *cq, uint32_t qpn, bool keep_recv);
-/* Takes the next receive WQE of @p srq, or of the QP's own receive queue when NULL. */
-bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_srq *srq,
-		  struct uroce_tp_recv_wqe *out);
-/* The CQ a receive completion of the QP goes to: its receive CQ, or for an XRC target
- * the CQ of the SRQ of the message in progress (NULL if that SRQ is gone). */
-struct uroce_tp_cq *tp_resp_cq(struct uroce_tp_qp *qp);
-/* The XRC SRQ numbered @p srqn if it is in the XRC target QP's domain, else NULL. */
-struct uroce_tp_srq *tp_xrc_srq(const struct uroce_tp_qp *qp, uint32_t srqn);
 /* RC and both XRC types: acknowledged, retried, in PSN order (IBA 9.7; annex A14). */
 static inline bool tp_qp_reliable(const struct uroce_tp_qp *qp)
 {
@@ -430,12 +395,60 @@ static inline enum uroce_transport tp_qp_transport(const struct uroce_tp_qp *qp)
 		return UROCE_TRANSPORT_RC;
 	}
 }
+
+/* ---- transport_mr.c ---- */
+/* The MR behind @key in @pd if [va, va + len) lies inside it and @access is allowed: an
+ * L_Key, or an MR's R_Key (never a window's). */
+struct uroce_tp_mr *tp_mr_check(struct uroce_tp_pd *pd, uint32_t key, uint64_t va,
+				uint64_t len, unsigned int access);
 /* Copies between the SGE list and a contiguous buffer, at @offset into the list.
  * @access: IBV_ACCESS_LOCAL_WRITE to scatter into the list, 0 to gather from it.
  * Returns 0, or -EFAULT when an lkey, bound or access check fails. */
 int tp_sge_copy(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
 		uint32_t offset, void *buf, uint32_t len, bool to_sge);
 uint32_t tp_sge_len(const struct uroce_tp_sge *sge, uint32_t num_sge);
+/* The pieces of registered memory @p len bytes at @p offset of an SGE list lie in, checked
+ * as tp_sge_copy checks them: their count, -EFAULT (a bad SGE), or -ENOTSUP (more than
+ * UROCE_TP_TX_SEGS_MAX pieces, or an MR without ctx: copy instead). */
+int tp_sge_segs(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
+		uint32_t offset, uint32_t len, struct uroce_tp_tx_seg *seg);
+
+/* ---- transport_mw.c ---- */
+/* An R_Key arriving at @qp, in @pd (the QP's, or for an XRC target the PD of the SRQ the
+ * request names; NULL: none, so no key is valid): an MR's (tp_mr_check), or a window's,
+ * checked against the window's state, QP, rights and range. Returns the MR the bytes are
+ * in (for a window, the MR it is bound to: windows are never zero-based, so va - mr->iova
+ * is still the offset into it), or NULL. */
+struct uroce_tp_mr *tp_rkey_check(struct uroce_tp_qp *qp, struct uroce_tp_pd *pd, uint32_t key,
+				  uint64_t va, uint64_t len, unsigned int access);
+/* Carries out a BIND_MW work request posted on @qp (IBA 10.6.7): 0, or -EINVAL when it
+ * breaks a rule, and then nothing changed. */
+int tp_mw_bind(struct uroce_tp_qp *qp, const struct uroce_tp_bind *bind);
+/* Frees the type 2 window @rkey names (IBA 10.6.7): from a LOCAL_INV on @qp, or
+ * (@remote) from a SEND with Invalidate arriving at @qp, which may free only a window bound
+ * to @qp itself. 0, or -EINVAL (not such a window; nothing changed). */
+int tp_mw_invalidate(struct uroce_tp_qp *qp, uint32_t rkey, bool remote);
+/* The QP goes: the type 2 windows bound to it become free. */
+void tp_mw_qp_gone(struct uroce_tp_qp *qp);
+
+/* ---- transport_cq.c ---- */
+/* Appends a completion. A full CQ loses it, raises IBV_EVENT_CQ_ERR (once) and returns
+ * false: the caller moves its QP to ERR (IBA 11.4.2.1; rxe does the same). */
+bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc);
+/* Removes the QP @p qpn's completions not yet polled, the others kept in order; with
+ * @p keep_recv, its receive completions stay (an SRQ's WQEs: the application's buffers,
+ * which a dropped completion would lose). */
+void tp_cq_discard_qp(struct uroce_tp_cq *cq, uint32_t qpn, bool keep_recv);
+
+/* ---- transport_srq.c ---- */
+/* Takes the next receive WQE of @p srq, or of the QP's own receive queue when NULL. */
+bool tp_rwqe_take(struct uroce_tp_qp *qp, struct uroce_tp_srq *srq,
+		  struct uroce_tp_recv_wqe *out);
+/* The CQ a receive completion of the QP goes to: its receive CQ, or for an XRC target
+ * the CQ of the SRQ of the message in progress (NULL if that SRQ is gone). */
+struct uroce_tp_cq *tp_resp_cq(struct uroce_tp_qp *qp);
+/* The XRC SRQ numbered @p srqn if it is in the XRC target QP's domain, else NULL. */
+struct uroce_tp_srq *tp_xrc_srq(const struct uroce_tp_qp *qp, uint32_t srqn);
 
 /* ---- placement into application memory ---- */
 typedef uint64_t tp_una64 __attribute__((aligned(1), may_alias));
@@ -489,11 +502,6 @@ static inline bool tp_zc_wanted(const struct uroce_tp_dev *dev, uint32_t payload
  * -ENOTSUP when the host did not take it (the caller then calls tp_send_pkt). */
 int tp_send_pkt_zc(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32_t payload_len,
 		   const struct uroce_tp_tx_seg *seg, uint32_t nseg);
-/* The pieces of registered memory @p len bytes at @p offset of an SGE list lie in, checked
- * as tp_sge_copy checks them: their count, -EFAULT (a bad SGE), or -ENOTSUP (more than
- * UROCE_TP_TX_SEGS_MAX pieces, or an MR without ctx: copy instead). */
-int tp_sge_segs(struct uroce_tp_pd *pd, const struct uroce_tp_sge *sge, uint32_t num_sge,
-		uint32_t offset, uint32_t len, struct uroce_tp_tx_seg *seg);
 /* Builds the header template of a path from an AH attribute and a MAC. */
 int tp_path_tmpl(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah, const uint8_t dmac[6],
 		 struct uroce_wire_hdr *h);
