@@ -12,6 +12,7 @@
  *                                                                          -> COMP_WQE
  *                   \-> implied NAK / ghost       \-> NAK: RETRY | RNR | ERROR
  */
+#include <assert.h>
 #include <string.h>
 
 #include "tp_internal.h"
@@ -30,6 +31,24 @@ enum comp_state {
 	COMPST_RNR,         /* RNR NAK: wait, then go back */
 	COMPST_ERROR,       /* complete the WQE in error, QP to ERR */
 };
+
+/* The debug log's names of the states (rxe_comp.c: comp_state_name[]). */
+static const char *const comp_state_name[] = {
+	[COMPST_GET_WQE]      = "GET_WQE",
+	[COMPST_CHECK_PSN]    = "CHECK_PSN",
+	[COMPST_CHECK_ACK]    = "CHECK_ACK",
+	[COMPST_READ]         = "READ",
+	[COMPST_ATOMIC]       = "ATOMIC",
+	[COMPST_ATOMIC_WRITE] = "ATOMIC_WRITE",
+	[COMPST_WRITE_SEND]   = "WRITE_SEND",
+	[COMPST_COMP_WQE]     = "COMP_WQE",
+	[COMPST_DONE]         = "DONE",
+	[COMPST_RETRY]        = "RETRY",
+	[COMPST_RNR]          = "RNR",
+	[COMPST_ERROR]        = "ERROR",
+};
+static_assert(sizeof(comp_state_name) / sizeof(comp_state_name[0]) == COMPST_ERROR + 1,
+	      "comp_state_name[] names every state of enum comp_state");
 
 struct comp_ctx {
 	struct uroce_tp_qp *qp;
@@ -383,6 +402,8 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 	struct comp_ctx c = {.qp = qp, .pkt = pkt};
 	enum comp_state st = COMPST_GET_WQE;
 	uint32_t psn = pkt->hdr.bth.psn;
+	/* Read once: a step costs a test of a register when the log is off. */
+	const bool debug = qp->dev->cfg.debug_log != NULL;
 
 	if (!tp_qp_reliable(qp) ||
 	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE)) {
@@ -399,6 +420,8 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 		tp_req_skip_acked(qp, psn);
 
 	for (;;) {
+		enum comp_state from = st;
+
 		switch (st) {
 		case COMPST_GET_WQE:
 			st = get_wqe(&c);
@@ -485,6 +508,9 @@ void tp_comp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt, uint64
 			}
 			return;
 		}
+		if (debug)
+			tp_debug(qp->dev, "qp 0x%06x psn %u comp: %s -> %s", qp->qpn, psn,
+				 comp_state_name[from], comp_state_name[st]);
 	}
 }
 

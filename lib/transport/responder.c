@@ -12,6 +12,7 @@
  *   CHK_PSN -> DUPLICATE; any check -> ERR_* (NAK, RNR NAK, UC drop)
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <string.h>
 
 #include "tp_internal.h"
@@ -36,6 +37,30 @@ enum resp_state {
 	RESPST_ERR_LENGTH,       /* message longer than the receive WQE */
 	RESPST_UC_DROP,          /* UC: drop the rest of the message */
 };
+
+/* The debug log's names of the states (rxe_resp.c: resp_state_name[]). */
+static const char *const resp_state_name[] = {
+	[RESPST_CHK_PSN]         = "CHK_PSN",
+	[RESPST_CHK_OP_SEQ]      = "CHK_OP_SEQ",
+	[RESPST_CHK_XRC_SRQ]     = "CHK_XRC_SRQ",
+	[RESPST_CHK_OP_VALID]    = "CHK_OP_VALID",
+	[RESPST_CHK_RESOURCE]    = "CHK_RESOURCE",
+	[RESPST_CHK_LENGTH]      = "CHK_LENGTH",
+	[RESPST_CHK_RKEY]        = "CHK_RKEY",
+	[RESPST_EXECUTE]         = "EXECUTE",
+	[RESPST_COMPLETE]        = "COMPLETE",
+	[RESPST_ACKNOWLEDGE]     = "ACKNOWLEDGE",
+	[RESPST_DUPLICATE]       = "DUPLICATE",
+	[RESPST_DONE]            = "DONE",
+	[RESPST_ERR_RNR]         = "ERR_RNR",
+	[RESPST_ERR_INVALID_REQ] = "ERR_INVALID_REQ",
+	[RESPST_ERR_ACCESS]      = "ERR_ACCESS",
+	[RESPST_ERR_REM_OP]      = "ERR_REM_OP",
+	[RESPST_ERR_LENGTH]      = "ERR_LENGTH",
+	[RESPST_UC_DROP]         = "UC_DROP",
+};
+static_assert(sizeof(resp_state_name) / sizeof(resp_state_name[0]) == RESPST_UC_DROP + 1,
+	      "resp_state_name[] names every state of enum resp_state");
 
 struct resp_ctx {
 	struct uroce_tp_qp *qp;
@@ -598,6 +623,8 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 {
 	struct resp_ctx c = {.qp = qp, .pkt = pkt};
 	enum resp_state st = RESPST_CHK_PSN;
+	/* Read once: a step costs a test of a register when the log is off. */
+	const bool debug = qp->dev->cfg.debug_log != NULL;
 
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
 	    qp->state != IBV_QPS_SQE) {
@@ -619,6 +646,8 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 	}
 
 	for (;;) {
+		enum resp_state from = st;
+
 		switch (st) {
 		case RESPST_CHK_PSN:
 			st = chk_psn(&c);
@@ -714,6 +743,9 @@ void tp_resp_rx(struct uroce_tp_qp *qp, const struct uroce_wire_pkt *pkt)
 			tp_resp_run(qp);
 			return;
 		}
+		if (debug)
+			tp_debug(qp->dev, "qp 0x%06x psn %u resp: %s -> %s", qp->qpn,
+				 pkt->hdr.bth.psn, resp_state_name[from], resp_state_name[st]);
 	}
 }
 

@@ -374,6 +374,10 @@ void tp_mcast_detach_all(struct uroce_tp_qp *qp);
 /* ---- transport_device.c ---- */
 uint64_t tp_rand(struct uroce_tp_dev *dev);
 void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object);
+/* One line of cfg.debug_log, which the caller has found set: the test stays with the
+ * caller, so that a device without the log formats nothing and calls nothing. */
+void tp_debug(struct uroce_tp_dev *dev, const char *fmt, ...)
+	__attribute__((cold, format(printf, 2, 3)));
 /* RC and both XRC types: acknowledged, retried, in PSN order (IBA 9.7; annex A14). */
 static inline bool tp_qp_reliable(const struct uroce_tp_qp *qp)
 {

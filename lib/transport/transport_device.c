@@ -151,6 +151,15 @@ void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object)
 		dev->cfg.event(dev->cfg.io_ctx, type, object);
 }
 
+void tp_debug(struct uroce_tp_dev *dev, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	dev->cfg.debug_log(dev->cfg.io_ctx, fmt, ap);
+	va_end(ap);
+}
+
 /* ---- PD ------------------------------------------------------------------------------- */
 
 struct uroce_tp_pd *uroce_tp_alloc_pd(struct uroce_tp_dev *dev)

@@ -24,6 +24,7 @@
  *   when both sides map shared memory at one address).
  */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -217,6 +218,12 @@ struct uroce_tp_dev_cfg {
 	 *  most eth_mtu + 18 bytes (Ethernet header and one VLAN tag), and never more than
 	 *  UROCE_TP_RAW_FRAME_MAX. */
 	uint32_t eth_mtu;
+	/** The debug log (may be NULL, the default: then nothing is formatted, and a step of
+	 *  the responder or completer costs one test of a register). One line per state
+	 *  change of either, named as rxe names them, without a newline:
+	 *  "qp 0x000012 psn 7 resp: CHK_PSN -> CHK_OP_SEQ". Up to ten lines a packet: give
+	 *  it only when they are wanted. */
+	void (*debug_log)(void *io_ctx, const char *fmt, va_list ap);
 };
 
 /** Fills @p cfg with the defaults (rxe's values). */

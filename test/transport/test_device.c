@@ -952,3 +952,55 @@ Test(vlan, tag_has_the_vid_and_the_sl_as_pcp)
 	cr_assert_null(uroce_tp_dev_create(&cfg));
 	cr_assert_eq(errno, EINVAL);
 }
+
+/* cfg.debug_log: each state change of the responder and the completer, by name. */
+static char g_log[16384];
+static size_t g_log_len;
+
+static void log_line(void *io_ctx, const char *fmt, va_list ap)
+{
+	int n;
+
+	(void)io_ctx;
+	n = vsnprintf(g_log + g_log_len, sizeof(g_log) - g_log_len, fmt, ap);
+	cr_assert(n > 0 && (size_t)n + 1 < sizeof(g_log) - g_log_len);
+	g_log_len += (size_t)n;
+	g_log[g_log_len++] = '\n';
+	g_log[g_log_len] = '\0';
+}
+
+Test(device, debug_log_names_each_state_change)
+{
+	struct env e;
+	struct uroce_tp_dev_cfg cfg;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_send_wqe w;
+	char line[96];
+
+	uroce_tp_dev_cfg_init(&cfg);
+	cfg.debug_log = log_line;
+	env_init_cfg(&e, &cfg);
+	env_pair(&e, IBV_QPT_RC, &o);
+	post_recv(&e, 1, 1, 0, 64);
+	w = wr(1, IBV_WR_SEND, va(&e, 0, 0), 8, e.key[0], true);
+	g_log_len = 0;
+	post(&e, 0, &w);
+	cr_assert(run_until(&e, 1, 1, 10 * MS));
+	expect_wc(&e.sc[0].wc[0], 1, IBV_WC_SUCCESS);
+	/* The SEND through every check of the responder, in rxe's order, to its ACK. */
+	snprintf(line, sizeof(line), "qp 0x%06x psn %u resp: ", uroce_tp_qp_num(e.qp[1]),
+		 o.psn_a);
+	cr_assert(strstr(g_log, line), "%s", g_log);
+	cr_assert(strstr(g_log, "resp: CHK_PSN -> CHK_OP_SEQ\n"), "%s", g_log);
+	cr_assert(strstr(g_log, "resp: CHK_RKEY -> EXECUTE\n"), "%s", g_log);
+	cr_assert(strstr(g_log, "resp: COMPLETE -> ACKNOWLEDGE\n"), "%s", g_log);
+	cr_assert(strstr(g_log, "resp: ACKNOWLEDGE -> DONE\n"), "%s", g_log);
+	/* Its ACK through the completer. */
+	snprintf(line, sizeof(line), "qp 0x%06x psn %u comp: GET_WQE -> CHECK_PSN\n",
+		 uroce_tp_qp_num(e.qp[0]), o.psn_a);
+	cr_assert(strstr(g_log, line), "%s", g_log);
+	cr_assert(strstr(g_log, "comp: CHECK_ACK -> WRITE_SEND\n"), "%s", g_log);
+	cr_assert(strstr(g_log, "comp: WRITE_SEND -> COMP_WQE\n"), "%s", g_log);
+	cr_assert(strstr(g_log, "comp: COMP_WQE -> DONE\n"), "%s", g_log);
+	env_fini(&e);
+}
