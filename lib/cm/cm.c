@@ -379,7 +379,7 @@ void cm_cancel_timer(struct uroce_cm_id *id)
 
 void cm_enter_timewait(struct uroce_cm_id *id)
 {
-	/* IBA 12.9.6?: the QPN and comm ID stay out of use for a while, so that stale
+	/* TimeWait: the QPN and comm ID stay out of use for a while, so that stale
 	 * packets of this connection are not taken for a new one's. */
 	id->state = CM_TIMEWAIT;
 	id->mad_valid = false;

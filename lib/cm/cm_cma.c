@@ -17,7 +17,7 @@
 
 uint64_t cma_service_id(enum rdma_port_space ps, uint16_t port)
 {
-	/* annex A11.? : 0x0000000001 prefix, then the port space and the port */
+	/* annex A11 (RDMA IP CM Service): 0x0000000001 prefix, then the port space and the port */
 	return 0x0000000001000000ull | (uint64_t)((uint32_t)ps & 0xff) << 16 | port;
 }
 

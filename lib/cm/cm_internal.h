@@ -17,7 +17,7 @@
 
 /*
  * A connection's state, per IBA vol 1 12.9.6 (active) and 12.9.7 (passive) with the
- * MRA sub-states of 12.9.6.2? / 12.9.7.2?, and SIDR's (12.11). Linux's ib_cm uses the same
+ * sub-states an MRA brings, and SIDR's (12.11). Linux's ib_cm uses the same
  * names (enum ib_cm_state).
  */
 enum cm_state {
@@ -56,7 +56,7 @@ enum cma_state {
 enum cm_timer {
 	CM_TIMER_NONE,
 	CM_TIMER_RESEND,   /* the MAD in id->mad is resent, or the exchange times out */
-	CM_TIMER_TIMEWAIT, /* IBA 12.9.6? TimeWait: the comm ID and QPN are not reused yet */
+	CM_TIMER_TIMEWAIT, /* TimeWait: the comm ID and QPN are not reused yet */
 	CM_TIMER_EARLY,    /* a bound id holds a request that came before rdma_listen */
 };
 

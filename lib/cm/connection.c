@@ -18,7 +18,8 @@
 #include "cm_internal.h"
 
 /* Linux cm_ack_timeout(): the QP's ACK timeout for a packet lifetime and a CA's ACK
- * delay (IBA 9.7.6.1.3?: 2 * packet lifetime + the remote ACK delay, in powers of two). */
+ * delay: the timer covers a round trip, 2 * packet lifetime, plus the remote ACK delay,
+ * in powers of two. */
 static uint8_t cm_ack_timeout(uint8_t ca_ack_delay, uint8_t packet_life_time)
 {
 	int t = packet_life_time + 1;
@@ -301,7 +302,7 @@ int cm_conn_establish(struct uroce_cm_id *id)
 	switch (id->state) {
 	case CM_REP_SENT:
 	case CM_MRA_REP_RCVD:
-		/* IBA 12.6.6?: a message on the QP stands for the RTU that has not come */
+		/* a message on the QP stands for the RTU that has not come (ib_cm: cm_establish) */
 		cm_cancel_timer(id);
 		id->state = CM_ESTABLISHED;
 		cm_report(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL);
@@ -389,12 +390,12 @@ static void req_dup(struct uroce_cm_id *id)
 	cm->counters.rx_dup_req++;
 	switch (id->state) {
 	case CM_MRA_REQ_SENT:
-		/* 12.9.8.?: the app still has it: ask for more time */
+		/* a repeated REQ: the app still has it: ask for more time */
 		send_mra(id, CM_MSG_RESPONSE_REQ);
 		break;
 	case CM_REP_SENT:
 	case CM_MRA_REP_RCVD:
-		/* 12.9.8.?: our REP was lost: send it again now rather than at the timer */
+		/* a repeated REQ: our REP was lost: send it again now rather than at the timer */
 		cm_resend(id);
 		break;
 	case CM_TIMEWAIT:
@@ -423,14 +424,14 @@ static void req_input(struct uroce_cm *cm, const struct cm_msg *m,
 		issue_rej(cm, m, CM_REJ_INVALID_GID, from);
 		return;
 	}
-	/* A REQ for a connection we already have from this CA: a duplicate (12.9.8.?) */
+	/* A REQ for a connection we already have from this CA: a duplicate (ib_cm: cm_match_req) */
 	for (o = cm->ids; o; o = o->next)
 		if (o->qpt != IBV_QPT_UD && o->state != CM_IDLE && o->state != CM_LISTEN &&
 		    o->remote_id == req->local_comm_id && o->remote_ca_guid == req->local_ca_guid) {
 			req_dup(o);
 			return;
 		}
-	/* Its QP already connected to one of ours: a stale connection (12.9.8.?). Reject
+	/* Its QP already connected to one of ours: a stale connection (ib_cm too). Reject
 	 * it, and end the old one, which the peer has evidently forgotten. */
 	for (o = cm->ids; o; o = o->next)
 		if (o->qpt != IBV_QPT_UD && o->state != CM_IDLE && o->state != CM_LISTEN &&
@@ -597,7 +598,7 @@ static void mra_input(struct uroce_cm *cm, const struct cm_msg *m)
 		cm->counters.rx_stale++;
 		return;
 	}
-	/* 12.6.6?: wait the service timeout the peer asked for (plus the round trip),
+	/* The MRA's service timeout: wait what the peer asked for (plus the round trip),
 	 * with the retries we had left */
 	id->wait_ns = cm_wait_ns(mra->service_timeout);
 	id->deadline = cm->now + id->wait_ns;
@@ -690,7 +691,7 @@ static void dreq_input(struct uroce_cm *cm, const struct cm_msg *m,
 		report_disconnected(id, 0);
 		break;
 	case CM_DREQ_SENT:
-		/* both ends disconnecting (12.9.6?): answer, and this one is over too */
+		/* both ends disconnecting, the DREQs crossed: answer, and this one is over too */
 		cm_cancel_timer(id);
 		id->tid = m->hdr.tid;
 		send_drep(id);

@@ -9,7 +9,7 @@
 
 #include "cm_msg.h"
 
-/* One row per attribute (IBA 12.6.1? table 105, the CM attributes of class 0x07). */
+/* One row per attribute: the CM attributes of class 0x07 and their IDs. */
 static const struct cm_attr_info cm_attrs[] = {
 	{UROCE_CM_ATTR_CLASS_PORT_INFO, "ClassPortInfo", 0, 0, 0, 0},
 	{UROCE_CM_ATTR_REQ, "REQ", 140, 140, 92, 1},
@@ -263,8 +263,8 @@ enum cm_decode_result cm_msg_decode(const uint8_t *mad, uint32_t len, struct cm_
 	m->hdr.attr_id = rd16(mad + 16);
 	m->hdr.reserved = rd16(mad + 18);
 	m->hdr.attr_mod = rd32(mad + 20);
-	/* IBA 13.4.2: base version 1; the CM class (0x07) at class version 2 (IBA 12.6?, 16.7);
-	 * every CM message is a Send (IBA 12.6.1?: the CM uses only the Send method). */
+	/* IBA 13.4.2: base version 1; the CM class (0x07) at class version 2 (IBA 16.7; ib_cm's
+	 * IB_CM_CLASS_VERSION); every CM message is a Send: the CM uses no other method. */
 	if (m->hdr.base_version != CM_BASE_VERSION || m->hdr.mgmt_class != CM_MGMT_CLASS ||
 	    m->hdr.class_version != CM_CLASS_VERSION || m->hdr.method != CM_METHOD_SEND)
 		return CM_DECODE_MALFORMED;

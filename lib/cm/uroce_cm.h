@@ -43,7 +43,7 @@ extern "C" {
 /** The most private data any CM message carries (DREP and RTU: 224 bytes). */
 #define UROCE_CM_PRIVATE_DATA_MAX 224
 
-/** CM attribute IDs (IBA 16.7.2? table 213, the CM class 0x07). */
+/** CM attribute IDs (of the CM class, 0x07). */
 enum uroce_cm_attr {
 	UROCE_CM_ATTR_CLASS_PORT_INFO = 0x0001,
 	UROCE_CM_ATTR_REQ = 0x0010,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Multicast groups (IBA 10.5 and 11.2.7; RoCEv2 A17.4.5.2?): which UD QPs get a copy of a
- * UD SEND to a group. A small fixed table: groups are few and attaching is slow path;
- * receive walks it once per multicast packet.
+ * Multicast groups (IBA 10.5 and 11.2.7; RoCEv2, annex A17: a group's GID is an IP
+ * multicast address, IPv6 or IPv4-mapped): which UD QPs get a copy of a UD SEND to a group.
+ * A small fixed table: groups are few and attaching is slow path; receive walks it once
+ * per multicast packet.
  */
 #include <errno.h>
 #include <string.h>

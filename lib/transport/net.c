@@ -150,8 +150,8 @@ static void gsi_rx(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt, u
 	dev->cfg.gsi_rx(dev->cfg.io_ctx, pkt, now_ns);
 }
 
-/* A UD SEND to a group: a copy to every QP attached to the destination GID (IBA 10.5.2.4?);
- * each QP checks its Q_Key and takes its own receive WQE. */
+/* A UD SEND to a group: a copy to every QP attached to the destination GID (IBA 10.5, as
+ * rxe_rcv_mcast_pkt); each QP checks its Q_Key and takes its own receive WQE. */
 static void mcast_rx(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt)
 {
 	struct tp_mcast_group *g;

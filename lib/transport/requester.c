@@ -36,7 +36,9 @@ static uint32_t msg_psns(uint32_t len, uint32_t mtu)
 	return len == 0 ? 1 : (len + mtu - 1) / mtu;
 }
 
-/* Local checks when a WQE starts (IBA 10.7.2.3 local protection; C10-?? length). */
+/* Local checks when a WQE starts (IBA 10.7.2.3 local protection; a UD message longer than
+ * the port MTU is a local length error, where rxe reads C10-93.1.1 as "send nothing, no
+ * error" and completes it successfully). */
 static enum ibv_wc_status check_local(struct uroce_tp_qp *qp, const struct tp_send_slot *s)
 {
 	const struct uroce_tp_send_wqe *w = &s->wqe;
