@@ -17,7 +17,7 @@
  * I/O: port, loopback, fault injection, capture, host stack, kernel interface, and the
  * RNIC's ops), kernel_iface.c (the kernel interface's tap), control.c (the socket:
  * connections, credentials, messages), notify.c (readiness to the service manager),
- * telemetry.c (counters for DPDK's telemetry and Prometheus).
+ * telemetry.c (counters for DPDK's telemetry and Prometheus), log.c (log lines, log.h).
  */
 
 #include <signal.h>
@@ -33,23 +33,7 @@
 #include "uroce_rnic.h"
 #include "uroce_wire.h"
 
-/* ---- logging ------------------------------------------------------------------------ */
-
-/*
- * DPDK's rte_log, one log type per component: "uroced" (main.c, net.c, control.c) and
- * "uroced.rnic" (lib/rnic, through its ops->log). Lines read "uroced: <level>: ..." on
- * stderr. Their level is log.level at start and `uroce log-level` at run time, both as
- * enum uroce_conf_log_level.
- */
-enum uroced_log_module { UROCED_LOG_DAEMON, UROCED_LOG_RNIC };
-void uroced_log_set_level(int level);
-void uroced_vlog(enum uroced_log_module m, int level, const char *fmt, va_list ap)
-	__attribute__((format(printf, 3, 0)));
-void uroced_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define UROCED_ERR(...)	 uroced_log(UROCE_CONF_LOG_ERROR, __VA_ARGS__)
-#define UROCED_WARN(...) uroced_log(UROCE_CONF_LOG_WARNING, __VA_ARGS__)
-#define UROCED_INFO(...) uroced_log(UROCE_CONF_LOG_INFO, __VA_ARGS__)
-#define UROCED_DBG(...)	 uroced_log(UROCE_CONF_LOG_DEBUG, __VA_ARGS__)
+#include "log.h"
 
 /* ---- the service manager ------------------------------------------------------------ */
 
