@@ -28,10 +28,6 @@
 
 #include "uroced.h"
 
-/* Connections closed during one poll are freed at its end: a later event of the same
- * batch may still point at one, and must not find its memory reused by a new one. */
-static struct uroced_conn *gone_conns;
-
 static void conn_close(struct uroced_conn *c, const char *why)
 {
 	struct uroced_conn **pp;
@@ -56,16 +52,16 @@ static void conn_close(struct uroced_conn *c, const char *why)
 		}
 	uroced.nconns--;
 	uroced.cnt.clients_closed++;
-	c->next = gone_conns;
-	gone_conns = c;
+	c->next = uroced.gone_conns;
+	uroced.gone_conns = c;
 }
 
 static void free_gone_conns(void)
 {
-	while (gone_conns) {
-		struct uroced_conn *c = gone_conns;
+	while (uroced.gone_conns) {
+		struct uroced_conn *c = uroced.gone_conns;
 
-		gone_conns = c->next;
+		uroced.gone_conns = c->next;
 		free(c);
 	}
 }
@@ -166,13 +162,12 @@ static void reap_gone_conns(void)
  * a second: the loop wakes at least every lcore.idle_sleep_us). */
 static void close_silent_conns(void)
 {
-	static uint64_t next_look;
 	uint64_t now = uroced.now_ns;
 	struct uroced_conn *c = uroced.conns, *next;
 
-	if (now < next_look)
+	if (now < uroced.silent_next_look)
 		return;
-	next_look = now + 1000000000ull;
+	uroced.silent_next_look = now + 1000000000ull;
 	for (; c; c = next) {
 		next = c->next;
 		if (!uroce_rnic_client_greeted(c->client) &&

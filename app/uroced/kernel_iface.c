@@ -28,8 +28,6 @@
 
 #include "uroced.h"
 
-static int tap_fd = -1;
-
 /* Writes @p value to /proc/sys/net/ipv4/conf/<ifname>/<key>. 0 or -errno. */
 static int sysctl_ipv4_conf(const char *ifname, const char *key, const char *value)
 {
@@ -68,15 +66,6 @@ static int sysctl_ipv4_conf_read(const char *ifname, const char *key, char *valu
 	close(fd);
 	return rc;
 }
-
-/* The port interface's settings as the daemon found them, put back when it closes the
- * kernel interface: a daemon that stops leaves the host's interface as it was (its
- * kernel answers ARP there again). ifname "" when nothing was changed. */
-static struct {
-	char ifname[IF_NAMESIZE];
-	char rp_filter[16];
-	char arp_ignore[16];
-} port_saved;
 
 static int sysctl_ipv6_off(const char *ifname)
 {
@@ -148,6 +137,7 @@ out:
 
 int uroced_kernel_open(void)
 {
+	struct uroced_kernel *k = &uroced.kernel;
 	const struct uroce_conf *cf = &uroced.conf;
 	struct ifreq ifr;
 	char port_if[IF_NAMESIZE] = "";
@@ -160,8 +150,8 @@ int uroced_kernel_open(void)
 			   "would leave untagged)");
 		return -EINVAL;
 	}
-	tap_fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (tap_fd < 0) {
+	k->tap_fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (k->tap_fd < 0) {
 		rc = -errno;
 		UROCED_ERR("host.kernel_iface: /dev/net/tun: %s", strerror(-rc));
 		return rc;
@@ -169,7 +159,7 @@ int uroced_kernel_open(void)
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", cf->host.kernel_iface);
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-	if (ioctl(tap_fd, TUNSETIFF, &ifr) != 0) {
+	if (ioctl(k->tap_fd, TUNSETIFF, &ifr) != 0) {
 		rc = -errno;
 		UROCED_ERR("host.kernel_iface %s: cannot create the tap: %s", cf->host.kernel_iface,
 			   strerror(-rc));
@@ -215,11 +205,11 @@ int uroced_kernel_open(void)
 	 * what arrives there from the subnet routed through the tap; arp_ignore 8 answers
 	 * no ARP there. */
 	if (uroced.port.if_index && if_indextoname(uroced.port.if_index, port_if)) {
-		if (sysctl_ipv4_conf_read(port_if, "rp_filter", port_saved.rp_filter,
-					  sizeof(port_saved.rp_filter)) == 0 &&
-		    sysctl_ipv4_conf_read(port_if, "arp_ignore", port_saved.arp_ignore,
-					  sizeof(port_saved.arp_ignore)) == 0)
-			snprintf(port_saved.ifname, sizeof(port_saved.ifname), "%s", port_if);
+		if (sysctl_ipv4_conf_read(port_if, "rp_filter", k->port_saved.rp_filter,
+					  sizeof(k->port_saved.rp_filter)) == 0 &&
+		    sysctl_ipv4_conf_read(port_if, "arp_ignore", k->port_saved.arp_ignore,
+					  sizeof(k->port_saved.arp_ignore)) == 0)
+			snprintf(k->port_saved.ifname, sizeof(k->port_saved.ifname), "%s", port_if);
 		if (sysctl_ipv4_conf(port_if, "rp_filter", "1") ||
 		    sysctl_ipv4_conf(port_if, "arp_ignore", "8"))
 			UROCED_WARN("host.kernel_iface: cannot keep %s's kernel from answering "
@@ -235,31 +225,34 @@ fail_errno:
 fail:
 	if (ctl >= 0)
 		close(ctl);
-	close(tap_fd);
-	tap_fd = -1;
+	close(k->tap_fd);
+	k->tap_fd = -1;
 	return rc;
 }
 
 void uroced_kernel_close(void)
 {
+	struct uroced_kernel *k = &uroced.kernel;
 	/* Closing the last descriptor of a non-persistent tap removes the interface. */
-	if (tap_fd >= 0)
-		close(tap_fd);
-	tap_fd = -1;
+	if (k->tap_fd >= 0)
+		close(k->tap_fd);
+	k->tap_fd = -1;
 	/* The interface may be gone (a veth deleted under us): nothing to put back then. */
-	if (port_saved.ifname[0]) {
-		sysctl_ipv4_conf(port_saved.ifname, "rp_filter", port_saved.rp_filter);
-		sysctl_ipv4_conf(port_saved.ifname, "arp_ignore", port_saved.arp_ignore);
-		port_saved.ifname[0] = '\0';
+	if (k->port_saved.ifname[0]) {
+		sysctl_ipv4_conf(k->port_saved.ifname, "rp_filter", k->port_saved.rp_filter);
+		sysctl_ipv4_conf(k->port_saved.ifname, "arp_ignore", k->port_saved.arp_ignore);
+		k->port_saved.ifname[0] = '\0';
 	}
 }
 
 int uroced_kernel_fd(void)
 {
-	return tap_fd;
+	struct uroced_kernel *k = &uroced.kernel;
+	return k->tap_fd;
 }
 
 bool uroced_kernel_restores_at_exit(void)
 {
-	return port_saved.ifname[0] != '\0';
+	struct uroced_kernel *k = &uroced.kernel;
+	return k->port_saved.ifname[0] != '\0';
 }

@@ -21,7 +21,14 @@
 
 #include "uroced.h"
 
-struct uroced uroced = {.listen_fd = -1, .epfd = -1, .devnode_fd = -1};
+struct uroced uroced = {
+	.listen_fd = -1,
+	.epfd = -1,
+	.devnode_fd = -1,
+	.notify_fd = -1,
+	.kernel.tap_fd = -1,
+	.tel = {.lock = PTHREAD_MUTEX_INITIALIZER, .prom_fd = -1},
+};
 
 static void on_signal(int sig)
 {

@@ -75,7 +75,7 @@ static void to_kernel(const uint8_t *frame, uint32_t len)
  * sniff): RoCE for this device and ARP/ND/echo stay where they were. */
 static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 {
-	static uint8_t completed[UROCED_FRAME_MAX + 64];
+	uint8_t *completed = uroced.csum_frame;
 	enum uroce_ip_verdict v = uroce_ip_input(uroced.ip, frame, len, uroced.now_ns);
 
 	(void)ctx;
@@ -84,7 +84,8 @@ static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 	 * kernel (which would drop the frame as corrupt) or a raw packet QP (which would
 	 * see no IBV_WC_IP_CSUM_OK) gets it (uroce_ipstack.h). RoCE and what the host stack
 	 * answers are not TCP or UDP for anyone else. */
-	if (v == UROCE_IP_DROP && len <= sizeof(completed) && uroce_ip_csum_partial(frame, len)) {
+	if (v == UROCE_IP_DROP && len <= sizeof(uroced.csum_frame) &&
+	    uroce_ip_csum_partial(frame, len)) {
 		memcpy(completed, frame, len);
 		uroce_ip_csum_complete(completed, len);
 		frame = completed;
@@ -115,7 +116,7 @@ static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 
 unsigned int uroced_net_kernel_rx(void)
 {
-	static uint8_t frame[UROCED_FRAME_MAX + 64];
+	uint8_t *frame = uroced.kernel_frame;
 	int fd = uroced_kernel_fd();
 	unsigned int n;
 
@@ -123,7 +124,7 @@ unsigned int uroced_net_kernel_rx(void)
 		return 0;
 	/* A bounded batch: the data path must not wait on a busy kernel. */
 	for (n = 0; n < 64; n++) {
-		ssize_t len = read(fd, frame, sizeof(frame));
+		ssize_t len = read(fd, frame, sizeof(uroced.kernel_frame));
 
 		if (len < 0)
 			break; /* EAGAIN: drained */

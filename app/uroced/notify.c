@@ -17,10 +17,6 @@
 
 #include "uroced.h"
 
-/* Connected once, while the daemon may still reach the socket: a daemon that became
- * control.user may not write a socket only root may (a test's listener, a manager's). */
-static int notify_fd = -1;
-
 int uroced_notify_open(void)
 {
 	const char *name = getenv("NOTIFY_SOCKET");
@@ -29,7 +25,7 @@ int uroced_notify_open(void)
 	size_t n;
 	int rc;
 
-	if (notify_fd >= 0 || !name || !*name)
+	if (uroced.notify_fd >= 0 || !name || !*name)
 		return 0;
 	n = strlen(name);
 	if ((name[0] != '/' && name[0] != '@') || n >= sizeof(sa.sun_path)) {
@@ -40,14 +36,14 @@ int uroced_notify_open(void)
 	if (name[0] == '@')
 		sa.sun_path[0] = 0; /* abstract: no terminating NUL, the length says where */
 	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (name[0] == '/'));
-	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (notify_fd < 0)
+	uroced.notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (uroced.notify_fd < 0)
 		return -errno;
-	if (connect(notify_fd, (struct sockaddr *)&sa, len) != 0) {
+	if (connect(uroced.notify_fd, (struct sockaddr *)&sa, len) != 0) {
 		rc = -errno;
 		UROCED_ERR("cannot reach the service manager at %s: %s", name, strerror(-rc));
-		close(notify_fd);
-		notify_fd = -1;
+		close(uroced.notify_fd);
+		uroced.notify_fd = -1;
 		return rc;
 	}
 	return 0;
@@ -57,9 +53,9 @@ int uroced_notify(const char *state)
 {
 	int rc = uroced_notify_open();
 
-	if (rc || notify_fd < 0)
+	if (rc || uroced.notify_fd < 0)
 		return rc;
-	if (send(notify_fd, state, strlen(state), MSG_NOSIGNAL) < 0) {
+	if (send(uroced.notify_fd, state, strlen(state), MSG_NOSIGNAL) < 0) {
 		rc = -errno;
 		UROCED_ERR("cannot notify the service manager: %s", strerror(-rc));
 	}

@@ -31,28 +31,9 @@
 #include "uroced.h"
 
 #define UROCED_TELEMETRY_EVERY_NS 100000000ull
-#define TELEMETRY_STATS_MAX 1024
-/* Prometheus scrapes: connections served at once, and how long one may take to send its
- * request before it is dropped (a silent one must not hold a slot). */
-#define PROM_CONNS 8
-#define PROM_REQ_MAX 2048
+/* How long a Prometheus scrape may take to send its request before it is dropped (a
+ * silent one must not hold a slot). */
 #define PROM_DEADLINE_NS 2000000000ull
-
-struct prom_conn {
-	int fd; /* -1: free */
-	uint64_t deadline_ns;
-	uint32_t len;
-	char req[PROM_REQ_MAX];
-};
-
-static struct {
-	pthread_mutex_t lock; /* guards snap, nsnap */
-	struct uroce_ctrl_stat snap[TELEMETRY_STATS_MAX];
-	int nsnap;
-	uint64_t published_ns;
-	int prom_fd;
-	struct prom_conn prom[PROM_CONNS];
-} tel = {.lock = PTHREAD_MUTEX_INITIALIZER, .prom_fd = -1};
 
 /* ---- DPDK telemetry --------------------------------------------------------------- */
 
@@ -69,21 +50,22 @@ static void stat_group(const char *name, char *group, size_t len)
 
 static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
+	struct uroced_telemetry *tel = &uroced.tel;
 	char group[UROCE_CTRL_STAT_NAME_MAX], other[UROCE_CTRL_STAT_NAME_MAX];
 
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
-	pthread_mutex_lock(&tel.lock);
+	pthread_mutex_lock(&tel->lock);
 	/* A group's counters are not all consecutive (daemon.* come from two places): each
 	 * group once, in the order it first appears, with all of its counters. */
-	for (int i = 0; i < tel.nsnap; i++) {
+	for (int i = 0; i < tel->nsnap; i++) {
 		struct rte_tel_data *g;
 		bool first = true;
 
-		stat_group(tel.snap[i].name, group, sizeof(group));
+		stat_group(tel->snap[i].name, group, sizeof(group));
 		for (int k = 0; k < i && first; k++) {
-			stat_group(tel.snap[k].name, other, sizeof(other));
+			stat_group(tel->snap[k].name, other, sizeof(other));
 			first = strcmp(group, other) != 0;
 		}
 		if (!first)
@@ -92,8 +74,8 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 		if (!g)
 			break;
 		rte_tel_data_start_dict(g);
-		for (int k = i; k < tel.nsnap; k++) {
-			const char *name = tel.snap[k].name, *dot = strchr(name, '.');
+		for (int k = i; k < tel->nsnap; k++) {
+			const char *name = tel->snap[k].name, *dot = strchr(name, '.');
 
 			char key[UROCE_CTRL_STAT_NAME_MAX];
 
@@ -106,12 +88,12 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 			for (char *p = key; *p; p++)
 				if (*p == '.')
 					*p = '_';
-			rte_tel_data_add_dict_u64(g, key, tel.snap[k].value);
+			rte_tel_data_add_dict_u64(g, key, tel->snap[k].value);
 		}
 		if (rte_tel_data_add_dict_container(d, group, g, 0) != 0)
 			rte_tel_data_free(g);
 	}
-	pthread_mutex_unlock(&tel.lock);
+	pthread_mutex_unlock(&tel->lock);
 	return 0;
 }
 
@@ -136,14 +118,15 @@ static int tel_info(const char *cmd, const char *params, struct rte_tel_data *d)
 
 void uroced_telemetry_publish(uint64_t now_ns)
 {
-	if (!uroced.conf.telemetry.dpdk || now_ns - tel.published_ns < UROCED_TELEMETRY_EVERY_NS)
+	struct uroced_telemetry *tel = &uroced.tel;
+	if (!uroced.conf.telemetry.dpdk || now_ns - tel->published_ns < UROCED_TELEMETRY_EVERY_NS)
 		return;
 	/* The telemetry thread may be copying: take the next turn rather than wait on it. */
-	if (pthread_mutex_trylock(&tel.lock) != 0)
+	if (pthread_mutex_trylock(&tel->lock) != 0)
 		return;
-	tel.nsnap = uroce_rnic_stats(uroced.rnic, tel.snap, TELEMETRY_STATS_MAX);
-	pthread_mutex_unlock(&tel.lock);
-	tel.published_ns = now_ns;
+	tel->nsnap = uroce_rnic_stats(uroced.rnic, tel->snap, UROCED_TEL_STATS_MAX);
+	pthread_mutex_unlock(&tel->lock);
+	tel->published_ns = now_ns;
 }
 
 /* ---- Prometheus ----------------------------------------------------------------------- */
@@ -169,7 +152,8 @@ static int prom_listen(const char *spec)
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, PROM_CONNS) != 0) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(fd, UROCED_PROM_CONNS) != 0) {
 		rc = -errno;
 		UROCED_ERR("telemetry.prometheus_listen %s: %s: use an address of this host and a "
 			   "free port",
@@ -203,25 +187,27 @@ static void prom_name(const char *name, char *out, size_t len)
 
 /* Answers a whole request on @p c and closes it. The response fits the socket's send
  * buffer (a few hundred lines); one that does not is cut, and the scraper sees an error. */
-static void prom_answer(struct prom_conn *c)
+static void prom_answer(struct uroced_prom_conn *c)
 {
-	static struct uroce_ctrl_stat st[TELEMETRY_STATS_MAX];
-	static char body[128 * 1024];
+	struct uroced_telemetry *tel = &uroced.tel;
+	struct uroce_ctrl_stat *st = tel->scrape;
+	char *body = tel->body;
 	char head[256], metric[96];
 	size_t len = 0;
 	int n, hl;
 	bool metrics = !strncmp(c->req, "GET /metrics ", 13) || !strncmp(c->req, "GET / ", 6);
 
 	if (metrics) {
-		n = uroce_rnic_stats(uroced.rnic, st, TELEMETRY_STATS_MAX);
-		for (int i = 0; i < n && len < sizeof(body) - 256; i++) {
+		n = uroce_rnic_stats(uroced.rnic, st, UROCED_TEL_STATS_MAX);
+		for (int i = 0; i < n && len < sizeof(tel->body) - 256; i++) {
 			prom_name(st[i].name, metric, sizeof(metric));
-			len += (size_t)snprintf(body + len, sizeof(body) - len,
+			len += (size_t)snprintf(body + len, sizeof(tel->body) - len,
 						"# TYPE %s untyped\n%s %llu\n", metric, metric,
 						(unsigned long long)st[i].value);
 		}
 	} else {
-		len = (size_t)snprintf(body, sizeof(body), "uroced serves GET /metrics only\n");
+		len = (size_t)snprintf(body, sizeof(tel->body),
+				       "uroced serves GET /metrics only\n");
 	}
 	hl = snprintf(head, sizeof(head),
 		      "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4\r\n"
@@ -238,25 +224,27 @@ static void prom_answer(struct prom_conn *c)
 
 void uroced_telemetry_serve(uint64_t now_ns, bool woke)
 {
-	if (tel.prom_fd < 0)
+	struct uroced_telemetry *tel = &uroced.tel;
+	if (tel->prom_fd < 0)
 		return;
 	for (; woke;) {
-		int fd = accept4(tel.prom_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i;
+		int fd = accept4(tel->prom_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i;
 
 		if (fd < 0)
 			break;
-		for (i = 0; i < PROM_CONNS && tel.prom[i].fd >= 0; i++)
+		for (i = 0; i < UROCED_PROM_CONNS && tel->prom[i].fd >= 0; i++)
 			;
-		if (i == PROM_CONNS || uroced_control_watch(fd, UROCED_WOKE_TELEMETRY) != 0) {
+		if (i == UROCED_PROM_CONNS ||
+		    uroced_control_watch(fd, UROCED_WOKE_TELEMETRY) != 0) {
 			close(fd); /* busy: the scraper retries */
 			continue;
 		}
-		tel.prom[i].fd = fd;
-		tel.prom[i].len = 0;
-		tel.prom[i].deadline_ns = now_ns + PROM_DEADLINE_NS;
+		tel->prom[i].fd = fd;
+		tel->prom[i].len = 0;
+		tel->prom[i].deadline_ns = now_ns + PROM_DEADLINE_NS;
 	}
-	for (int i = 0; i < PROM_CONNS; i++) {
-		struct prom_conn *c = &tel.prom[i];
+	for (int i = 0; i < UROCED_PROM_CONNS; i++) {
+		struct uroced_prom_conn *c = &tel->prom[i];
 		ssize_t got;
 
 		if (c->fd < 0 || (!woke && now_ns <= c->deadline_ns))
@@ -280,20 +268,22 @@ void uroced_telemetry_serve(uint64_t now_ns, bool woke)
 
 uint64_t uroced_telemetry_next_deadline(void)
 {
+	struct uroced_telemetry *tel = &uroced.tel;
 	uint64_t t = UINT64_MAX;
 
-	for (int i = 0; i < PROM_CONNS; i++)
-		if (tel.prom[i].fd >= 0 && tel.prom[i].deadline_ns < t)
-			t = tel.prom[i].deadline_ns + 1; /* past it: serve drops at > deadline */
+	for (int i = 0; i < UROCED_PROM_CONNS; i++)
+		if (tel->prom[i].fd >= 0 && tel->prom[i].deadline_ns < t)
+			t = tel->prom[i].deadline_ns + 1; /* past it: serve drops at > deadline */
 	return t;
 }
 
 int uroced_telemetry_init(void)
 {
+	struct uroced_telemetry *tel = &uroced.tel;
 	int rc;
 
-	for (int i = 0; i < PROM_CONNS; i++)
-		tel.prom[i].fd = -1;
+	for (int i = 0; i < UROCED_PROM_CONNS; i++)
+		tel->prom[i].fd = -1;
 	if (uroced.conf.telemetry.dpdk) {
 		uroced_telemetry_publish(UROCED_TELEMETRY_EVERY_NS); /* a first snapshot */
 		if (rte_telemetry_register_cmd("/uroce/stats", tel_stats,
@@ -308,8 +298,8 @@ int uroced_telemetry_init(void)
 	rc = prom_listen(uroced.conf.telemetry.prometheus_listen);
 	if (rc < 0)
 		return rc;
-	tel.prom_fd = rc;
-	rc = uroced_control_watch(tel.prom_fd, UROCED_WOKE_TELEMETRY);
+	tel->prom_fd = rc;
+	rc = uroced_control_watch(tel->prom_fd, UROCED_WOKE_TELEMETRY);
 	if (rc == 0)
 		UROCED_INFO("telemetry: Prometheus metrics at http://%s/metrics",
 			    uroced.conf.telemetry.prometheus_listen);
@@ -318,10 +308,11 @@ int uroced_telemetry_init(void)
 
 void uroced_telemetry_fini(void)
 {
-	for (int i = 0; i < PROM_CONNS; i++)
-		if (tel.prom[i].fd >= 0)
-			close(tel.prom[i].fd);
-	if (tel.prom_fd >= 0)
-		close(tel.prom_fd);
-	tel.prom_fd = -1;
+	struct uroced_telemetry *tel = &uroced.tel;
+	for (int i = 0; i < UROCED_PROM_CONNS; i++)
+		if (tel->prom[i].fd >= 0)
+			close(tel->prom[i].fd);
+	if (tel->prom_fd >= 0)
+		close(tel->prom_fd);
+	tel->prom_fd = -1;
 }

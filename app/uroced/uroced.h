@@ -20,6 +20,8 @@
  * telemetry.c (counters for DPDK's telemetry and Prometheus), log.c (log lines, log.h).
  */
 
+#include <net/if.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -117,6 +119,44 @@ struct uroced_counters {
 #undef UROCED_COUNTER_FIELD
 };
 
+/* kernel_iface.c's: the tap of host.kernel_iface and what it changed on the host. */
+struct uroced_kernel {
+	int tap_fd; /* -1: none */
+	/* The port interface's settings as the daemon found them, put back when it closes the
+	 * kernel interface: a daemon that stops leaves the host's interface as it was (its
+	 * kernel answers ARP there again). ifname "" when nothing was changed. */
+	struct {
+		char ifname[IF_NAMESIZE];
+		char rp_filter[16];
+		char arp_ignore[16];
+	} port_saved;
+};
+
+#define UROCED_TEL_STATS_MAX 1024
+/* Prometheus scrapes: connections served at once, and the longest request. */
+#define UROCED_PROM_CONNS    8
+#define UROCED_PROM_REQ_MAX  2048
+
+struct uroced_prom_conn {
+	int fd; /* -1: free */
+	uint64_t deadline_ns;
+	uint32_t len;
+	char req[UROCED_PROM_REQ_MAX];
+};
+
+/* telemetry.c's (see there for the threads). */
+struct uroced_telemetry {
+	pthread_mutex_t lock; /* guards snap, nsnap */
+	struct uroce_ctrl_stat snap[UROCED_TEL_STATS_MAX];
+	int nsnap;
+	uint64_t published_ns;
+	int prom_fd;
+	struct uroced_prom_conn prom[UROCED_PROM_CONNS];
+	/* A scrape's counters and its answer (prom_answer): too big for the stack. */
+	struct uroce_ctrl_stat scrape[UROCED_TEL_STATS_MAX];
+	char body[128 * 1024];
+};
+
 struct uroced {
 	struct uroce_conf conf;
 	struct uroce_eth_port port;
@@ -163,6 +203,25 @@ struct uroced {
 
 	struct uroced_loop_frame *loop;
 	uint32_t loop_head, loop_tail;
+
+	/* Connections closed during one poll are freed at its end (control.c): a later event
+	 * of the same batch may still point at one, and must not find its memory reused by a
+	 * new one. */
+	struct uroced_conn *gone_conns;
+	uint64_t silent_next_look; /* when close_silent_conns looks next */
+
+	/* Connected once, while the daemon may still reach the socket (notify.c): a daemon
+	 * that became control.user may not write a socket only root may (a test's
+	 * listener, a manager's). -1: not connected. */
+	int notify_fd;
+
+	struct uroced_kernel kernel;
+	struct uroced_telemetry tel;
+
+	/* net.c's frames, too big for the stack: a received one whose checksum is filled in
+	 * (rx_deliver), one the kernel sent (uroced_net_kernel_rx). */
+	uint8_t csum_frame[UROCED_FRAME_MAX + 64];
+	uint8_t kernel_frame[UROCED_FRAME_MAX + 64];
 
 	struct uroced_counters cnt;
 	volatile sig_atomic_t stop;
