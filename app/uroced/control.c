@@ -28,40 +28,40 @@
 
 #include "uroced.h"
 
-static void conn_close(struct uroced_conn *c, const char *why)
+static void conn_close(struct uroced *d, struct uroced_conn *c, const char *why)
 {
 	struct uroced_conn **pp;
 
 	if (c->sock < 0)
 		return; /* already closed in this batch */
-	UROCED_INFO("client %s[%d] (#%llu): %s", uroce_rnic_client_name(c->client),
+	UROCED_INFO(d, "client %s[%d] (#%llu): %s", uroce_rnic_client_name(c->client),
 		    (int)uroce_rnic_client_pid(c->client),
 		    (unsigned long long)uroce_rnic_client_id(c->client), why);
 	uroce_rnic_client_free(c->client);
 	c->client = NULL;
-	epoll_ctl(uroced.epfd, EPOLL_CTL_DEL, c->sock, NULL);
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	close(c->sock);
 	c->sock = -1;
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	c->pidfd = -1;
-	for (pp = &uroced.conns; *pp; pp = &(*pp)->next)
+	for (pp = &d->conns; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
 			break;
 		}
-	uroced.nconns--;
-	uroced.cnt.clients_closed++;
-	c->next = uroced.gone_conns;
-	uroced.gone_conns = c;
+	d->nconns--;
+	d->cnt.clients_closed++;
+	c->next = d->gone_conns;
+	d->gone_conns = c;
 }
 
-static void free_gone_conns(void)
+static void free_gone_conns(struct uroced *d)
 {
-	while (uroced.gone_conns) {
-		struct uroced_conn *c = uroced.gone_conns;
+	while (d->gone_conns) {
+		struct uroced_conn *c = d->gone_conns;
 
-		uroced.gone_conns = c->next;
+		d->gone_conns = c->next;
 		free(c);
 	}
 }
@@ -80,7 +80,7 @@ int uroced_conn_send(void *io_ctx, void *conn, const void *msg, uint32_t len, co
 }
 
 /* Reads and handles one request. @return false when the client must go. */
-static bool conn_request(struct uroced_conn *c)
+static bool conn_request(struct uroced *d, struct uroced_conn *c)
 {
 	uint8_t buf[UROCE_CTRL_MSG_MAX];
 	int fds[UROCE_CTRL_MAX_FDS];
@@ -97,10 +97,10 @@ static bool conn_request(struct uroced_conn *c)
 	if (rc) {
 		struct uroce_ctrl_hdr h = {0};
 
-		uroced.cnt.bad_requests++;
+		d->cnt.bad_requests++;
 		if ((size_t)n >= sizeof(h))
 			memcpy(&h, buf, sizeof(h));
-		UROCED_WARN("client %s[%d]: malformed %s request (%ld bytes, %u fds): %s",
+		UROCED_WARN(d, "client %s[%d]: malformed %s request (%ld bytes, %u fds): %s",
 			    uroce_rnic_client_name(c->client),
 			    (int)uroce_rnic_client_pid(c->client), uroce_ctrl_cmd_name(h.cmd), n,
 			    nfds, rc == -EPROTO ? "another protocol version" : "refused");
@@ -113,7 +113,7 @@ static bool conn_request(struct uroced_conn *c)
 		c->waiting = true;
 		/* Waits for a neighbour; no further request is read meanwhile (a client has
 		 * one request in flight, and this keeps the replies in order). */
-		epoll_ctl(uroced.epfd, EPOLL_CTL_MOD, c->sock,
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->sock,
 			  &(struct epoll_event){.events = EPOLLRDHUP, .data.ptr = c});
 	}
 	return true;
@@ -122,18 +122,18 @@ static bool conn_request(struct uroced_conn *c)
 void uroced_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], const uint8_t *mac,
 			   int err)
 {
+	struct uroced *d = ctx;
 	struct uroce_rnic_client *client;
 	struct uroced_conn *c;
 
-	(void)ctx;
 	(void)gid;
-	client = uroce_rnic_neigh_resolved(uroced.rnic, cookie, mac, err);
+	client = uroce_rnic_neigh_resolved(d->rnic, cookie, mac, err);
 	if (!client)
 		return;
-	for (c = uroced.conns; c; c = c->next)
+	for (c = d->conns; c; c = c->next)
 		if (c->client == client) {
 			c->waiting = false;
-			epoll_ctl(uroced.epfd, EPOLL_CTL_MOD, c->sock,
+			epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->sock,
 				  &(struct epoll_event){.events = EPOLLIN | EPOLLRDHUP,
 							.data.ptr = c});
 			return;
@@ -143,9 +143,9 @@ void uroced_neigh_resolved(void *ctx, uint64_t cookie, const uint8_t gid[16], co
 /* The table is full: free the slots of clients that have gone but whose hangup this
  * poll has not reached yet, so a burst of short-lived connections cannot lock out the
  * next real one. */
-static void reap_gone_conns(void)
+static void reap_gone_conns(struct uroced *d)
 {
-	struct uroced_conn *c = uroced.conns, *next;
+	struct uroced_conn *c = d->conns, *next;
 
 	for (; c; c = next) {
 		struct pollfd p = {.fd = c->sock, .events = POLLRDHUP};
@@ -154,26 +154,26 @@ static void reap_gone_conns(void)
 		/* Hung up, even with requests still unread: nobody would read the replies,
 		 * and closing frees everything those requests could have touched. */
 		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
-			conn_close(c, "gone");
+			conn_close(d, c, "gone");
 	}
 }
 
 /* Closes the connections that have not said HELLO within UROCED_HELLO_NS (looked at once
  * a second: the loop wakes at least every lcore.idle_sleep_us). */
-static void close_silent_conns(void)
+static void close_silent_conns(struct uroced *d)
 {
-	uint64_t now = uroced.now_ns;
-	struct uroced_conn *c = uroced.conns, *next;
+	uint64_t now = d->now_ns;
+	struct uroced_conn *c = d->conns, *next;
 
-	if (now < uroced.silent_next_look)
+	if (now < d->silent_next_look)
 		return;
-	uroced.silent_next_look = now + 1000000000ull;
+	d->silent_next_look = now + 1000000000ull;
 	for (; c; c = next) {
 		next = c->next;
 		if (!uroce_rnic_client_greeted(c->client) &&
 		    now - c->accepted_ns > UROCED_HELLO_NS) {
-			uroced.cnt.clients_silent++;
-			conn_close(c, "no HELLO within 10 s");
+			d->cnt.clients_silent++;
+			conn_close(d, c, "no HELLO within 10 s");
 		}
 	}
 }
@@ -253,30 +253,30 @@ uint64_t uroced_memlock_limit(void *io_ctx, void *conn)
 }
 
 /* Is the peer root or a member (primary or supplementary) of control.admin_group? */
-static bool peer_is_admin(int fd, const struct ucred *cred)
+static bool peer_is_admin(const struct uroced *d, int fd, const struct ucred *cred)
 {
 	gid_t groups[256];
 	socklen_t len = sizeof(groups);
 
 	if (cred->uid == 0)
 		return true;
-	if (!uroced.have_admin_group)
+	if (!d->have_admin_group)
 		return false;
-	if (cred->gid == uroced.admin_gid)
+	if (cred->gid == d->admin_gid)
 		return true;
 	/* More than 256 supplementary groups: ERANGE, and the peer is not an admin. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0)
 		return false;
 	for (size_t i = 0; i < len / sizeof(groups[0]); i++)
-		if (groups[i] == uroced.admin_gid)
+		if (groups[i] == d->admin_gid)
 			return true;
 	return false;
 }
 
-static void accept_clients(void)
+static void accept_clients(struct uroced *d)
 {
 	for (;;) {
-		int fd = accept4(uroced.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
 		struct uroce_rnic_peer peer;
@@ -285,17 +285,18 @@ static void accept_clients(void)
 		if (fd < 0)
 			return;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-			UROCED_WARN("refusing a client: no peer credentials: %s", strerror(errno));
-			uroced.cnt.clients_refused++;
+			UROCED_WARN(d, "refusing a client: no peer credentials: %s",
+				    strerror(errno));
+			d->cnt.clients_refused++;
 			close(fd);
 			continue;
 		}
-		if (uroced.nconns >= uroced.conf.control.max_clients)
-			reap_gone_conns();
-		if (uroced.nconns >= uroced.conf.control.max_clients) {
-			UROCED_WARN("refusing a client: %u connected (control.max_clients)",
-				    uroced.nconns);
-			uroced.cnt.clients_refused++;
+		if (d->nconns >= d->conf.control.max_clients)
+			reap_gone_conns(d);
+		if (d->nconns >= d->conf.control.max_clients) {
+			UROCED_WARN(d, "refusing a client: %u connected (control.max_clients)",
+				    d->nconns);
+			d->cnt.clients_refused++;
 			close(fd);
 			continue;
 		}
@@ -305,16 +306,16 @@ static void accept_clients(void)
 			continue;
 		}
 		c->sock = fd;
-		c->accepted_ns = uroced.now_ns;
+		c->accepted_ns = d->now_ns;
 		c->uid = cred.uid;
 		c->pid = cred.pid;
 		c->pidfd = peer_pidfd(fd, &cred);
 		peer = (struct uroce_rnic_peer){.pid = cred.pid,
 						.uid = cred.uid,
 						.gid = cred.gid,
-						.admin = peer_is_admin(fd, &cred)};
-		c->client = uroce_rnic_client_new(uroced.rnic, &peer, c);
-		if (!c->client || epoll_ctl(uroced.epfd, EPOLL_CTL_ADD, fd,
+						.admin = peer_is_admin(d, fd, &cred)};
+		c->client = uroce_rnic_client_new(d->rnic, &peer, c);
+		if (!c->client || epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd,
 					    &(struct epoll_event){.events = EPOLLIN | EPOLLRDHUP,
 								  .data.ptr = c}) != 0) {
 			if (c->client)
@@ -325,10 +326,10 @@ static void accept_clients(void)
 			free(c);
 			continue;
 		}
-		c->next = uroced.conns;
-		uroced.conns = c;
-		uroced.nconns++;
-		uroced.cnt.clients_accepted++;
+		c->next = d->conns;
+		d->conns = c;
+		d->nconns++;
+		d->cnt.clients_accepted++;
 	}
 }
 
@@ -337,14 +338,14 @@ static void accept_clients(void)
 static const unsigned int woke_bits[] = {UROCED_WOKE_DOORBELL, UROCED_WOKE_FRAME,
 					  UROCED_WOKE_KERNEL, UROCED_WOKE_TELEMETRY};
 
-int uroced_control_watch(int fd, enum uroced_woke what)
+int uroced_control_watch(struct uroced *d, int fd, enum uroced_woke what)
 {
 	const unsigned int *bit = what == UROCED_WOKE_DOORBELL	? &woke_bits[0]
 				  : what == UROCED_WOKE_FRAME	? &woke_bits[1]
 				  : what == UROCED_WOKE_KERNEL	? &woke_bits[2]
 								: &woke_bits[3];
 
-	if (epoll_ctl(uroced.epfd, EPOLL_CTL_ADD, fd,
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd,
 		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = (void *)bit}) != 0)
 		return -errno;
 	return 0;
@@ -358,7 +359,7 @@ static bool is_woke_bit(const void *p)
 	return false;
 }
 
-unsigned int uroced_control_poll(uint64_t timeout_ns)
+unsigned int uroced_control_poll(struct uroced *d, uint64_t timeout_ns)
 {
 	struct epoll_event ev[64];
 	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
@@ -369,7 +370,7 @@ unsigned int uroced_control_poll(uint64_t timeout_ns)
 	/* A few rounds while the array comes back full: closes and new connections are
 	 * handled in one go (a burst of short-lived connections must not fill the client
 	 * table with the dead), yet the data path never waits on more than 4 rounds. */
-	n = epoll_pwait2(uroced.epfd, ev, 64, &ts, NULL);
+	n = epoll_pwait2(d->epfd, ev, 64, &ts, NULL);
 again:
 	for (i = 0; i < n; i++) {
 		struct uroced_conn *c = ev[i].data.ptr;
@@ -381,7 +382,7 @@ again:
 		}
 		woke |= UROCED_WOKE_CONTROL;
 		if (!c) {
-			accept_clients();
+			accept_clients(d);
 			continue;
 		}
 		if (c->sock < 0)
@@ -393,8 +394,8 @@ again:
 			for (k = 0; k < 8 && !c->waiting; k++) {
 				int avail = 0;
 
-				if (!conn_request(c)) {
-					conn_close(c, "disconnected");
+				if (!conn_request(d, c)) {
+					conn_close(d, c, "disconnected");
 					c = NULL;
 					break;
 				}
@@ -410,27 +411,27 @@ again:
 
 			if (recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0 ||
 			    (ev[i].events & (EPOLLHUP | EPOLLERR)))
-				conn_close(c, "gone");
+				conn_close(d, c, "gone");
 		}
 	}
 	if (n == 64 && ++rounds < 4) {
-		free_gone_conns();
-		n = epoll_wait(uroced.epfd, ev, 64, 0);
+		free_gone_conns(d);
+		n = epoll_wait(d->epfd, ev, 64, 0);
 		goto again;
 	}
-	close_silent_conns();
-	free_gone_conns();
+	close_silent_conns(d);
+	free_gone_conns(d);
 	return woke;
 }
 
 /* The gid of group @p name, the value of config key @p key. @return 0, or -EINVAL
  * (logged) when there is no such group. */
-static int conf_group(const char *key, const char *name, gid_t *gid)
+static int conf_group(const struct uroced *d, const char *key, const char *name, gid_t *gid)
 {
 	struct group *g = getgrnam(name);
 
 	if (!g) {
-		UROCED_ERR("%s: no group %s", key, name);
+		UROCED_ERR(d, "%s: no group %s", key, name);
 		return -EINVAL;
 	}
 	*gid = g->gr_gid;
@@ -439,23 +440,23 @@ static int conf_group(const char *key, const char *name, gid_t *gid)
 
 /* Resolves control.socket_group and control.admin_group. @return 0 or -EINVAL (a group
  * that does not exist, logged). */
-static int groups_resolve(void)
+static int groups_resolve(struct uroced *d)
 {
 	int rc;
 
-	if (uroced.conf.control.socket_group[0]) {
-		rc = conf_group("control.socket_group", uroced.conf.control.socket_group,
-				&uroced.socket_gid);
+	if (d->conf.control.socket_group[0]) {
+		rc = conf_group(d, "control.socket_group", d->conf.control.socket_group,
+				&d->socket_gid);
 		if (rc)
 			return rc;
-		uroced.have_socket_group = true;
+		d->have_socket_group = true;
 	}
-	if (uroced.conf.control.admin_group[0]) {
-		rc = conf_group("control.admin_group", uroced.conf.control.admin_group,
-				&uroced.admin_gid);
+	if (d->conf.control.admin_group[0]) {
+		rc = conf_group(d, "control.admin_group", d->conf.control.admin_group,
+				&d->admin_gid);
 		if (rc)
 			return rc;
-		uroced.have_admin_group = true;
+		d->have_admin_group = true;
 	}
 	return 0;
 }
@@ -473,11 +474,11 @@ struct birth_identity {
 };
 
 /* @return 0, or -errno of setegid (nothing changed). */
-static int birth_identity_enter(mode_t mode, struct birth_identity *saved)
+static int birth_identity_enter(const struct uroced *d, mode_t mode, struct birth_identity *saved)
 {
 	saved->egid = getegid();
 	saved->umask = umask(~mode & 0777);
-	if (uroced.have_socket_group && setegid(uroced.socket_gid) != 0) {
+	if (d->have_socket_group && setegid(d->socket_gid) != 0) {
 		int rc = -errno;
 
 		umask(saved->umask);
@@ -486,24 +487,24 @@ static int birth_identity_enter(mode_t mode, struct birth_identity *saved)
 	return 0;
 }
 
-static void birth_identity_leave(const struct birth_identity *saved)
+static void birth_identity_leave(const struct uroced *d, const struct birth_identity *saved)
 {
 	umask(saved->umask);
 	if (getegid() != saved->egid && setegid(saved->egid) != 0)
-		UROCED_WARN("control: cannot restore the effective gid: %s", strerror(errno));
+		UROCED_WARN(d, "control: cannot restore the effective gid: %s", strerror(errno));
 }
 
 /* Whether @p path (just made, not followed) is what birth_identity gave it: a file of
  * @p type, ours, of the socket's group (a set-group-ID folder would have given its own)
  * and of exactly @p mode. @return 0 or -EPERM (logged). */
-static int birth_check(const char *path, mode_t type, mode_t mode)
+static int birth_check(const struct uroced *d, const char *path, mode_t type, mode_t mode)
 {
 	struct stat st;
 
 	if (lstat(path, &st) != 0 || (st.st_mode & S_IFMT) != type || st.st_uid != geteuid() ||
-	    (uroced.have_socket_group && st.st_gid != uroced.socket_gid) ||
-	    (st.st_mode & 07777) != mode) {
-		UROCED_ERR("control: %s is not what was made (mode %o, owner %u:%u; a "
+	    (d->have_socket_group && st.st_gid != d->socket_gid) || (st.st_mode & 07777) != mode) {
+		UROCED_ERR(d,
+			   "control: %s is not what was made (mode %o, owner %u:%u; a "
 			   "set-group-ID folder or a default ACL?)",
 			   path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
 			   (unsigned)st.st_gid);
@@ -521,7 +522,7 @@ static int birth_check(const char *path, mode_t type, mode_t mode)
  * link later redirects nothing. @p dir is replaced by its real path.
  * @return 0, -errno of realpath, or -EPERM (logged).
  */
-static int socket_dir_check(char *dir, size_t size)
+static int socket_dir_check(const struct uroced *d, char *dir, size_t size)
 {
 	char real[PATH_MAX], *end;
 	struct stat st;
@@ -529,11 +530,11 @@ static int socket_dir_check(char *dir, size_t size)
 	if (!realpath(dir, real)) {
 		int rc = -errno;
 
-		UROCED_ERR("control.socket: folder %s: %s", dir, strerror(-rc));
+		UROCED_ERR(d, "control.socket: folder %s: %s", dir, strerror(-rc));
 		return rc;
 	}
 	if (strlen(real) >= size) {
-		UROCED_ERR("control.socket: folder %s: real path too long", dir);
+		UROCED_ERR(d, "control.socket: folder %s: real path too long", dir);
 		return -ENAMETOOLONG;
 	}
 	for (end = real + strlen(real);;) {
@@ -542,9 +543,10 @@ static int socket_dir_check(char *dir, size_t size)
 		*end = '\0';
 		if (stat(real[0] ? real : "/", &st) != 0 ||
 		    (st.st_uid != 0 && st.st_uid != geteuid() &&
-		     !(uroced.have_run_user && st.st_uid == uroced.run_uid)) ||
+		     !(d->have_run_user && st.st_uid == d->run_uid)) ||
 		    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
-			UROCED_ERR("control.socket: folder %s is owned by uid %u with mode %o: "
+			UROCED_ERR(d,
+				   "control.socket: folder %s is owned by uid %u with mode %o: "
 				   "another user could replace the socket; use a folder only root "
 				   "may write",
 				   real[0] ? real : "/", (unsigned)st.st_uid,
@@ -577,7 +579,7 @@ static bool devnode_is_ours(const struct stat *st)
  * descriptor and the name is unlinked only if it still names that inode, so a node a
  * daemon makes meanwhile (under another name, renamed over this one) stays.
  */
-static void devnode_sweep(void)
+static void devnode_sweep(const struct uroced *d)
 {
 	struct dirent *de;
 	unsigned removed = 0;
@@ -595,8 +597,7 @@ static void devnode_sweep(void)
 		    strspn(de->d_name + 7, "0123456789abcdef") != 16 || de->d_name[23])
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", UROCE_CTRL_DEVNODE_DIR, de->d_name);
-		if (strcmp(path, uroced.devnode) == 0 || lstat(path, &st) != 0 ||
-		    !devnode_is_ours(&st))
+		if (strcmp(path, d->devnode) == 0 || lstat(path, &st) != 0 || !devnode_is_ours(&st))
 			continue;
 		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
@@ -608,7 +609,7 @@ static void devnode_sweep(void)
 	}
 	closedir(dir);
 	if (removed)
-		UROCED_INFO("removed %u device node(s) of daemons that were killed", removed);
+		UROCED_INFO(d, "removed %u device node(s) of daemons that were killed", removed);
 }
 
 /*
@@ -620,80 +621,80 @@ static void devnode_sweep(void)
  * that looks for the node misses the device, so a failure (a read-only /dev, no
  * CAP_MKNOD) is a warning.
  */
-static void devnode_create(void)
+static void devnode_create(struct uroced *d)
 {
-	char name[UROCE_CTRL_DEVNODE_NAME_MAX], tmp[sizeof(uroced.devnode) + 4];
-	mode_t mode = (mode_t)uroced.conf.control.socket_mode & 0666;
+	char name[UROCE_CTRL_DEVNODE_NAME_MAX], tmp[sizeof(d->devnode) + 4];
+	mode_t mode = (mode_t)d->conf.control.socket_mode & 0666;
 	struct birth_identity saved;
 	struct stat st;
 	const char *what;
 	int rc;
 
-	uroce_ctrl_devnode_name(uroce_rnic_node_guid(uroced.rnic), name);
-	snprintf(uroced.devnode, sizeof(uroced.devnode), "%s/%s", UROCE_CTRL_DEVNODE_DIR, name);
-	snprintf(tmp, sizeof(tmp), "%s.new", uroced.devnode);
+	uroce_ctrl_devnode_name(uroce_rnic_node_guid(d->rnic), name);
+	snprintf(d->devnode, sizeof(d->devnode), "%s/%s", UROCE_CTRL_DEVNODE_DIR, name);
+	snprintf(tmp, sizeof(tmp), "%s.new", d->devnode);
 	what = "mkdir " UROCE_CTRL_DEVNODE_DIR;
 	if (mkdir(UROCE_CTRL_DEVNODE_DIR, 0755) != 0 && errno != EEXIST)
 		goto fail;
 	what = "look at the old node";
-	if (lstat(uroced.devnode, &st) == 0 && !devnode_is_ours(&st)) {
+	if (lstat(d->devnode, &st) == 0 && !devnode_is_ours(&st)) {
 		errno = EEXIST; /* not one of ours: leave it alone */
 		goto fail;
 	}
 	unlink(tmp); /* one a daemon killed at this very step left */
 	what = "setegid to the socket's group";
-	if (birth_identity_enter(mode, &saved) != 0)
+	if (birth_identity_enter(d, mode, &saved) != 0)
 		goto fail;
 	what = "mknod";
 	rc = mknod(tmp, S_IFCHR | mode,
 		   makedev(UROCE_CTRL_DEVNODE_MAJOR, UROCE_CTRL_DEVNODE_MINOR));
-	birth_identity_leave(&saved);
+	birth_identity_leave(d, &saved);
 	if (rc != 0)
 		goto fail;
 	what = "check";
-	if (birth_check(tmp, S_IFCHR, mode) != 0) {
+	if (birth_check(d, tmp, S_IFCHR, mode) != 0) {
 		errno = EPERM;
 		goto fail_unlink;
 	}
 	what = "lock";
-	uroced.devnode_fd = open(tmp, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-	if (uroced.devnode_fd < 0 || flock(uroced.devnode_fd, LOCK_EX | LOCK_NB) != 0 ||
-	    fstat(uroced.devnode_fd, &st) != 0)
+	d->devnode_fd = open(tmp, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (d->devnode_fd < 0 || flock(d->devnode_fd, LOCK_EX | LOCK_NB) != 0 ||
+	    fstat(d->devnode_fd, &st) != 0)
 		goto fail_unlink;
 	what = "rename";
-	if (rename(tmp, uroced.devnode) != 0)
+	if (rename(tmp, d->devnode) != 0)
 		goto fail_unlink;
-	uroced.devnode_ino = st.st_ino;
-	UROCED_INFO("device node %s", uroced.devnode);
-	devnode_sweep();
+	d->devnode_ino = st.st_ino;
+	UROCED_INFO(d, "device node %s", d->devnode);
+	devnode_sweep(d);
 	return;
 fail_unlink:
 	rc = errno;
 	unlink(tmp);
 	errno = rc;
 fail:
-	UROCED_WARN("device node %s: %s: %s (middleware that looks for it, such as UCX, "
+	UROCED_WARN(d,
+		    "device node %s: %s: %s (middleware that looks for it, such as UCX, "
 		    "will not see the device)",
-		    uroced.devnode, what, strerror(errno));
-	if (uroced.devnode_fd >= 0)
-		close(uroced.devnode_fd);
-	uroced.devnode_fd = -1;
-	uroced.devnode[0] = '\0';
+		    d->devnode, what, strerror(errno));
+	if (d->devnode_fd >= 0)
+		close(d->devnode_fd);
+	d->devnode_fd = -1;
+	d->devnode[0] = '\0';
 }
 
 /* Removes the node if it is still the one devnode_create made (a daemon of the same
  * GUID started since may have replaced it), then drops its lock. */
-static void devnode_remove(void)
+static void devnode_remove(struct uroced *d)
 {
 	struct stat st;
 
-	if (uroced.devnode[0] && lstat(uroced.devnode, &st) == 0 &&
-	    st.st_ino == uroced.devnode_ino)
-		unlink(uroced.devnode);
-	if (uroced.devnode_fd >= 0)
-		close(uroced.devnode_fd);
-	uroced.devnode_fd = -1;
-	uroced.devnode[0] = '\0';
+	if (d->devnode[0] && lstat(d->devnode, &st) == 0 && st.st_ino == d->devnode_ino)
+		unlink(d->devnode);
+	if (d->devnode_fd >= 0)
+		close(d->devnode_fd);
+	d->devnode_fd = -1;
+	d->devnode[0] = '\0';
 }
 
 /*
@@ -724,11 +725,11 @@ static pid_t socket_served(const char *path)
 	return pid;
 }
 
-int uroced_control_init(void)
+int uroced_control_init(struct uroced *d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	mode_t mode = (mode_t)uroced.conf.control.socket_mode & 0777;
-	const char *path = uroced.conf.control.socket, *name;
+	mode_t mode = (mode_t)d->conf.control.socket_mode & 0777;
+	const char *path = d->conf.control.socket, *name;
 	char dir[sizeof(sa.sun_path)];
 	struct birth_identity saved;
 	pid_t other;
@@ -736,7 +737,7 @@ int uroced_control_init(void)
 
 	name = strrchr(path, '/');
 	if (strlen(path) >= sizeof(sa.sun_path) || (name && name[1] == '\0')) {
-		UROCED_ERR("control.socket: not a socket's path: %s", path);
+		UROCED_ERR(d, "control.socket: not a socket's path: %s", path);
 		return -ENAMETOOLONG;
 	}
 	if (name) {
@@ -745,7 +746,8 @@ int uroced_control_init(void)
 		/* /run/uroce on a fresh host */
 		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
 			rc = -errno;
-			UROCED_ERR("control.socket: cannot create folder %s: %s: run uroced as "
+			UROCED_ERR(d,
+				   "control.socket: cannot create folder %s: %s: run uroced as "
 				   "root, or set control.socket in a folder this user owns",
 				   dir, strerror(-rc));
 			return rc;
@@ -754,85 +756,86 @@ int uroced_control_init(void)
 		strcpy(dir, ".");
 		name = path;
 	}
-	rc = groups_resolve();
+	rc = groups_resolve(d);
 	if (rc == 0)
-		rc = socket_dir_check(dir, sizeof(dir));
+		rc = socket_dir_check(d, dir, sizeof(dir));
 	if (rc)
 		return rc;
 	/* From here on the real path: a symlink on the way is not followed again. */
-	if ((size_t)snprintf(uroced.socket_path, sizeof(uroced.socket_path), "%s/%s",
-			     strcmp(dir, "/") ? dir : "", name) >= sizeof(uroced.socket_path)) {
-		UROCED_ERR("control.socket: real path too long: %s/%s", dir, name);
+	if ((size_t)snprintf(d->socket_path, sizeof(d->socket_path), "%s/%s",
+			     strcmp(dir, "/") ? dir : "", name) >= sizeof(d->socket_path)) {
+		UROCED_ERR(d, "control.socket: real path too long: %s/%s", dir, name);
 		return -ENAMETOOLONG;
 	}
-	other = socket_served(uroced.socket_path);
+	other = socket_served(d->socket_path);
 	if (other) {
-		UROCED_ERR("control.socket %s is in use by a running uroced (pid %d): stop it, or "
+		UROCED_ERR(d,
+			   "control.socket %s is in use by a running uroced (pid %d): stop it, or "
 			   "give this one another control.socket",
-			   uroced.socket_path, (int)other);
+			   d->socket_path, (int)other);
 		return -EADDRINUSE;
 	}
-	uroced.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (uroced.epfd < 0)
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epfd < 0)
 		return -errno;
-	uroced.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (uroced.listen_fd < 0)
+	d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (d->listen_fd < 0)
 		return -errno;
 	/* Clients (and test fixtures) take "the path exists" for "the daemon is ready", so
 	 * the path must never name a socket that does not listen yet: a connect() in that
 	 * window is ECONNREFUSED (daemon_loopback failed so on loaded CI runs). The socket
 	 * is bound under a temporary name, born with its group and mode, made to listen,
 	 * and only then renamed into place, in one step. */
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.new", uroced.socket_path) >=
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.new", d->socket_path) >=
 	    sizeof(sa.sun_path))
-		strcpy(sa.sun_path, uroced.socket_path); /* no room for the suffix: in place */
+		strcpy(sa.sun_path, d->socket_path); /* no room for the suffix: in place */
 	unlink(sa.sun_path); /* a stale socket from a killed daemon */
-	rc = birth_identity_enter(mode, &saved);
+	rc = birth_identity_enter(d, mode, &saved);
 	if (rc) {
-		UROCED_ERR("control: setegid %u (control.socket_group): %s",
-			   (unsigned)uroced.socket_gid, strerror(-rc));
+		UROCED_ERR(d, "control: setegid %u (control.socket_group): %s",
+			   (unsigned)d->socket_gid, strerror(-rc));
 		return rc;
 	}
-	rc = bind(uroced.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ? -errno : 0;
-	birth_identity_leave(&saved);
+	rc = bind(d->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ? -errno : 0;
+	birth_identity_leave(d, &saved);
 	if (rc) {
-		UROCED_ERR("control: cannot bind %s: %s%s", sa.sun_path, strerror(-rc),
+		UROCED_ERR(d, "control: cannot bind %s: %s%s", sa.sun_path, strerror(-rc),
 			   rc == -EACCES ? ": run uroced as root, or set control.socket in a "
-					   "folder this user owns"
-					 : "");
+					   "folder this user owns" :
+					   "");
 		return rc;
 	}
-	rc = birth_check(sa.sun_path, S_IFSOCK, mode);
-	if (rc == 0 && listen(uroced.listen_fd, 64) != 0)
+	rc = birth_check(d, sa.sun_path, S_IFSOCK, mode);
+	if (rc == 0 && listen(d->listen_fd, 64) != 0)
 		rc = -errno;
-	if (rc == 0 && strcmp(sa.sun_path, uroced.socket_path) != 0 &&
-	    rename(sa.sun_path, uroced.socket_path) != 0) {
+	if (rc == 0 && strcmp(sa.sun_path, d->socket_path) != 0 &&
+	    rename(sa.sun_path, d->socket_path) != 0) {
 		rc = -errno;
-		UROCED_ERR("control: cannot rename %s to %s: %s", sa.sun_path, uroced.socket_path,
+		UROCED_ERR(d, "control: cannot rename %s to %s: %s", sa.sun_path, d->socket_path,
 			   strerror(-rc));
 	}
 	if (rc) {
 		unlink(sa.sun_path);
 		return rc;
 	}
-	if (epoll_ctl(uroced.epfd, EPOLL_CTL_ADD, uroced.listen_fd,
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->listen_fd,
 		      &(struct epoll_event){.events = EPOLLIN, .data.ptr = NULL}) != 0)
 		return -errno;
-	devnode_create();
+	devnode_create(d);
 	return 0;
 }
 
-void uroced_control_fini(void)
+void uroced_control_fini(struct uroced *d)
 {
-	while (uroced.conns)
-		conn_close(uroced.conns, "daemon stopping");
-	free_gone_conns();
-	if (uroced.listen_fd >= 0) {
-		close(uroced.listen_fd);
-		unlink(uroced.socket_path);
+	while (d->conns)
+		conn_close(d, d->conns, "daemon stopping");
+	free_gone_conns(d);
+	if (d->listen_fd >= 0) {
+		close(d->listen_fd);
+		unlink(d->socket_path);
 	}
-	if (uroced.epfd >= 0)
-		close(uroced.epfd);
-	uroced.listen_fd = uroced.epfd = -1;
-	devnode_remove();
+	if (d->epfd >= 0)
+		close(d->epfd);
+	d->listen_fd = d->epfd = -1;
+	devnode_remove(d);
 }

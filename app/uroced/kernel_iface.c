@@ -135,10 +135,10 @@ out:
 	return rc;
 }
 
-int uroced_kernel_open(void)
+int uroced_kernel_open(struct uroced *d)
 {
-	struct uroced_kernel *k = &uroced.kernel;
-	const struct uroce_conf *cf = &uroced.conf;
+	struct uroced_kernel *k = &d->kernel;
+	const struct uroce_conf *cf = &d->conf;
 	struct ifreq ifr;
 	char port_if[IF_NAMESIZE] = "";
 	int ctl = -1, rc, ifindex;
@@ -146,14 +146,15 @@ int uroced_kernel_open(void)
 	if (cf->host.kernel_iface[0] == '\0')
 		return 0;
 	if (cf->port.vlan) {
-		UROCED_ERR("host.kernel_iface with port.vlan: not supported (the kernel's frames "
+		UROCED_ERR(d,
+			   "host.kernel_iface with port.vlan: not supported (the kernel's frames "
 			   "would leave untagged)");
 		return -EINVAL;
 	}
 	k->tap_fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (k->tap_fd < 0) {
 		rc = -errno;
-		UROCED_ERR("host.kernel_iface: /dev/net/tun: %s", strerror(-rc));
+		UROCED_ERR(d, "host.kernel_iface: /dev/net/tun: %s", strerror(-rc));
 		return rc;
 	}
 	memset(&ifr, 0, sizeof(ifr));
@@ -161,8 +162,8 @@ int uroced_kernel_open(void)
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
 	if (ioctl(k->tap_fd, TUNSETIFF, &ifr) != 0) {
 		rc = -errno;
-		UROCED_ERR("host.kernel_iface %s: cannot create the tap: %s", cf->host.kernel_iface,
-			   strerror(-rc));
+		UROCED_ERR(d, "host.kernel_iface %s: cannot create the tap: %s",
+			   cf->host.kernel_iface, strerror(-rc));
 		goto fail;
 	}
 	ctl = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -172,7 +173,7 @@ int uroced_kernel_open(void)
 	}
 	/* Our MAC: frames for this endpoint are for the kernel's addresses too. */
 	ifr.ifr_hwaddr.sa_family = 1; /* ARPHRD_ETHER */
-	memcpy(ifr.ifr_hwaddr.sa_data, uroced.mac, 6);
+	memcpy(ifr.ifr_hwaddr.sa_data, d->mac, 6);
 	if (ioctl(ctl, SIOCSIFHWADDR, &ifr) != 0)
 		goto fail_errno;
 	ifr.ifr_mtu = (int)cf->port.mtu;
@@ -186,7 +187,7 @@ int uroced_kernel_open(void)
 	for (uint32_t i = 0; i < cf->host.n_ipv4; i++) {
 		rc = add_ipv4(ifindex, cf->host.ipv4[i], cf->host.kernel_prefix_len);
 		if (rc) {
-			UROCED_ERR("host.kernel_iface %s: cannot add %s/%u: %s",
+			UROCED_ERR(d, "host.kernel_iface %s: cannot add %s/%u: %s",
 				   cf->host.kernel_iface, inet_ntoa(cf->host.ipv4[i]),
 				   cf->host.kernel_prefix_len, strerror(-rc));
 			goto fail;
@@ -204,7 +205,7 @@ int uroced_kernel_open(void)
 	 * time (answering RoCE with port unreachable). Strict reverse-path filtering drops
 	 * what arrives there from the subnet routed through the tap; arp_ignore 8 answers
 	 * no ARP there. */
-	if (uroced.port.if_index && if_indextoname(uroced.port.if_index, port_if)) {
+	if (d->port.if_index && if_indextoname(d->port.if_index, port_if)) {
 		if (sysctl_ipv4_conf_read(port_if, "rp_filter", k->port_saved.rp_filter,
 					  sizeof(k->port_saved.rp_filter)) == 0 &&
 		    sysctl_ipv4_conf_read(port_if, "arp_ignore", k->port_saved.arp_ignore,
@@ -212,16 +213,17 @@ int uroced_kernel_open(void)
 			snprintf(k->port_saved.ifname, sizeof(k->port_saved.ifname), "%s", port_if);
 		if (sysctl_ipv4_conf(port_if, "rp_filter", "1") ||
 		    sysctl_ipv4_conf(port_if, "arp_ignore", "8"))
-			UROCED_WARN("host.kernel_iface: cannot keep %s's kernel from answering "
+			UROCED_WARN(d,
+				    "host.kernel_iface: cannot keep %s's kernel from answering "
 				    "(net.ipv4.conf.%s.rp_filter=1, arp_ignore=8): %s",
 				    port_if, port_if, strerror(errno));
 	}
-	UROCED_INFO("kernel interface %s: the host's TCP/IP on this endpoint's addresses%s%s",
+	UROCED_INFO(d, "kernel interface %s: the host's TCP/IP on this endpoint's addresses%s%s",
 		    cf->host.kernel_iface, port_if[0] ? "; kernel kept off " : "", port_if);
 	return 0;
 fail_errno:
 	rc = -errno;
-	UROCED_ERR("host.kernel_iface %s: %s", cf->host.kernel_iface, strerror(-rc));
+	UROCED_ERR(d, "host.kernel_iface %s: %s", cf->host.kernel_iface, strerror(-rc));
 fail:
 	if (ctl >= 0)
 		close(ctl);
@@ -230,9 +232,9 @@ fail:
 	return rc;
 }
 
-void uroced_kernel_close(void)
+void uroced_kernel_close(struct uroced *d)
 {
-	struct uroced_kernel *k = &uroced.kernel;
+	struct uroced_kernel *k = &d->kernel;
 	/* Closing the last descriptor of a non-persistent tap removes the interface. */
 	if (k->tap_fd >= 0)
 		close(k->tap_fd);
@@ -245,14 +247,12 @@ void uroced_kernel_close(void)
 	}
 }
 
-int uroced_kernel_fd(void)
+int uroced_kernel_fd(const struct uroced *d)
 {
-	struct uroced_kernel *k = &uroced.kernel;
-	return k->tap_fd;
+	return d->kernel.tap_fd;
 }
 
-bool uroced_kernel_restores_at_exit(void)
+bool uroced_kernel_restores_at_exit(const struct uroced *d)
 {
-	struct uroced_kernel *k = &uroced.kernel;
-	return k->port_saved.ifname[0] != '\0';
+	return d->kernel.port_saved.ifname[0] != '\0';
 }

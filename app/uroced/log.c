@@ -10,9 +10,6 @@
 
 #include "log.h"
 
-RTE_LOG_REGISTER(uroced_logtype_daemon, uroced, INFO);
-RTE_LOG_REGISTER(uroced_logtype_rnic, uroced.rnic, INFO);
-
 /* enum uroce_conf_log_level as rte_log's levels. */
 static uint32_t rte_level(int level)
 {
@@ -28,15 +25,30 @@ static uint32_t rte_level(int level)
 	}
 }
 
-void uroced_log_set_level(int level)
+/* What RTE_LOG_REGISTER does in a constructor, into the daemon's context. */
+static int log_type(const char *name)
 {
-	rte_log_set_level(uroced_logtype_daemon, rte_level(level));
-	rte_log_set_level(uroced_logtype_rnic, rte_level(level));
+	int type = rte_log_register_type_and_pick_level(name, RTE_LOG_INFO);
+
+	return type < 0 ? RTE_LOGTYPE_EAL : type;
 }
 
-void uroced_vlog(enum uroced_log_module m, int level, const char *fmt, va_list ap)
+void uroced_log_open(struct uroced_log *log)
 {
-	int type = m == UROCED_LOG_RNIC ? uroced_logtype_rnic : uroced_logtype_daemon;
+	log->daemon_type = log_type("uroced");
+	log->rnic_type = log_type("uroced.rnic");
+}
+
+void uroced_log_set_level(const struct uroced_log *log, int level)
+{
+	rte_log_set_level((uint32_t)log->daemon_type, rte_level(level));
+	rte_log_set_level((uint32_t)log->rnic_type, rte_level(level));
+}
+
+void uroced_vlog(const struct uroced_log *log, enum uroced_log_module m, int level, const char *fmt,
+		 va_list ap)
+{
+	int type = m == UROCED_LOG_RNIC ? log->rnic_type : log->daemon_type;
 	char line[1024];
 	int n;
 
@@ -47,11 +59,11 @@ void uroced_vlog(enum uroced_log_module m, int level, const char *fmt, va_list a
 	rte_log(rte_level(level), (uint32_t)type, "%s\n", line);
 }
 
-void uroced_log(int level, const char *fmt, ...)
+void uroced_log(const struct uroced_log *log, int level, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	uroced_vlog(UROCED_LOG_DAEMON, level, fmt, ap);
+	uroced_vlog(log, UROCED_LOG_DAEMON, level, fmt, ap);
 	va_end(ap);
 }

@@ -21,7 +21,14 @@
 
 #include "uroced.h"
 
-struct uroced uroced = {
+/*
+ * The daemon's one instance: every function is handed it, as lib/rnic's are their struct
+ * uroce_rnic. It is at file scope rather than in main() only for the two callers that
+ * get no argument to find it by: on_signal, and DPDK 22.11's telemetry callbacks
+ * (rte_telemetry_register_cmd passes none). Nothing else names it; no other file of the
+ * daemon has writable data (test/daemon/meson.build, uroced_no_mutable_state).
+ */
+static struct uroced instance = {
 	.listen_fd = -1,
 	.epfd = -1,
 	.devnode_fd = -1,
@@ -30,10 +37,27 @@ struct uroced uroced = {
 	.tel = {.lock = PTHREAD_MUTEX_INITIALIZER, .prom_fd = -1},
 };
 
+/* Async-signal-safe: it only writes stop, a volatile sig_atomic_t, the one kind of object
+ * a handler may write (C11 7.14.1.1); the poll loop reads it once a turn. */
 static void on_signal(int sig)
 {
 	(void)sig;
-	uroced.stop = 1;
+	instance.stop = 1;
+}
+
+/* On DPDK's telemetry thread (telemetry.c says what they may read there). */
+static int telemetry_stats(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	(void)cmd;
+	(void)params;
+	return uroced_telemetry_stats(&instance, out);
+}
+
+static int telemetry_info(const char *cmd, const char *params, struct rte_tel_data *out)
+{
+	(void)cmd;
+	(void)params;
+	return uroced_telemetry_info(&instance, out);
 }
 
 static void usage(FILE *f)
@@ -56,7 +80,7 @@ static void usage_hook(const char *prgname)
 /* What to do after a configuration error, on its line. */
 #define CONF_HINT " (every key with its range and default: uroced -- --print-config)"
 
-static int parse_args(int argc, char **argv)
+static int parse_args(struct uroced *d, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -69,12 +93,12 @@ static int parse_args(int argc, char **argv)
 	bool print = false;
 	int o, rc;
 
-	uroce_conf_defaults(&uroced.conf);
+	uroce_conf_defaults(&d->conf);
 	/* The file first, then every --set over it, whatever their order on the line. */
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "c:s:h", opts, NULL)) != -1) {
 		if (o == 'c') {
-			rc = uroce_conf_load(&uroced.conf, optarg, err, sizeof(err));
+			rc = uroce_conf_load(&d->conf, optarg, err, sizeof(err));
 			if (rc) {
 				/* -EINVAL: its content; else it could not be read */
 				fprintf(stderr, "uroced: %s%s\n", err,
@@ -92,7 +116,7 @@ static int parse_args(int argc, char **argv)
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "c:s:h", opts, NULL)) != -1) {
 		if (o == 's') {
-			rc = uroce_conf_set(&uroced.conf, optarg, err, sizeof(err));
+			rc = uroce_conf_set(&d->conf, optarg, err, sizeof(err));
 			if (rc) {
 				/* err names the --set */
 				fprintf(stderr, "uroced: %s%s\n", err, CONF_HINT);
@@ -107,55 +131,57 @@ static int parse_args(int argc, char **argv)
 		return -1;
 	}
 	if (print) {
-		uroce_conf_print(&uroced.conf, stdout);
+		uroce_conf_print(&d->conf, stdout);
 		exit(0);
 	}
-	uroced_log_set_level((int)uroced.conf.log.level);
+	uroced_log_set_level(&d->log, (int)d->conf.log.level);
 	return 0;
 }
 
-static int rnic_setup(void)
+static int rnic_setup(struct uroced *d)
 {
 	struct uroce_rnic_cfg cfg = {
-		.conf = &uroced.conf,
-		.eth_mtu = uroced.port.mtu,
-		.ip = uroced.ip,
+		.conf = &d->conf,
+		.eth_mtu = d->port.mtu,
+		.ip = d->ip,
 		.ops = &uroced_rnic_ops,
-		.seed = uroced.conf.transport.seed,
+		.io_ctx = d,
+		.seed = d->conf.transport.seed,
 	};
 
-	memcpy(cfg.mac, uroced.mac, 6);
-	uroced.rnic = uroce_rnic_create(&cfg);
-	if (!uroced.rnic) {
+	memcpy(cfg.mac, d->mac, 6);
+	d->rnic = uroce_rnic_create(&cfg);
+	if (!d->rnic) {
 		int err = -errno;
 
-		UROCED_ERR("cannot create the RNIC: %s", strerror(-err));
+		UROCED_ERR(d, "cannot create the RNIC: %s", strerror(-err));
 		return err;
 	}
 	return 0;
 }
 
-static int setup(void)
+static int setup(struct uroced *d)
 {
 	struct uroce_eth_port_cfg pc = {0};
 	static const uint8_t zero[6];
 	int rc;
 
-	pc.name = uroced.conf.port.name[0] ? uroced.conf.port.name : NULL;
+	pc.name = d->conf.port.name[0] ? d->conf.port.name : NULL;
 	pc.port_id = 0;
-	pc.mtu = uroced.conf.port.mtu;
+	pc.mtu = d->conf.port.mtu;
 	pc.nb_rxq = 1; /* one lcore polls queue 0: no RSS to spread over more */
 	pc.nb_txq = 1;
-	pc.rx_ring = (uint16_t)uroced.conf.port.rx_ring;
-	pc.tx_ring = (uint16_t)uroced.conf.port.tx_ring;
+	pc.rx_ring = (uint16_t)d->conf.port.rx_ring;
+	pc.tx_ring = (uint16_t)d->conf.port.tx_ring;
 	/* A full TX ring pushes the transport back (-EAGAIN) instead of losing the frames:
 	 * dropped, they cost go-back-N retransmissions of everything after them, and with
 	 * many QPs sending at once (perftest's ib_write_bw -q 32 over memif) every retry
 	 * overflowed the ring again until the QPs ran out of retries. */
 	pc.tx_hold = true;
-	rc = uroce_eth_port_open(&uroced.port, &pc);
+	rc = uroce_eth_port_open(&d->port, &pc);
 	if (rc == -ENODEV && !uroce_eth_port_count()) {
-		UROCED_ERR("no port: name one in the EAL arguments, "
+		UROCED_ERR(d,
+			   "no port: name one in the EAL arguments, "
 			   "--vdev=net_af_packet0,iface=IFACE for any interface or -a PCI_ADDRESS "
 			   "for a NIC bound to vfio-pci (one named that failed to start says why "
 			   "above)%s",
@@ -163,52 +189,51 @@ static int setup(void)
 		return rc;
 	}
 	if (rc) {
-		UROCED_ERR("cannot open port %s: %s", pc.name ? pc.name : "0", strerror(-rc));
+		UROCED_ERR(d, "cannot open port %s: %s", pc.name ? pc.name : "0", strerror(-rc));
 		return rc;
 	}
-	uroced.port_open = true;
+	d->port_open = true;
 	{
 		int fd;
-		enum uroce_eth_rx_wake w = uroce_eth_rx_wake_fd(&uroced.port, 0, &fd);
+		enum uroce_eth_rx_wake w = uroce_eth_rx_wake_fd(&d->port, 0, &fd);
 
-		UROCED_INFO("port %s (%s): %s", uroced.port.name, uroced.port.driver,
+		UROCED_INFO(d, "port %s (%s): %s", d->port.name, d->port.driver,
 			    w == UROCE_ETH_RX_WAKE_INTR	  ? "sleeps on its rx interrupt" :
 			    w == UROCE_ETH_RX_WAKE_SOCKET ? "sleeps on its kernel socket" :
 							    "cannot wake a sleep: naps");
 	}
-	uroced.link_up = uroce_eth_link_up(&uroced.port);
-	if (!uroced.link_up)
-		UROCED_INFO("link down");
-	memcpy(uroced.mac,
-	       memcmp(uroced.conf.host.mac, zero, 6) ? uroced.conf.host.mac : uroced.port.mac, 6);
-	rc = uroced_net_init();
+	d->link_up = uroce_eth_link_up(&d->port);
+	if (!d->link_up)
+		UROCED_INFO(d, "link down");
+	memcpy(d->mac, memcmp(d->conf.host.mac, zero, 6) ? d->conf.host.mac : d->port.mac, 6);
+	rc = uroced_net_init(d);
 	if (rc)
 		return rc;
-	rc = uroced_kernel_open();
+	rc = uroced_kernel_open(d);
 	if (rc)
 		return rc;
-	rc = rnic_setup();
+	rc = rnic_setup(d);
 	if (rc)
 		return rc;
-	rc = uroced_control_init();
+	rc = uroced_control_init(d);
 	if (rc == 0)
-		rc = uroced_control_watch(uroce_rnic_wake_fd(uroced.rnic), UROCED_WOKE_DOORBELL);
-	if (rc == 0 && uroced_net_wake_fd() >= 0)
-		rc = uroced_control_watch(uroced_net_wake_fd(), UROCED_WOKE_FRAME);
-	if (rc == 0 && uroced_kernel_fd() >= 0)
-		rc = uroced_control_watch(uroced_kernel_fd(), UROCED_WOKE_KERNEL);
+		rc = uroced_control_watch(d, uroce_rnic_wake_fd(d->rnic), UROCED_WOKE_DOORBELL);
+	if (rc == 0 && uroced_net_wake_fd(d) >= 0)
+		rc = uroced_control_watch(d, uroced_net_wake_fd(d), UROCED_WOKE_FRAME);
+	if (rc == 0 && uroced_kernel_fd(d) >= 0)
+		rc = uroced_control_watch(d, uroced_kernel_fd(d), UROCED_WOKE_KERNEL);
 	if (rc == 0)
-		rc = uroced_telemetry_init();
+		rc = uroced_telemetry_init(d, telemetry_stats, telemetry_info);
 	return rc;
 }
 
-static inline uint64_t now_ns(void)
+static inline uint64_t now_ns(const struct uroced *d)
 {
-	uint64_t t = rte_rdtsc() - uroced.start_tsc;
+	uint64_t t = rte_rdtsc() - d->start_tsc;
 
 	/* A multiply and a shift: the 128-bit division this replaced (__udivti3) was 2 % of
 	 * a busy daemon's CPU in a profile, run once per poll turn. */
-	return (uint64_t)(((unsigned __int128)t * uroced.ns_per_tsc_q32) >> 32);
+	return (uint64_t)(((unsigned __int128)t * d->ns_per_tsc_q32) >> 32);
 }
 
 /* The first nap of a port that cannot wake us, doubled on each nap that found nothing,
@@ -221,101 +246,101 @@ static inline uint64_t now_ns(void)
  * @p nap_ns: the longest sleep when the port cannot wake us.
  * @return false: work came in while getting ready (nothing slept); true: slept.
  */
-static bool sleep_until_work(uint64_t max_ns, uint64_t nap_ns)
+static bool sleep_until_work(struct uroced *d, uint64_t max_ns, uint64_t nap_ns)
 {
 	unsigned int woke;
 	int port;
 
-	port = uroced_net_sleep();
+	port = uroced_net_sleep(d);
 	if (port == UROCED_NET_SLEEP_FRAMES)
 		return false;
 	if (port == UROCED_NET_SLEEP_NAP && max_ns > nap_ns)
 		max_ns = nap_ns;
-	if (!uroce_rnic_sleep_begin(uroced.rnic)) {
-		uroced_net_awake();
+	if (!uroce_rnic_sleep_begin(d->rnic)) {
+		uroced_net_awake(d);
 		return false;
 	}
-	uroced.cnt.sleeps++;
-	woke = uroced_control_poll(max_ns);
-	uroce_rnic_sleep_end(uroced.rnic);
-	uroced_net_awake();
+	d->cnt.sleeps++;
+	woke = uroced_control_poll(d, max_ns);
+	uroce_rnic_sleep_end(d->rnic);
+	uroced_net_awake(d);
 	if (woke & UROCED_WOKE_KERNEL)
-		uroced_net_kernel_rx();
+		uroced_net_kernel_rx(d);
 	{
-		uint64_t now = now_ns();
+		uint64_t now = now_ns(d);
 
-		uroced_telemetry_serve(now, woke & UROCED_WOKE_TELEMETRY);
-		uroced_telemetry_publish(now);
+		uroced_telemetry_serve(d, now, woke & UROCED_WOKE_TELEMETRY);
+		uroced_telemetry_publish(d, now);
 	}
 	if (woke & UROCED_WOKE_DOORBELL)
-		uroced.cnt.woke_doorbell++;
+		d->cnt.woke_doorbell++;
 	if (woke & UROCED_WOKE_FRAME)
-		uroced.cnt.woke_frame++;
+		d->cnt.woke_frame++;
 	if (woke & UROCED_WOKE_CONTROL)
-		uroced.cnt.woke_control++;
+		d->cnt.woke_control++;
 	if (!woke)
-		uroced.cnt.woke_timer++;
+		d->cnt.woke_timer++;
 	return true;
 }
 
-static void poll_loop(void)
+static void poll_loop(struct uroced *d)
 {
-	const uint64_t ctrl_every = (uint64_t)uroced.conf.lcore.control_poll_us * 1000u;
-	const uint64_t sleep_max = (uint64_t)uroced.conf.lcore.idle_sleep_us * 1000u;
-	const uint64_t nap_max = (uint64_t)uroced.conf.lcore.idle_nap_us * 1000u;
-	const uint64_t idle_after = (uint64_t)uroced.conf.lcore.idle_after_us * 1000u;
-	const uint64_t idle_yield = (uint64_t)uroced.conf.lcore.idle_yield_us * 1000u;
+	const uint64_t ctrl_every = (uint64_t)d->conf.lcore.control_poll_us * 1000u;
+	const uint64_t sleep_max = (uint64_t)d->conf.lcore.idle_sleep_us * 1000u;
+	const uint64_t nap_max = (uint64_t)d->conf.lcore.idle_nap_us * 1000u;
+	const uint64_t idle_after = (uint64_t)d->conf.lcore.idle_after_us * 1000u;
+	const uint64_t idle_yield = (uint64_t)d->conf.lcore.idle_yield_us * 1000u;
 	uint64_t next_ctrl = 0, next_link = 0, idle_since = 0, nap = UROCED_FIRST_NAP_NS;
 
-	while (!uroced.stop) {
+	while (!d->stop) {
 		unsigned int work = 0;
 
-		uroced.now_ns = now_ns();
+		d->now_ns = now_ns(d);
 		/* net_memif still polling when its peer left under traffic segfaulted in
 		 * ~23% of testpmd runs: poll the port only while the link is up (checked
 		 * every 10 ms). */
-		if (uroced.now_ns >= next_link) {
-			uroced_net_link_check();
-			next_link = uroced.now_ns + 10000000u;
+		if (d->now_ns >= next_link) {
+			uroced_net_link_check(d);
+			next_link = d->now_ns + 10000000u;
 		}
 		/* Doorbells first: receives posted before a message arrived are in place when
 		 * it is handled (the transport also asks for them on demand: rq_refill). */
-		work += uroce_rnic_doorbells(uroced.rnic);
-		work += uroced_net_rx();
+		work += uroce_rnic_doorbells(d->rnic);
+		work += uroced_net_rx(d);
 		/* Timers run whatever the link does: a resolution must still fail, a held
 		 * frame still leave, a QP still retry and give up while the link is down. */
-		uroced_net_timers();
-		uroce_rnic_process(uroced.rnic);
-		work += uroce_rnic_completions(uroced.rnic);
+		uroced_net_timers(d);
+		uroce_rnic_process(d->rnic);
+		work += uroce_rnic_completions(d->rnic);
 		/* Frames the port still holds (its ring full) are work: no sleep over them. */
-		work += uroced_net_tx_flush();
+		work += uroced_net_tx_flush(d);
 
 		if (work) {
-			idle_since = uroced.now_ns;
+			idle_since = d->now_ns;
 			nap = UROCED_FIRST_NAP_NS;
-		} else if (sleep_max && uroced.now_ns - idle_since > idle_after) {
+		} else if (sleep_max && d->now_ns - idle_since > idle_after) {
 			/* Quiet for idle_after_us: sleep until work comes or a timer (the
 			 * transport's, the CM's, the host stack's, the link check) is due. */
-			uint64_t until = uroce_rnic_next_deadline(uroced.rnic);
+			uint64_t until = uroce_rnic_next_deadline(d->rnic);
 
-			if (uroced_net_next_deadline() < until)
-				until = uroced_net_next_deadline();
-			if (uroced_telemetry_next_deadline() < until)
-				until = uroced_telemetry_next_deadline();
+			if (uroced_net_next_deadline(d) < until)
+				until = uroced_net_next_deadline(d);
+			if (uroced_telemetry_next_deadline(d) < until)
+				until = uroced_telemetry_next_deadline(d);
 			if (next_link < until)
 				until = next_link;
-			if (until > uroced.now_ns) {
-				uint64_t max = until - uroced.now_ns;
+			if (until > d->now_ns) {
+				uint64_t max = until - d->now_ns;
 
-				if (sleep_until_work(max < sleep_max ? max : sleep_max,
+				if (sleep_until_work(d, max < sleep_max ? max : sleep_max,
 						     nap < nap_max ? nap : nap_max)) {
 					if (nap < nap_max)
 						nap *= 2;
-					next_ctrl = now_ns() + ctrl_every;
+					next_ctrl = now_ns(d) + ctrl_every;
 					continue;
 				}
 			}
-		} else if (idle_yield && uroced.now_ns - idle_since > idle_yield) {
+		} else if (idle_yield && d->now_ns - idle_since > idle_yield) {
 			/* Nothing to do for a moment: let an application that shares this CPU
 			 * run now rather than at the end of our time slice (it is what posts the
 			 * next message). With the CPU to ourselves this returns at once. */
@@ -323,15 +348,15 @@ static void poll_loop(void)
 		}
 		/* The control sockets and the kernel interface: neither is on the data
 		 * path, so they are looked at every control_poll_us, not every turn. */
-		if (uroced.now_ns >= next_ctrl) {
-			unsigned int woke = uroced_control_poll(0);
+		if (d->now_ns >= next_ctrl) {
+			unsigned int woke = uroced_control_poll(d, 0);
 
 			if (woke & UROCED_WOKE_KERNEL)
-				uroced_net_kernel_rx();
+				uroced_net_kernel_rx(d);
 			/* also when not woken: a silent scraper's deadline */
-			uroced_telemetry_serve(uroced.now_ns, woke & UROCED_WOKE_TELEMETRY);
-			uroced_telemetry_publish(uroced.now_ns);
-			next_ctrl = uroced.now_ns + ctrl_every;
+			uroced_telemetry_serve(d, d->now_ns, woke & UROCED_WOKE_TELEMETRY);
+			uroced_telemetry_publish(d, d->now_ns);
+			next_ctrl = d->now_ns + ctrl_every;
 		}
 	}
 }
@@ -341,7 +366,7 @@ static void poll_loop(void)
  * telemetry socket as telemetry.dpdk says unless those arguments say otherwise. @return 0
  * or -1 (said on stderr). The argument vector is kept: the EAL may point into it.
  */
-static int eal_start(int dash, char **argv)
+static int eal_start(const struct uroced *d, int dash, char **argv)
 {
 	static char tel_on[] = "--telemetry", tel_off[] = "--no-telemetry";
 	/* Static: the vector lives as long as the process (a leak checker sees it held). */
@@ -358,7 +383,7 @@ static int eal_start(int dash, char **argv)
 	for (int i = 1; i < dash; i++)
 		told |= !strcmp(argv[i], tel_on) || !strcmp(argv[i], tel_off);
 	if (!told)
-		eal[n++] = uroced.conf.telemetry.dpdk ? tel_on : tel_off;
+		eal[n++] = d->conf.telemetry.dpdk ? tel_on : tel_off;
 	for (int i = 1; i < dash; i++)
 		eal[n++] = argv[i];
 	rte_set_application_usage_hook(usage_hook);
@@ -373,59 +398,63 @@ static int eal_start(int dash, char **argv)
 
 int main(int argc, char **argv)
 {
+	struct uroced *d = &instance;
 	char *own_none[] = {argv[0], NULL};
 	int dash, rc = 1;
 
+	uroced_log_open(&d->log);
 	/* Ours first (after "--", which stands in for the program name): the configuration
 	 * decides how the EAL starts, and a bad one is said before DPDK's lines. */
 	for (dash = 1; dash < argc && strcmp(argv[dash], "--"); dash++)
 		;
-	if ((dash < argc ? parse_args(argc - dash, argv + dash) : parse_args(1, own_none)) != 0)
+	if ((dash < argc ? parse_args(d, argc - dash, argv + dash) : parse_args(d, 1, own_none)) !=
+	    0)
 		return 1;
-	if (uroced_user_resolve() != 0)
+	if (uroced_user_resolve(d) != 0)
 		return 1;
-	if (eal_start(dash, argv) != 0)
+	if (eal_start(d, dash, argv) != 0)
 		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	uroced.ns_per_tsc_q32 =
-		(uint64_t)(((unsigned __int128)1000000000u << 32) / rte_get_tsc_hz());
-	uroced.start_tsc = rte_rdtsc();
-	if (setup() != 0)
+	d->ns_per_tsc_q32 = (uint64_t)(((unsigned __int128)1000000000u << 32) / rte_get_tsc_hz());
+	d->start_tsc = rte_rdtsc();
+	if (setup(d) != 0)
 		goto out;
-	uroced_notify_open(); /* a failure is said; the daemon serves all the same */
-	if (uroced_privileges_drop() != 0)
+	uroced_notify_open(d); /* a failure is said; the daemon serves all the same */
+	if (uroced_privileges_drop(d) != 0)
 		goto out;
 	{
 		char ip[64] = "", state[256];
 
-		if (uroced.conf.host.n_ipv4)
-			inet_ntop(AF_INET, &uroced.conf.host.ipv4[0], ip, sizeof(ip));
+		if (d->conf.host.n_ipv4)
+			inet_ntop(AF_INET, &d->conf.host.ipv4[0], ip, sizeof(ip));
 		printf("uroced: ready: port %s (%s) mac %02x:%02x:%02x:%02x:%02x:%02x mtu %u "
 		       "active_mtu %d ipv4 %s socket %s\n",
-		       uroced.port.name, uroced.port.driver, uroced.mac[0], uroced.mac[1],
-		       uroced.mac[2], uroced.mac[3], uroced.mac[4], uroced.mac[5], uroced.port.mtu,
-		       128 << uroce_rnic_active_mtu(uroced.rnic), ip, uroced.socket_path);
+		       d->port.name, d->port.driver, d->mac[0], d->mac[1], d->mac[2], d->mac[3],
+		       d->mac[4], d->mac[5], d->port.mtu, 128 << uroce_rnic_active_mtu(d->rnic), ip,
+		       d->socket_path);
 		fflush(stdout);
 		/* After the control socket listens, as for the line above: a unit ordered
 		 * after uroced@.service may connect at once. */
-		snprintf(state, sizeof(state), "READY=1\nMAINPID=%d\nSTATUS=port %s, socket %s",
-			 (int)getpid(), uroced.port.name, uroced.socket_path);
-		uroced_notify(state);
+		/* The precisions only tell the compiler the strings end in their arrays. */
+		snprintf(state, sizeof(state), "READY=1\nMAINPID=%d\nSTATUS=port %.*s, socket %.*s",
+			 (int)getpid(), (int)sizeof(d->port.name), d->port.name,
+			 (int)sizeof(d->socket_path), d->socket_path);
+		uroced_notify(d, state);
 	}
-	poll_loop();
-	UROCED_INFO("stopping");
-	uroced_notify("STOPPING=1");
+	poll_loop(d);
+	UROCED_INFO(d, "stopping");
+	uroced_notify(d, "STOPPING=1");
 	rc = 0;
 out:
-	uroced_telemetry_fini();
-	uroced_control_fini();
-	uroce_rnic_destroy(uroced.rnic);
-	uroced_kernel_close();
-	uroced_net_fini();
-	if (uroced.port.open)
-		uroce_eth_port_close(&uroced.port);
+	uroced_telemetry_fini(d);
+	uroced_control_fini(d);
+	uroce_rnic_destroy(d->rnic);
+	uroced_kernel_close(d);
+	uroced_net_fini(d);
+	if (d->port.open)
+		uroce_eth_port_close(&d->port);
 	uroce_eth_eal_cleanup();
 	return rc;
 }

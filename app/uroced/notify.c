@@ -17,7 +17,7 @@
 
 #include "uroced.h"
 
-int uroced_notify_open(void)
+int uroced_notify_open(struct uroced *d)
 {
 	const char *name = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -25,39 +25,39 @@ int uroced_notify_open(void)
 	size_t n;
 	int rc;
 
-	if (uroced.notify_fd >= 0 || !name || !*name)
+	if (d->notify_fd >= 0 || !name || !*name)
 		return 0;
 	n = strlen(name);
 	if ((name[0] != '/' && name[0] != '@') || n >= sizeof(sa.sun_path)) {
-		UROCED_ERR("NOTIFY_SOCKET %s is not a socket path or @abstract name", name);
+		UROCED_ERR(d, "NOTIFY_SOCKET %s is not a socket path or @abstract name", name);
 		return -EINVAL;
 	}
 	memcpy(sa.sun_path, name, n);
 	if (name[0] == '@')
 		sa.sun_path[0] = 0; /* abstract: no terminating NUL, the length says where */
 	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (name[0] == '/'));
-	uroced.notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (uroced.notify_fd < 0)
+	d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (d->notify_fd < 0)
 		return -errno;
-	if (connect(uroced.notify_fd, (struct sockaddr *)&sa, len) != 0) {
+	if (connect(d->notify_fd, (struct sockaddr *)&sa, len) != 0) {
 		rc = -errno;
-		UROCED_ERR("cannot reach the service manager at %s: %s", name, strerror(-rc));
-		close(uroced.notify_fd);
-		uroced.notify_fd = -1;
+		UROCED_ERR(d, "cannot reach the service manager at %s: %s", name, strerror(-rc));
+		close(d->notify_fd);
+		d->notify_fd = -1;
 		return rc;
 	}
 	return 0;
 }
 
-int uroced_notify(const char *state)
+int uroced_notify(struct uroced *d, const char *state)
 {
-	int rc = uroced_notify_open();
+	int rc = uroced_notify_open(d);
 
-	if (rc || uroced.notify_fd < 0)
+	if (rc || d->notify_fd < 0)
 		return rc;
-	if (send(uroced.notify_fd, state, strlen(state), MSG_NOSIGNAL) < 0) {
+	if (send(d->notify_fd, state, strlen(state), MSG_NOSIGNAL) < 0) {
 		rc = -errno;
-		UROCED_ERR("cannot notify the service manager: %s", strerror(-rc));
+		UROCED_ERR(d, "cannot notify the service manager: %s", strerror(-rc));
 	}
 	return rc;
 }

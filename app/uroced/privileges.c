@@ -32,9 +32,9 @@
 typedef uint64_t cap_mask_t;
 #define CAP_BIT(c) ((cap_mask_t)1 << (c))
 
-int uroced_user_resolve(void)
+int uroced_user_resolve(struct uroced *d)
 {
-	const char *name = uroced.conf.control.user;
+	const char *name = d->conf.control.user;
 	struct passwd *pw;
 
 	if (!name[0])
@@ -42,17 +42,17 @@ int uroced_user_resolve(void)
 	errno = 0;
 	pw = getpwnam(name);
 	if (!pw) {
-		UROCED_ERR("control.user: no user %s%s%s", name, errno ? ": " : "",
+		UROCED_ERR(d, "control.user: no user %s%s%s", name, errno ? ": " : "",
 			   errno ? strerror(errno) : "");
 		return -EINVAL;
 	}
 	if (pw->pw_uid == 0) {
-		UROCED_ERR("control.user %s is root: leave it empty to run as root", name);
+		UROCED_ERR(d, "control.user %s is root: leave it empty to run as root", name);
 		return -EINVAL;
 	}
-	uroced.run_uid = pw->pw_uid;
-	uroced.run_gid = pw->pw_gid;
-	uroced.have_run_user = true;
+	d->run_uid = pw->pw_uid;
+	d->run_gid = pw->pw_gid;
+	d->have_run_user = true;
 	return 0;
 }
 
@@ -65,13 +65,13 @@ int uroced_user_resolve(void)
  * program af_xdp attached to the interface (detached by netlink), which would otherwise
  * outlive the daemon and take the interface's frames.
  */
-static cap_mask_t privileges_needed(void)
+static cap_mask_t privileges_needed(const struct uroced *d)
 {
 	cap_mask_t keep = 0;
 
-	if (uroced_kernel_restores_at_exit())
+	if (uroced_kernel_restores_at_exit(d))
 		keep |= CAP_BIT(CAP_NET_ADMIN);
-	if (uroced.port_open && !strcmp(uroced.port.driver, "net_af_xdp"))
+	if (d->port_open && !strcmp(d->port.driver, "net_af_xdp"))
 		keep |= CAP_BIT(CAP_NET_ADMIN);
 	return keep;
 }
@@ -107,12 +107,12 @@ static int caps_set(cap_mask_t caps)
 
 /* Whether the socket's folder is the user's: clients trust a daemon of root, of their
  * own uid, or of the owner of the socket's folder (lib/client, server_check.c). */
-static int socket_dir_owned(void)
+static int socket_dir_owned(const struct uroced *d)
 {
-	char dir[sizeof(uroced.socket_path)], *slash;
+	char dir[sizeof(d->socket_path)], *slash;
 	struct stat st;
 
-	snprintf(dir, sizeof(dir), "%s", uroced.socket_path);
+	snprintf(dir, sizeof(dir), "%s", d->socket_path);
 	slash = strrchr(dir, '/');
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
@@ -123,34 +123,34 @@ static int socket_dir_owned(void)
 	if (stat(dir, &st) != 0) {
 		int rc = -errno;
 
-		UROCED_ERR("control.user: folder %s: %s", dir, strerror(-rc));
+		UROCED_ERR(d, "control.user: folder %s: %s", dir, strerror(-rc));
 		return rc;
 	}
-	if (st.st_uid != uroced.run_uid) {
-		UROCED_ERR("control.user %s: the socket's folder %s belongs to uid %u: give it "
+	if (st.st_uid != d->run_uid) {
+		UROCED_ERR(d,
+			   "control.user %s: the socket's folder %s belongs to uid %u: give it "
 			   "to %s (applications trust a daemon only if it is root or owns the "
 			   "folder of its socket)",
-			   uroced.conf.control.user, dir, (unsigned)st.st_uid,
-			   uroced.conf.control.user);
+			   d->conf.control.user, dir, (unsigned)st.st_uid, d->conf.control.user);
 		return -EPERM;
 	}
 	return 0;
 }
 
-int uroced_privileges_drop(void)
+int uroced_privileges_drop(struct uroced *d)
 {
-	const uid_t uid = uroced.run_uid;
-	const gid_t gid = uroced.run_gid;
+	const uid_t uid = d->run_uid;
+	const gid_t gid = d->run_gid;
 	cap_mask_t keep;
 	char names[64];
 	int rc, cap;
 
-	if (!uroced.have_run_user)
+	if (!d->have_run_user)
 		return 0;
-	rc = socket_dir_owned();
+	rc = socket_dir_owned(d);
 	if (rc)
 		return rc;
-	keep = privileges_needed();
+	keep = privileges_needed(d);
 	/* Kept across setresuid() by this thread (it serves everything); the EAL's threads
 	 * lose them all there. */
 	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
@@ -172,17 +172,17 @@ int uroced_privileges_drop(void)
 		goto fail_errno;
 	/* The drop must hold: root is out of reach for good. */
 	if (setuid(0) == 0 || geteuid() != uid || getegid() != gid) {
-		UROCED_ERR("control.user %s: root could be regained", uroced.conf.control.user);
+		UROCED_ERR(d, "control.user %s: root could be regained", d->conf.control.user);
 		return -EPERM;
 	}
 	cap_names(keep, names, sizeof(names));
-	UROCED_INFO("running as user %s (uid %u, gid %u), capabilities: %s",
-		    uroced.conf.control.user, (unsigned)uid, (unsigned)gid, names);
+	UROCED_INFO(d, "running as user %s (uid %u, gid %u), capabilities: %s",
+		    d->conf.control.user, (unsigned)uid, (unsigned)gid, names);
 	return 0;
 fail_errno:
 	rc = -errno;
 fail:
-	UROCED_ERR("control.user %s: cannot become that user: %s%s", uroced.conf.control.user,
+	UROCED_ERR(d, "control.user %s: cannot become that user: %s%s", d->conf.control.user,
 		   strerror(-rc), geteuid() ? " (start uroced as root to use control.user)" : "");
 	return rc;
 }

@@ -48,14 +48,12 @@ static void stat_group(const char *name, char *group, size_t len)
 		snprintf(group, len, "%.*s", (int)(dot - name), name);
 }
 
-static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+int uroced_telemetry_stats(struct uroced *d, struct rte_tel_data *out)
 {
-	struct uroced_telemetry *tel = &uroced.tel;
+	struct uroced_telemetry *tel = &d->tel;
 	char group[UROCE_CTRL_STAT_NAME_MAX], other[UROCE_CTRL_STAT_NAME_MAX];
 
-	(void)cmd;
-	(void)params;
-	rte_tel_data_start_dict(d);
+	rte_tel_data_start_dict(out);
 	pthread_mutex_lock(&tel->lock);
 	/* A group's counters are not all consecutive (daemon.* come from two places): each
 	 * group once, in the order it first appears, with all of its counters. */
@@ -90,48 +88,47 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 					*p = '_';
 			rte_tel_data_add_dict_u64(g, key, tel->snap[k].value);
 		}
-		if (rte_tel_data_add_dict_container(d, group, g, 0) != 0)
+		if (rte_tel_data_add_dict_container(out, group, g, 0) != 0)
 			rte_tel_data_free(g);
 	}
 	pthread_mutex_unlock(&tel->lock);
 	return 0;
 }
 
-static int tel_info(const char *cmd, const char *params, struct rte_tel_data *d)
+int uroced_telemetry_info(const struct uroced *d, struct rte_tel_data *out)
 {
-	(void)cmd;
-	(void)params;
 	/* Written once before the loop starts and never again: no lock needed. */
-	rte_tel_data_start_dict(d);
+	rte_tel_data_start_dict(out);
 	{
 	char guid[24];
 
 	snprintf(guid, sizeof(guid), "%016llx",
-		 (unsigned long long)be64toh(uroce_rnic_node_guid(uroced.rnic)));
-	rte_tel_data_add_dict_string(d, "node_guid", guid);
+		 (unsigned long long)be64toh(uroce_rnic_node_guid(d->rnic)));
+	rte_tel_data_add_dict_string(out, "node_guid", guid);
 	}
-	rte_tel_data_add_dict_string(d, "port", uroced.port.name);
-	rte_tel_data_add_dict_string(d, "driver", uroced.port.driver);
-	rte_tel_data_add_dict_string(d, "socket", uroced.socket_path);
+	rte_tel_data_add_dict_string(out, "port", d->port.name);
+	rte_tel_data_add_dict_string(out, "driver", d->port.driver);
+	rte_tel_data_add_dict_string(out, "socket", d->socket_path);
 	return 0;
 }
 
-void uroced_telemetry_publish(uint64_t now_ns)
+void uroced_telemetry_publish(struct uroced *d, uint64_t now_ns)
 {
-	struct uroced_telemetry *tel = &uroced.tel;
-	if (!uroced.conf.telemetry.dpdk || now_ns - tel->published_ns < UROCED_TELEMETRY_EVERY_NS)
+	struct uroced_telemetry *tel = &d->tel;
+
+	if (!d->conf.telemetry.dpdk || now_ns - tel->published_ns < UROCED_TELEMETRY_EVERY_NS)
 		return;
 	/* The telemetry thread may be copying: take the next turn rather than wait on it. */
 	if (pthread_mutex_trylock(&tel->lock) != 0)
 		return;
-	tel->nsnap = uroce_rnic_stats(uroced.rnic, tel->snap, UROCED_TEL_STATS_MAX);
+	tel->nsnap = uroce_rnic_stats(d->rnic, tel->snap, UROCED_TEL_STATS_MAX);
 	pthread_mutex_unlock(&tel->lock);
 	tel->published_ns = now_ns;
 }
 
 /* ---- Prometheus ----------------------------------------------------------------------- */
 
-static int prom_listen(const char *spec)
+static int prom_listen(const struct uroced *d, const char *spec)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	char host[64];
@@ -155,7 +152,8 @@ static int prom_listen(const char *spec)
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(fd, UROCED_PROM_CONNS) != 0) {
 		rc = -errno;
-		UROCED_ERR("telemetry.prometheus_listen %s: %s: use an address of this host and a "
+		UROCED_ERR(d,
+			   "telemetry.prometheus_listen %s: %s: use an address of this host and a "
 			   "free port",
 			   spec, strerror(-rc));
 		close(fd);
@@ -163,7 +161,7 @@ static int prom_listen(const char *spec)
 	}
 	return fd;
 bad:
-	UROCED_ERR("telemetry.prometheus_listen %s: not IPV4-ADDRESS:PORT (e.g. 127.0.0.1:9464)",
+	UROCED_ERR(d, "telemetry.prometheus_listen %s: not IPV4-ADDRESS:PORT (e.g. 127.0.0.1:9464)",
 		   spec);
 	return -EINVAL;
 }
@@ -187,9 +185,9 @@ static void prom_name(const char *name, char *out, size_t len)
 
 /* Answers a whole request on @p c and closes it. The response fits the socket's send
  * buffer (a few hundred lines); one that does not is cut, and the scraper sees an error. */
-static void prom_answer(struct uroced_prom_conn *c)
+static void prom_answer(struct uroced *d, struct uroced_prom_conn *c)
 {
-	struct uroced_telemetry *tel = &uroced.tel;
+	struct uroced_telemetry *tel = &d->tel;
 	struct uroce_ctrl_stat *st = tel->scrape;
 	char *body = tel->body;
 	char head[256], metric[96];
@@ -198,7 +196,7 @@ static void prom_answer(struct uroced_prom_conn *c)
 	bool metrics = !strncmp(c->req, "GET /metrics ", 13) || !strncmp(c->req, "GET / ", 6);
 
 	if (metrics) {
-		n = uroce_rnic_stats(uroced.rnic, st, UROCED_TEL_STATS_MAX);
+		n = uroce_rnic_stats(d->rnic, st, UROCED_TEL_STATS_MAX);
 		for (int i = 0; i < n && len < sizeof(tel->body) - 256; i++) {
 			prom_name(st[i].name, metric, sizeof(metric));
 			len += (size_t)snprintf(body + len, sizeof(tel->body) - len,
@@ -219,12 +217,13 @@ static void prom_answer(struct uroced_prom_conn *c)
 	 * what the peer has not read yet. */
 	close(c->fd);
 	c->fd = -1;
-	uroced.cnt.prometheus_scrapes += metrics;
+	d->cnt.prometheus_scrapes += metrics;
 }
 
-void uroced_telemetry_serve(uint64_t now_ns, bool woke)
+void uroced_telemetry_serve(struct uroced *d, uint64_t now_ns, bool woke)
 {
-	struct uroced_telemetry *tel = &uroced.tel;
+	struct uroced_telemetry *tel = &d->tel;
+
 	if (tel->prom_fd < 0)
 		return;
 	for (; woke;) {
@@ -235,7 +234,7 @@ void uroced_telemetry_serve(uint64_t now_ns, bool woke)
 		for (i = 0; i < UROCED_PROM_CONNS && tel->prom[i].fd >= 0; i++)
 			;
 		if (i == UROCED_PROM_CONNS ||
-		    uroced_control_watch(fd, UROCED_WOKE_TELEMETRY) != 0) {
+		    uroced_control_watch(d, fd, UROCED_WOKE_TELEMETRY) != 0) {
 			close(fd); /* busy: the scraper retries */
 			continue;
 		}
@@ -257,7 +256,7 @@ void uroced_telemetry_serve(uint64_t now_ns, bool woke)
 			c->len += (uint32_t)got;
 		c->req[c->len] = '\0';
 		if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n")) {
-			prom_answer(c);
+			prom_answer(d, c);
 		} else if (got == 0 || (got < 0 && errno != EAGAIN) ||
 			   c->len == sizeof(c->req) - 1 || now_ns > c->deadline_ns) {
 			close(c->fd); /* gone, too long, or too slow */
@@ -266,9 +265,9 @@ void uroced_telemetry_serve(uint64_t now_ns, bool woke)
 	}
 }
 
-uint64_t uroced_telemetry_next_deadline(void)
+uint64_t uroced_telemetry_next_deadline(const struct uroced *d)
 {
-	struct uroced_telemetry *tel = &uroced.tel;
+	const struct uroced_telemetry *tel = &d->tel;
 	uint64_t t = UINT64_MAX;
 
 	for (int i = 0; i < UROCED_PROM_CONNS; i++)
@@ -277,38 +276,39 @@ uint64_t uroced_telemetry_next_deadline(void)
 	return t;
 }
 
-int uroced_telemetry_init(void)
+int uroced_telemetry_init(struct uroced *d, telemetry_cb stats, telemetry_cb info)
 {
-	struct uroced_telemetry *tel = &uroced.tel;
+	struct uroced_telemetry *tel = &d->tel;
 	int rc;
 
 	for (int i = 0; i < UROCED_PROM_CONNS; i++)
 		tel->prom[i].fd = -1;
-	if (uroced.conf.telemetry.dpdk) {
-		uroced_telemetry_publish(UROCED_TELEMETRY_EVERY_NS); /* a first snapshot */
-		if (rte_telemetry_register_cmd("/uroce/stats", tel_stats,
+	if (d->conf.telemetry.dpdk) {
+		uroced_telemetry_publish(d, UROCED_TELEMETRY_EVERY_NS); /* a first snapshot */
+		if (rte_telemetry_register_cmd("/uroce/stats", stats,
 					       "uroced's counters, as uroce stat prints them, "
 					       "by group") != 0 ||
-		    rte_telemetry_register_cmd("/uroce/info", tel_info,
+		    rte_telemetry_register_cmd("/uroce/info", info,
 					       "uroced's device, port and control socket") != 0)
-			UROCED_WARN("telemetry: cannot register /uroce/stats (a second time?)");
+			UROCED_WARN(d, "telemetry: cannot register /uroce/stats (a second time?)");
 	}
-	if (!uroced.conf.telemetry.prometheus_listen[0])
+	if (!d->conf.telemetry.prometheus_listen[0])
 		return 0;
-	rc = prom_listen(uroced.conf.telemetry.prometheus_listen);
+	rc = prom_listen(d, d->conf.telemetry.prometheus_listen);
 	if (rc < 0)
 		return rc;
 	tel->prom_fd = rc;
-	rc = uroced_control_watch(tel->prom_fd, UROCED_WOKE_TELEMETRY);
+	rc = uroced_control_watch(d, tel->prom_fd, UROCED_WOKE_TELEMETRY);
 	if (rc == 0)
-		UROCED_INFO("telemetry: Prometheus metrics at http://%s/metrics",
-			    uroced.conf.telemetry.prometheus_listen);
+		UROCED_INFO(d, "telemetry: Prometheus metrics at http://%s/metrics",
+			    d->conf.telemetry.prometheus_listen);
 	return rc;
 }
 
-void uroced_telemetry_fini(void)
+void uroced_telemetry_fini(struct uroced *d)
 {
-	struct uroced_telemetry *tel = &uroced.tel;
+	struct uroced_telemetry *tel = &d->tel;
+
 	for (int i = 0; i < UROCED_PROM_CONNS; i++)
 		if (tel->prom[i].fd >= 0)
 			close(tel->prom[i].fd);

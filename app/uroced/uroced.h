@@ -18,6 +18,10 @@
  * RNIC's ops), kernel_iface.c (the kernel interface's tap), control.c (the socket:
  * connections, credentials, messages), notify.c (readiness to the service manager),
  * telemetry.c (counters for DPDK's telemetry and Prometheus), log.c (log lines, log.h).
+ *
+ * State: all of it is in struct uroced, as lib/rnic's is in its struct uroce_rnic. main.c
+ * holds the one instance and every function that needs state is handed it (@p d); no
+ * other file has writable data (test uroced_no_mutable_state checks it).
  */
 
 #include <net/if.h>
@@ -25,6 +29,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <rte_telemetry.h>
 
 #include "uroce_capture.h"
 #include "uroce_conf.h"
@@ -37,6 +43,8 @@
 
 #include "log.h"
 
+struct uroced;
+
 /* ---- the service manager ------------------------------------------------------------ */
 
 /*
@@ -45,10 +53,10 @@
  * happens when $NOTIFY_SOCKET is unset. @return 0; -EINVAL: $NOTIFY_SOCKET names no
  * socket; or the negative errno of socket()/connect()/send() (logged).
  */
-int uroced_notify(const char *state);
+int uroced_notify(struct uroced *d, const char *state);
 /* Connects to $NOTIFY_SOCKET now, for every uroced_notify() after: before the daemon
  * becomes control.user. @return as uroced_notify(). */
-int uroced_notify_open(void);
+int uroced_notify_open(struct uroced *d);
 
 /* ---- connections ---------------------------------------------------------------------- */
 
@@ -159,6 +167,7 @@ struct uroced_telemetry {
 
 struct uroced {
 	struct uroce_conf conf;
+	struct uroced_log log;
 	struct uroce_eth_port port;
 	/* The port was configured and started (uroce_eth_port_open): its queues, multicast
 	 * filter and counters may be used. True from setup to exit. */
@@ -227,73 +236,76 @@ struct uroced {
 	volatile sig_atomic_t stop;
 };
 
-extern struct uroced uroced;
-
 /* privileges.c */
 /* Resolves control.user, before start-up. @return 0 or -EINVAL (logged). */
-int uroced_user_resolve(void);
+int uroced_user_resolve(struct uroced *d);
 /* Once started: becomes control.user with only the capabilities still needed (none
  * unless the port or host.kernel_iface changed the host). Nothing without control.user.
  * @return 0 or -errno (logged). */
-int uroced_privileges_drop(void);
+int uroced_privileges_drop(struct uroced *d);
 
 /* net.c */
 /* The port's host stack and I/O, before the RNIC; the RNIC's ops. */
-int uroced_net_init(void);
-void uroced_net_fini(void);
+int uroced_net_init(struct uroced *d);
+void uroced_net_fini(struct uroced *d);
 extern const struct uroce_rnic_ops uroced_rnic_ops;
 /* Receives a burst from the loopback queue and, while the link is up, from the port;
  * returns frames handled. */
-unsigned int uroced_net_rx(void);
+unsigned int uroced_net_rx(struct uroced *d);
 /* Hands the frames queued for the port to the PMD (nothing while the link is down).
  * Returns the frames the port still holds, its ring full (port.tx_hold). */
-unsigned int uroced_net_tx_flush(void);
-/* Runs the time-driven work of net.c that is due at uroced.now_ns: frames held by the
+unsigned int uroced_net_tx_flush(struct uroced *d);
+/* Runs the time-driven work of net.c that is due at d->now_ns: frames held by the
  * fault injectors, neighbour requests and timeouts. Link up or down alike. */
-void uroced_net_timers(void);
-/* The earliest uroced.now_ns at which uroced_net_timers() has work (UINT64_MAX: none). */
-uint64_t uroced_net_next_deadline(void);
+void uroced_net_timers(struct uroced *d);
+/* The earliest d->now_ns at which uroced_net_timers() has work (UINT64_MAX: none). */
+uint64_t uroced_net_next_deadline(const struct uroced *d);
 /* Sleeping (main.c): the descriptor readable when the port receives, -1 if none
  * (the loop then naps). */
-int uroced_net_wake_fd(void);
+int uroced_net_wake_fd(struct uroced *d);
 /* Before a sleep: arms the port's wake-up and looks at the port once more.
  * @return UROCED_NET_SLEEP_* */
 enum { UROCED_NET_SLEEP_FRAMES = -1, UROCED_NET_SLEEP_NAP, UROCED_NET_SLEEP_WAKES };
-int uroced_net_sleep(void);
+int uroced_net_sleep(struct uroced *d);
 /* After a sleep that uroced_net_sleep() allowed: back to polling the port. */
-void uroced_net_awake(void);
+void uroced_net_awake(struct uroced *d);
 /* Frames the kernel sent on host.kernel_iface: out on the port (at most a batch).
  * @return frames read. */
-unsigned int uroced_net_kernel_rx(void);
-/* Reads the link state into uroced.link_up; on a change, logs it and has the RNIC raise
+unsigned int uroced_net_kernel_rx(struct uroced *d);
+/* Reads the link state into d->link_up; on a change, logs it and has the RNIC raise
  * IBV_EVENT_PORT_ACTIVE or IBV_EVENT_PORT_ERR to every application. */
-void uroced_net_link_check(void);
+void uroced_net_link_check(struct uroced *d);
 
 /* kernel_iface.c: the tap of host.kernel_iface, created with the endpoint's MAC, MTU and
  * IPv4 addresses. 0 or -errno (logged); nothing to do when the key is empty. */
-int uroced_kernel_open(void);
-void uroced_kernel_close(void);
+int uroced_kernel_open(struct uroced *d);
+void uroced_kernel_close(struct uroced *d);
 /* Its descriptor (non-blocking, one frame per read and write), or -1: none. */
-int uroced_kernel_fd(void);
+int uroced_kernel_fd(const struct uroced *d);
 /* Whether uroced_kernel_close() has host settings to put back (the port interface's
  * sysctls), which wants CAP_NET_ADMIN. */
-bool uroced_kernel_restores_at_exit(void);
+bool uroced_kernel_restores_at_exit(const struct uroced *d);
 
 /* telemetry.c: the counters for DPDK's telemetry socket and Prometheus (see there).
  * init: 0 or -errno (logged: the listen address is bad or taken). publish: refreshes the
  * telemetry thread's snapshot when it is due; serve: answers scrapers (@p woke: the
  * control poll said UROCED_WOKE_TELEMETRY), else only drops those past their deadline,
  * without a system call. All on the poll lcore. */
-int uroced_telemetry_init(void);
-void uroced_telemetry_publish(uint64_t now_ns);
-void uroced_telemetry_serve(uint64_t now_ns, bool woke);
+int uroced_telemetry_init(struct uroced *d, telemetry_cb stats, telemetry_cb info);
+void uroced_telemetry_publish(struct uroced *d, uint64_t now_ns);
+void uroced_telemetry_serve(struct uroced *d, uint64_t now_ns, bool woke);
 /* When a scraper that has not finished its request is to be dropped (UINT64_MAX: none). */
-uint64_t uroced_telemetry_next_deadline(void);
-void uroced_telemetry_fini(void);
+uint64_t uroced_telemetry_next_deadline(const struct uroced *d);
+void uroced_telemetry_fini(struct uroced *d);
+/* The telemetry thread's /uroce/stats and /uroce/info: what @p stats and @p info given to
+ * uroced_telemetry_init() answer, with the instance (DPDK 22.11's callbacks get no
+ * argument to find it by). */
+int uroced_telemetry_stats(struct uroced *d, struct rte_tel_data *out);
+int uroced_telemetry_info(const struct uroced *d, struct rte_tel_data *out);
 
 /* control.c */
-int uroced_control_init(void);
-void uroced_control_fini(void);
+int uroced_control_init(struct uroced *d);
+void uroced_control_fini(struct uroced *d);
 /* What ended a wait in uroced_control_poll() (none of them: its timeout). */
 enum uroced_woke {
 	UROCED_WOKE_CONTROL = 1u << 0,  /* a control socket: a request, a connection */
@@ -304,10 +316,10 @@ enum uroced_woke {
 };
 /* Adds @p fd to the set uroced_control_poll() waits on, as a reason @p what to wake
  * (its reader drains it). 0 or -errno. */
-int uroced_control_watch(int fd, enum uroced_woke what);
+int uroced_control_watch(struct uroced *d, int fd, enum uroced_woke what);
 /* Handles what is waiting on the control sockets, waiting at most @p timeout_ns for it
  * or for a watched descriptor. @return the enum uroced_woke bits of what was ready. */
-unsigned int uroced_control_poll(uint64_t timeout_ns);
+unsigned int uroced_control_poll(struct uroced *d, uint64_t timeout_ns);
 /* ops->reply: sends on connection @p conn (a struct uroced_conn). */
 int uroced_conn_send(void *io_ctx, void *conn, const void *msg, uint32_t len, const int *fds,
 		     unsigned int nfds);
