@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# lib/rnic keeps all its state in the struct uroce_rnic it is given: no object of the
-# archive may have writable data (.data, .bss or their variants, thread-local ones
-# included). Read-only data and .data.rel.ro (const tables of pointers, which a shared
-# object relocates once at load) are fine.
+# lib/rnic keeps all its state in the struct uroce_rnic it is given, and uroced in the
+# struct uroced that main.c holds (the archive of its other files, app/uroced/meson.build):
+# no object of the archive may have writable data (.data, .bss or their variants,
+# thread-local ones included). Read-only data and .data.rel.ro (const tables of pointers,
+# which a shared object relocates once at load) are fine.
 #   no_mutable_state.sh ARCHIVE
 set -euo pipefail
 
