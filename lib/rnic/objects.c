@@ -81,7 +81,7 @@ void rnic_obj_del(struct uroce_rnic_client *c, uint32_t handle)
 	o->p = NULL; /* o->handle stays: the next object in the slot takes the next one */
 }
 
-static int list_del(void **list, uint32_t *n, uint32_t idx)
+int rnic_list_del(void **list, uint32_t *n, uint32_t idx)
 {
 	list[idx] = list[--*n];
 	return (int)idx;
@@ -114,9 +114,8 @@ int rnic_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t
 	return 0;
 }
 
-/* A shared region for one object's rings; counts as a mapping until closed. */
-static int region_create(struct uroce_rnic *nic, struct uroce_shm_region *r, const char *name,
-			 uint64_t size, uint32_t kind)
+int rnic_shm_create(struct uroce_rnic *nic, struct uroce_shm_region *r, const char *name,
+		    uint64_t size, uint32_t kind)
 {
 	int rc = uroce_shm_create(r, name, size, kind, true);
 
@@ -125,7 +124,7 @@ static int region_create(struct uroce_rnic *nic, struct uroce_shm_region *r, con
 	return rc;
 }
 
-static void region_close(struct uroce_rnic *nic, struct uroce_shm_region *r)
+void rnic_shm_close(struct uroce_rnic *nic, struct uroce_shm_region *r)
 {
 	if (r->addr)
 		nic->mappings--;
@@ -138,7 +137,7 @@ static void qp_unlist(struct rnic_qp *q)
 {
 	struct uroce_rnic *nic = q->client->rnic;
 
-	list_del((void **)nic->qps, &nic->nqps, q->idx);
+	rnic_list_del((void **)nic->qps, &nic->nqps, q->idx);
 	if (q->idx < nic->nqps)
 		nic->qps[q->idx]->idx = q->idx;
 }
@@ -147,7 +146,7 @@ static void srq_unlist(struct rnic_srq *s)
 {
 	struct uroce_rnic *nic = s->client->rnic;
 
-	list_del((void **)nic->srqs, &nic->nsrqs, s->idx);
+	rnic_list_del((void **)nic->srqs, &nic->nsrqs, s->idx);
 	if (s->idx < nic->nsrqs)
 		nic->srqs[s->idx]->idx = s->idx;
 }
@@ -161,7 +160,7 @@ static void cq_unready(struct rnic_cq *q)
 		return;
 	for (i = 0; i < nic->nready; i++)
 		if (nic->ready[i] == q) {
-			list_del((void **)nic->ready, &nic->nready, i);
+			rnic_list_del((void **)nic->ready, &nic->nready, i);
 			break;
 		}
 	q->ready = false;
@@ -214,7 +213,7 @@ int rnic_mcast_detach(struct rnic_qp *q, const union ibv_gid *gid)
 	return 0;
 }
 
-static void destroy_flow(struct uroce_rnic_client *c, uint32_t h, struct rnic_flow *f)
+void rnic_destroy_flow(struct uroce_rnic_client *c, uint32_t h, struct rnic_flow *f)
 {
 	uroce_tp_destroy_flow(f->tp);
 	f->qp->nflows--;
@@ -222,7 +221,7 @@ static void destroy_flow(struct uroce_rnic_client *c, uint32_t h, struct rnic_fl
 	free(f);
 }
 
-static int destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q)
+int rnic_destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q)
 {
 	struct uroce_rnic *nic = c->rnic;
 	int rc;
@@ -241,13 +240,13 @@ static int destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q
 		return rc;
 	rnic_doorbell_slot_put(c, q, NULL);
 	qp_unlist(q);
-	region_close(nic, &q->region);
+	rnic_shm_close(nic, &q->region);
 	rnic_obj_del(c, h);
 	free(q);
 	return 0;
 }
 
-static int destroy_srq(struct uroce_rnic_client *c, uint32_t h, struct rnic_srq *s)
+int rnic_destroy_srq(struct uroce_rnic_client *c, uint32_t h, struct rnic_srq *s)
 {
 	struct uroce_rnic *nic = c->rnic;
 	int rc = uroce_tp_destroy_srq(s->tp);
@@ -256,13 +255,13 @@ static int destroy_srq(struct uroce_rnic_client *c, uint32_t h, struct rnic_srq 
 		return rc;
 	rnic_doorbell_slot_put(c, NULL, s);
 	srq_unlist(s);
-	region_close(nic, &s->region);
+	rnic_shm_close(nic, &s->region);
 	rnic_obj_del(c, h);
 	free(s);
 	return 0;
 }
 
-static int destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q)
+int rnic_destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q)
 {
 	struct uroce_rnic *nic = c->rnic;
 	int rc = uroce_tp_destroy_cq(q->tp);
@@ -272,7 +271,7 @@ static int destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q
 	cq_unready(q);
 	if (q->channel)
 		q->channel->refs--;
-	region_close(nic, &q->region);
+	rnic_shm_close(nic, &q->region);
 	rnic_obj_del(c, h);
 	free(q);
 	return 0;
@@ -422,7 +421,7 @@ void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 	free(m);
 }
 
-static int destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
+int rnic_destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 {
 	int rc = m->tp ? mr_kill(m) : -EINVAL; /* dead: deregistered through another handle */
 
@@ -494,8 +493,21 @@ void rnic_orphans_retry(struct uroce_rnic *nic, bool final)
 	}
 }
 
+void rnic_orphans_client_gone(struct uroce_rnic_client *c)
+{
+	struct uroce_rnic *nic = c->rnic;
+
+	if (nic->orphan_pds || nic->orphan_mrs)
+		rnic_orphans_retry(nic, false);
+	/* An orphaned MR charged to c (its windows held it) that another client's window
+	 * still holds: the charge goes on to that client, never to a freed one. */
+	for (struct rnic_mr *m = nic->orphan_mrs; m; m = m->orphan_next)
+		if (m->pin_owner == c)
+			mr_charge_move(m, mr_other_holder(c, m));
+}
+
 /* DEALLOC_PD through any handle: the transport's PD goes unless in use (-EBUSY). */
-static int dealloc_pd(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd)
+int rnic_dealloc_pd(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd)
 {
 	int rc = pd->tp ? uroce_tp_dealloc_pd(pd->tp) : -EINVAL;
 
@@ -506,7 +518,7 @@ static int dealloc_pd(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *p
 	return 0;
 }
 
-static void destroy_region(struct uroce_rnic_client *c, uint32_t h, struct rnic_region *r)
+void rnic_destroy_region(struct uroce_rnic_client *c, uint32_t h, struct rnic_region *r)
 {
 	/* Its mappings live on with their MRs (a mapping holds the file), shared no more. */
 	for (struct uroce_rnic_mem *mem = r->mems; mem; mem = mem->region_next)
@@ -516,7 +528,7 @@ static void destroy_region(struct uroce_rnic_client *c, uint32_t h, struct rnic_
 	free(r);
 }
 
-static int destroy_channel(struct uroce_rnic_client *c, uint32_t h, struct rnic_channel *ch)
+int rnic_destroy_channel(struct uroce_rnic_client *c, uint32_t h, struct rnic_channel *ch)
 {
 	if (ch->refs)
 		return -EBUSY;
@@ -550,7 +562,7 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 				continue;
 			switch (o->type) {
 			case RNIC_OBJ_FLOW:
-				destroy_flow(c, o->handle, o->p);
+				rnic_destroy_flow(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_AH:
 				uroce_tp_destroy_ah(o->p);
@@ -566,26 +578,26 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 				if (uroce_tp_qp_state(q->tp) != IBV_QPS_RESET && q->handles == 1)
 					uroce_tp_modify_qp(q->tp, &err, IBV_QP_STATE, NULL,
 							   rnic_now(nic));
-				destroy_qp(c, o->handle, q);
+				rnic_destroy_qp(c, o->handle, q);
 				break;
 			}
 			case RNIC_OBJ_SRQ:
-				destroy_srq(c, o->handle, o->p);
+				rnic_destroy_srq(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_XRCD:
 				rnic_xrcd_close(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_CQ:
-				destroy_cq(c, o->handle, o->p);
+				rnic_destroy_cq(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_MR:
 				rnic_mr_release(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_REGION:
-				destroy_region(c, o->handle, o->p);
+				rnic_destroy_region(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_CHANNEL:
-				destroy_channel(c, o->handle, o->p);
+				rnic_destroy_channel(c, o->handle, o->p);
 				break;
 			case RNIC_OBJ_PD:
 				rnic_pd_release(c, o->handle, o->p);
@@ -598,18 +610,12 @@ void rnic_client_free_objects(struct uroce_rnic_client *c)
 	free(c->objs);
 	c->objs = NULL;
 	c->nobjs = c->cap_objs = 0;
-	if (nic->orphan_pds || nic->orphan_mrs)
-		rnic_orphans_retry(nic, false);
-	/* An orphaned MR charged to c (its windows held it) that another client's window
-	 * still holds: the charge goes on to that client, never to a freed one. */
-	for (struct rnic_mr *m = nic->orphan_mrs; m; m = m->orphan_next)
-		if (m->pin_owner == c)
-			mr_charge_move(m, mr_other_holder(c, m));
+	rnic_orphans_client_gone(c);
 	rnic_doorbell_slots_free(c);
 	memset(&c->doorbells, 0, sizeof(c->doorbells));
 	c->wake = NULL;
 	if (c->region.addr)
-		region_close(nic, &c->region);
+		rnic_shm_close(nic, &c->region);
 	rnic_event_pipe_close(&c->async_pipe);
 	rnic_wake_del(c);
 }
@@ -655,16 +661,16 @@ void rnic_cmd_hello(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 	rc = rnic_wake_add(c, &rep_fds[2]);
 	if (rc)
 		goto fail;
-	rc = region_create(nic, &c->region, "uroce-ctx",
-			   rep.async_ring_offset +
-				   uroce_ring_bytes(UROCE_CTRL_ASYNC_RING_SIZE,
-						    sizeof(struct uroce_ctrl_async_event)),
-			   UROCE_CTRL_REGION_CONTEXT);
+	rc = rnic_shm_create(nic, &c->region, "uroce-ctx",
+			     rep.async_ring_offset +
+				     uroce_ring_bytes(UROCE_CTRL_ASYNC_RING_SIZE,
+						      sizeof(struct uroce_ctrl_async_event)),
+			     UROCE_CTRL_REGION_CONTEXT);
 	if (rc)
 		goto fail;
 	if (fstat(c->region.fd, &st) != 0) {
 		rc = -errno;
-		region_close(nic, &c->region);
+		rnic_shm_close(nic, &c->region);
 		goto fail;
 	}
 	c->region_dev = st.st_dev; /* what an importer's token must be (import.c) */
@@ -784,8 +790,7 @@ void rnic_cmd_query_gid(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	REPLY(c, h, 0, &rep, sizeof(rep)); /* an unused entry reads as the zero GID */
 }
 
-static void reply_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
-			 uint32_t handle)
+void rnic_reply_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, uint32_t handle)
 {
 	struct uroce_ctrl_handle rep = {.handle = handle};
 
@@ -817,7 +822,7 @@ void rnic_cmd_alloc_pd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 		uroce_tp_dealloc_pd(pd->tp);
 		free(pd);
 	}
-	reply_handle(c, h, handle);
+	rnic_reply_handle(c, h, handle);
 }
 
 void rnic_cmd_map_region(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
@@ -858,7 +863,7 @@ void rnic_cmd_map_region(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 		close(fd);
 		free(r);
 	}
-	reply_handle(c, h, handle);
+	rnic_reply_handle(c, h, handle);
 }
 
 void rnic_cmd_region_fd(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
@@ -1087,7 +1092,6 @@ void rnic_cmd_create_channel(struct uroce_rnic_client *c, const struct uroce_ctr
 	close(client_fd);
 }
 
-#define QUEUE_RING_OFFSET 256u /* after the region header and struct uroce_ctrl_queue_ctl */
 /* A CQ region: the header, then struct uroce_ctrl_cq_ctl, then the ring (create and resize). */
 #define CQ_CTL_OFFSET 64u
 #define CQ_RING_OFFSET 128u
@@ -1129,9 +1133,9 @@ void rnic_cmd_create_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	 * burst that the application has not polled yet waits without overrunning. */
 	ring_size = uroce_tp_pow2_at_least((uint32_t)req->cqe + 1);
 	rep.cqe = (int32_t)(ring_size - 1);
-	rc = region_create(nic, &q->region, "uroce-cq",
-			   rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct ibv_wc)),
-			   UROCE_CTRL_REGION_CQ);
+	rc = rnic_shm_create(nic, &q->region, "uroce-cq",
+			     rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct ibv_wc)),
+			     UROCE_CTRL_REGION_CQ);
 	if (rc) {
 		uroce_tp_destroy_cq(q->tp);
 		free(q);
@@ -1149,7 +1153,7 @@ void rnic_cmd_create_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	q->handle = rep.cq = rnic_obj_add(c, RNIC_OBJ_CQ, q);
 	if (!q->handle) {
 		uroce_tp_destroy_cq(q->tp);
-		region_close(nic, &q->region);
+		rnic_shm_close(nic, &q->region);
 		free(q);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
@@ -1200,9 +1204,9 @@ void rnic_cmd_resize_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
-	rc = region_create(nic, &region, "uroce-cq",
-			   rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct ibv_wc)),
-			   UROCE_CTRL_REGION_CQ);
+	rc = rnic_shm_create(nic, &region, "uroce-cq",
+			     rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct ibv_wc)),
+			     UROCE_CTRL_REGION_CQ);
 	if (rc) {
 		REPLY(c, h, rc, NULL, 0);
 		return;
@@ -1213,7 +1217,7 @@ void rnic_cmd_resize_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 			region.size - rep.ring_offset, true);
 	rc = uroce_tp_resize_cq(q->tp, req->cqe);
 	if (rc) {
-		region_close(nic, &region);
+		rnic_shm_close(nic, &region);
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
@@ -1232,7 +1236,7 @@ void rnic_cmd_resize_cq(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	atomic_store_explicit(&ctl->overrun,
 			      atomic_load_explicit(&q->ctl->overrun, memory_order_relaxed),
 			      memory_order_relaxed);
-	region_close(nic, &q->region);
+	rnic_shm_close(nic, &q->region);
 	q->region = region;
 	q->ring = ring;
 	q->ctl = ctl;
@@ -1256,7 +1260,7 @@ static void srq_create(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 	uint32_t ring_size;
 	int rc;
 
-	rep->ring_offset = QUEUE_RING_OFFSET;
+	rep->ring_offset = RNIC_QUEUE_RING_OFFSET;
 	rc = rnic_limit_object(c, RNIC_OBJ_SRQ);
 	if (rc) {
 		REPLY(c, h, rc, NULL, 0);
@@ -1278,15 +1282,15 @@ static void srq_create(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 	s->xrcd = xrcd;
 	uroce_tp_query_srq(s->tp, &rep->attr);
 	ring_size = uroce_tp_pow2_at_least(rep->attr.max_wr);
-	rc = region_create(nic, &s->region, "uroce-srq",
-			   rep->ring_offset +
-				   uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
-			   UROCE_CTRL_REGION_SRQ);
+	rc = rnic_shm_create(
+		nic, &s->region, "uroce-srq",
+		rep->ring_offset + uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
+		UROCE_CTRL_REGION_SRQ);
 	if (rc == 0)
 		rc = rnic_list_add((void ***)&nic->srqs, &nic->nsrqs, &nic->cap_srqs, s, &s->idx);
 	if (rc) {
 		if (s->region.addr)
-			region_close(nic, &s->region);
+			rnic_shm_close(nic, &s->region);
 		uroce_tp_destroy_srq(s->tp);
 		free(s);
 		REPLY(c, h, rc, NULL, 0);
@@ -1306,7 +1310,7 @@ static void srq_create(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 			rnic_doorbell_slot_put(c, NULL, s);
 		srq_unlist(s);
 		uroce_tp_destroy_srq(s->tp);
-		region_close(nic, &s->region);
+		rnic_shm_close(nic, &s->region);
 		free(s);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
@@ -1359,7 +1363,7 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	struct rnic_xrcd *xrcd = req->xrcd ? rnic_obj_get(c, req->xrcd, RNIC_OBJ_XRCD) : NULL;
 	bool xrc_tgt = req->qp_type == IBV_QPT_XRC_RECV;
 	bool rcq_ok = rcq || (!req->recv_cq && req->qp_type == IBV_QPT_XRC_SEND);
-	struct uroce_ctrl_create_qp_rep rep = {.sq_offset = QUEUE_RING_OFFSET};
+	struct uroce_ctrl_create_qp_rep rep = {.sq_offset = RNIC_QUEUE_RING_OFFSET};
 	struct uroce_tp_qp_init init;
 	uint32_t sq_size, rq_size = 0;
 	uint64_t bytes;
@@ -1416,12 +1420,12 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		rep.rq_offset = (uint32_t)bytes;
 		bytes += uroce_ring_bytes(rq_size, sizeof(struct uroce_ctrl_recv_wqe));
 	}
-	rc = region_create(nic, &q->region, "uroce-qp", bytes, UROCE_CTRL_REGION_QP);
+	rc = rnic_shm_create(nic, &q->region, "uroce-qp", bytes, UROCE_CTRL_REGION_QP);
 	if (rc == 0)
 		rc = rnic_list_add((void ***)&nic->qps, &nic->nqps, &nic->cap_qps, q, &q->idx);
 	if (rc) {
 		if (q->region.addr)
-			region_close(nic, &q->region);
+			rnic_shm_close(nic, &q->region);
 		uroce_tp_destroy_qp(q->tp);
 		free(q);
 		REPLY(c, h, rc, NULL, 0);
@@ -1452,7 +1456,7 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 			rnic_doorbell_slot_put(c, q, NULL);
 		qp_unlist(q);
 		uroce_tp_destroy_qp(q->tp);
-		region_close(nic, &q->region);
+		rnic_shm_close(nic, &q->region);
 		free(q);
 		REPLY(c, h, -ENOMEM, NULL, 0);
 		return;
@@ -1462,10 +1466,8 @@ void rnic_cmd_create_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &q->region.fd, 1);
 }
 
-/* The next hop for a GID: 1 and @p mac filled, 0 when the request now waits for the
- * neighbour (kept in c->pending), or a negative errno. */
-static int resolve(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		   const struct ibv_ah_attr *ah, uint8_t mac[6])
+int rnic_resolve(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		 const struct ibv_ah_attr *ah, uint8_t mac[6])
 {
 	struct uroce_rnic *nic = c->rnic;
 	int rc;
@@ -1519,9 +1521,9 @@ void rnic_cmd_modify_qp(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		return;
 	}
 	if (req->mask & IBV_QP_AV) {
-		rc = resolve(c, h, req, &attr.ah_attr, mac);
+		rc = rnic_resolve(c, h, req, &attr.ah_attr, mac);
 		if (rc == 0)
-			return; /* it waits in c->pending (resolve) */
+			return; /* it waits in c->pending (rnic_resolve) */
 		if (rc < 0) {
 			REPLY(c, h, rc, NULL, 0);
 			return;
@@ -1601,9 +1603,9 @@ void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
-	rc = resolve(c, h, req, &req->attr, mac);
+	rc = rnic_resolve(c, h, req, &req->attr, mac);
 	if (rc == 0)
-		return; /* it waits in c->pending (resolve) */
+		return; /* it waits in c->pending (rnic_resolve) */
 	if (rc < 0) {
 		REPLY(c, h, rc, NULL, 0);
 		return;
@@ -1616,7 +1618,7 @@ void rnic_cmd_create_ah(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	handle = rnic_obj_add(c, RNIC_OBJ_AH, ah);
 	if (!handle)
 		uroce_tp_destroy_ah(ah);
-	reply_handle(c, h, handle);
+	rnic_reply_handle(c, h, handle);
 }
 
 /* CREATE_FLOW: the rule as verbs laid it out, copied out of the message into memory
@@ -1670,7 +1672,7 @@ void rnic_cmd_create_flow(struct uroce_rnic_client *c, const struct uroce_ctrl_h
 	} else {
 		q->nflows++;
 	}
-	reply_handle(c, h, handle);
+	rnic_reply_handle(c, h, handle);
 }
 
 /* RESOLVE_L2: what CREATE_AH resolves, answered instead of kept in an AH. */
@@ -1685,9 +1687,9 @@ void rnic_cmd_resolve_l2(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
-	rc = resolve(c, h, req, &req->attr, rep.mac);
+	rc = rnic_resolve(c, h, req, &req->attr, rep.mac);
 	if (rc == 0)
-		return; /* it waits in c->pending (resolve) */
+		return; /* it waits in c->pending (rnic_resolve) */
 	if (rc < 0) {
 		REPLY(c, h, rc, NULL, 0);
 		return;
@@ -1797,26 +1799,26 @@ static void cmd_destroy(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	}
 	switch (type) {
 	case RNIC_OBJ_PD:
-		rc = dealloc_pd(c, req->handle, p);
+		rc = rnic_dealloc_pd(c, req->handle, p);
 		break;
 	case RNIC_OBJ_REGION:
-		destroy_region(c, req->handle, p);
+		rnic_destroy_region(c, req->handle, p);
 		rc = 0;
 		break;
 	case RNIC_OBJ_MR:
-		rc = destroy_mr(c, req->handle, p);
+		rc = rnic_destroy_mr(c, req->handle, p);
 		break;
 	case RNIC_OBJ_CHANNEL:
-		rc = destroy_channel(c, req->handle, p);
+		rc = rnic_destroy_channel(c, req->handle, p);
 		break;
 	case RNIC_OBJ_CQ:
-		rc = destroy_cq(c, req->handle, p);
+		rc = rnic_destroy_cq(c, req->handle, p);
 		break;
 	case RNIC_OBJ_SRQ:
-		rc = destroy_srq(c, req->handle, p);
+		rc = rnic_destroy_srq(c, req->handle, p);
 		break;
 	case RNIC_OBJ_QP:
-		rc = destroy_qp(c, req->handle, p);
+		rc = rnic_destroy_qp(c, req->handle, p);
 		break;
 	case RNIC_OBJ_AH:
 		rc = uroce_tp_destroy_ah(p);
@@ -1829,7 +1831,7 @@ static void cmd_destroy(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 			rnic_obj_del(c, req->handle);
 		break;
 	case RNIC_OBJ_FLOW:
-		destroy_flow(c, req->handle, p);
+		rnic_destroy_flow(c, req->handle, p);
 		rc = 0;
 		break;
 	default:
@@ -1887,7 +1889,8 @@ void rnic_cmd_resize_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 	struct uroce_rnic *nic = c->rnic;
 	const struct uroce_ctrl_modify_srq_req *r = payload;
 	struct rnic_srq *s = rnic_obj_get(c, r->srq, RNIC_OBJ_SRQ);
-	struct uroce_ctrl_create_srq_rep rep = {.srq = r->srq, .ring_offset = QUEUE_RING_OFFSET};
+	struct uroce_ctrl_create_srq_rep rep = {.srq = r->srq,
+						.ring_offset = RNIC_QUEUE_RING_OFFSET};
 	struct ibv_srq_attr a = r->attr;
 	struct uroce_shm_region region;
 	struct uroce_ring ring;
@@ -1909,17 +1912,17 @@ void rnic_cmd_resize_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 		REPLY(c, h, -EINVAL, NULL, 0);
 		return;
 	}
-	rc = region_create(nic, &region, "uroce-srq",
-			   rep.ring_offset +
-				   uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
-			   UROCE_CTRL_REGION_SRQ);
+	rc = rnic_shm_create(
+		nic, &region, "uroce-srq",
+		rep.ring_offset + uroce_ring_bytes(ring_size, sizeof(struct uroce_ctrl_recv_wqe)),
+		UROCE_CTRL_REGION_SRQ);
 	if (rc) {
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
 	rc = uroce_tp_modify_srq(s->tp, &a, r->mask);
 	if (rc) {
-		region_close(nic, &region);
+		rnic_shm_close(nic, &region);
 		REPLY(c, h, rc, NULL, 0);
 		return;
 	}
@@ -1939,7 +1942,7 @@ void rnic_cmd_resize_srq(struct uroce_rnic_client *c, const struct uroce_ctrl_hd
 			      atomic_load_explicit(&s->ctl->sq_retired, memory_order_relaxed),
 			      memory_order_relaxed);
 	ctl->doorbell_slot = s->doorbell_slot;
-	region_close(nic, &s->region);
+	rnic_shm_close(nic, &s->region);
 	s->region = region;
 	s->ring = ring;
 	s->ctl = ctl;

@@ -385,7 +385,7 @@ static inline uint64_t rnic_now(const struct uroce_rnic *nic)
  * request that uroce_ctrl_check_request() passed, from a client past HELLO and, for
  * admin-only commands, an administrator: @p payload is exactly the row's request struct
  * (tail included), @p fds exactly its descriptors, which the handler then owns. It
- * answers with uroce_rnic_reply(), or leaves the request in c->pending (resolve(),
+ * answers with uroce_rnic_reply(), or leaves the request in c->pending (rnic_resolve(),
  * objects.c), to be handled again once the neighbour is known.
  */
 typedef void rnic_cmd_handler(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
@@ -409,6 +409,35 @@ void rnic_wake_del(struct uroce_rnic_client *c);
 
 /* objects.c */
 void rnic_client_free_objects(struct uroce_rnic_client *c);
+/* Takes element @p idx out of @p list of *@p n, the last one moving into its place.
+ * @return @p idx. */
+int rnic_list_del(void **list, uint32_t *n, uint32_t idx);
+/* A shared region for one object's rings; counts as a mapping until closed. */
+int rnic_shm_create(struct uroce_rnic *nic, struct uroce_shm_region *r, const char *name,
+		    uint64_t size, uint32_t kind);
+void rnic_shm_close(struct uroce_rnic *nic, struct uroce_shm_region *r);
+/* The reply to a command that made an object: its handle, or -ENOMEM for handle 0 (no
+ * slot in the table). */
+void rnic_reply_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		       uint32_t handle);
+/* The queue rings of a QP or SRQ region start after its header and its struct
+ * uroce_ctrl_queue_ctl. */
+#define RNIC_QUEUE_RING_OFFSET 256u
+/* The destructors of the destroy commands and of connection teardown: handle @p h of @p c
+ * and what it names go, or nothing does and the errno is returned (the transport's, or
+ * -EBUSY while something uses it). */
+void rnic_destroy_flow(struct uroce_rnic_client *c, uint32_t h, struct rnic_flow *f);
+int rnic_destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q);
+int rnic_destroy_srq(struct uroce_rnic_client *c, uint32_t h, struct rnic_srq *s);
+int rnic_destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q);
+int rnic_destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m);
+int rnic_dealloc_pd(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd);
+void rnic_destroy_region(struct uroce_rnic_client *c, uint32_t h, struct rnic_region *r);
+int rnic_destroy_channel(struct uroce_rnic_client *c, uint32_t h, struct rnic_channel *ch);
+/* The next hop for a GID: 1 and @p mac filled, 0 when the request now waits for the
+ * neighbour (kept in c->pending), or a negative errno. */
+int rnic_resolve(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		 const struct ibv_ah_attr *ah, uint8_t mac[6]);
 /* At RNIC destruction: memory zero-copy frames still hold is theirs to unmap. */
 void rnic_mems_orphan(struct uroce_rnic *nic);
 void *rnic_obj_get(struct uroce_rnic_client *c, uint32_t handle, enum rnic_obj_type type);
@@ -432,6 +461,9 @@ void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m)
 void rnic_orphans_retry(struct uroce_rnic *nic, bool final);
 /* How many there are (`uroce stat`: orphans). */
 uint64_t rnic_orphans(const struct uroce_rnic *nic);
+/* @p c's objects have gone: the orphans that waited for them go too, and an orphan
+ * charged to @p c is charged to a client still here (or nobody). */
+void rnic_orphans_client_gone(struct uroce_rnic_client *c);
 /* Called again for c->pending once the neighbour is known (mac) or failed (err). */
 void rnic_handle_resolved(struct uroce_rnic_client *c, const uint8_t *mac, int err);
 /* multicast: ATTACH_MCAST / DETACH_MCAST, and leaving on QP destroy */
