@@ -143,7 +143,7 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
  *   X(NAME, name, request, req_fds, reply, rep_fds, flags)
  *
  *   NAME     the command: UROCE_CTRL_<NAME>, and "<NAME>" in logs (uroce_ctrl_cmd_name)
- *   name     its handler in lib/rnic: rnic_cmd_<name>() (objects.c; CM_* in cm_glue.c)
+ *   name     its handler in lib/rnic: rnic_cmd_<name>() (its object's file; CM_* in cm_glue.c)
  *   request  the request's payload: struct uroce_ctrl_<request>, or none
  *   req_fds  descriptors that come with the request (SCM_RIGHTS), exactly
  *   reply    a successful reply's payload: struct uroce_ctrl_<reply>, or none
@@ -157,7 +157,7 @@ static inline void uroce_ctrl_devnode_name(uint64_t node_guid,
  * lib/client's reading of replies with a tail.
  *
  * To add a command: one row at the end here (and its payload structs below, if new) plus
- * its handler rnic_cmd_<name>() in lib/rnic (objects.c; CM_* in cm_glue.c). Raise
+ * its handler rnic_cmd_<name>() in lib/rnic (its object's file; CM_* in cm_glue.c). Raise
  * UROCE_CTRL_VERSION with it: a daemon of the previous version drops a client that sends
  * a number it does not know.
  */

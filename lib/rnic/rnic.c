@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The RNIC itself: its identity (GID table, MTU), its transport device and CM, its
- * clients, the replies they get and the dispatch of their requests to the handlers of
- * objects.c and cm_glue.c.
+ * clients, the replies they get and the dispatch of their requests to the handlers
+ * (rnic_internal.h says which file holds each).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -4,10 +4,14 @@
 
 /*
  * lib/rnic's own structures, for its files and its fuzzer. Files: rnic.c (the device,
- * clients, replies, dispatch), objects.c (the commands: verbs objects per client),
- * datapath.c (doorbells into the transport, completions and events into shared rings),
- * cm_glue.c (lib/cm on QP1 and the CM_* commands), limits.c (what one user may hold),
- * stats.c.
+ * clients, replies, dispatch); the commands, by object: handles.c (the handle table,
+ * teardown and the destroy commands), device.c (HELLO, queries, the host's commands),
+ * memory.c (PDs, regions, MRs, MWs and how long they live), cq.c (and completion
+ * channels), srq.c, qp.c (and multicast, flows), av.c (next hops: AHs, addresses),
+ * xrc.c, import.c, rights.c, res.c; datapath.c (doorbells into the transport,
+ * completions and events into shared rings), cm_glue.c (lib/cm on QP1 and the CM_*
+ * commands), limits.c (what one user may hold), stats.c. The functions each file offers
+ * the others are declared below under its name.
  *
  * Ownership: a client owns its objects (handles in its table); the RNIC owns its clients,
  * the lists the poll loop walks (QPs, SRQs, CQs with completions) and its counters. Every
@@ -63,7 +67,7 @@ struct uroce_rnic_client;
 struct rnic_region { /* application memory that MRs map (a sealed memfd) */
 	int fd;
 	uint64_t size;
-	struct uroce_rnic_mem *mems; /* its mappings that MRs may share (objects.c) */
+	struct uroce_rnic_mem *mems; /* its mappings that MRs may share (memory.c) */
 };
 
 /* The daemon's view of an MR's pages, shared by the MRs that lie in it and the zero-copy
@@ -218,6 +222,9 @@ struct rnic_queue_ref {
 	struct rnic_srq *srq;
 };
 #define RNIC_NOT_RETIRING UINT32_MAX
+/* The rings of a QP's or SRQ's region start after its header and its struct
+ * uroce_ctrl_queue_ctl. */
+#define RNIC_QUEUE_RING_OFFSET 256u
 
 /* A handle is a slot of the connection's table (its low RNIC_HANDLE_SLOT_BITS, from 1) and
  * that slot's generation, one more at each object the slot holds: a handle of an object
@@ -380,19 +387,23 @@ static inline uint64_t rnic_now(const struct uroce_rnic *nic)
 /* ---- the commands ------------------------------------------------------------------- */
 
 /*
- * One handler per row of UROCE_CTRL_COMMANDS (uroce_ctrl.h): rnic_cmd_<name>(), in
- * objects.c (CM_* in cm_glue.c), called through rnic.c's dispatch table. It gets a
- * request that uroce_ctrl_check_request() passed, from a client past HELLO and, for
- * admin-only commands, an administrator: @p payload is exactly the row's request struct
- * (tail included), @p fds exactly its descriptors, which the handler then owns. It
- * answers with uroce_rnic_reply(), or leaves the request in c->pending (rnic_resolve(),
- * objects.c), to be handled again once the neighbour is known.
+ * One handler per row of UROCE_CTRL_COMMANDS (uroce_ctrl.h): rnic_cmd_<name>(), in the
+ * file of its object (below; CM_* in cm_glue.c), called through rnic.c's dispatch table.
+ * It gets a request that uroce_ctrl_check_request() passed, from a client past HELLO and,
+ * for admin-only commands, an administrator: @p payload is exactly the row's request
+ * struct (tail included), @p fds exactly its descriptors, which the handler then owns.
+ * Every value in it is checked by the handler or by the transport (which returns the
+ * errno rdma-core would) before use. It answers with uroce_rnic_reply(), or leaves the
+ * request in c->pending (rnic_resolve(), av.c), to be handled again once the neighbour
+ * is known.
  */
 typedef void rnic_cmd_handler(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			      const void *payload, const int *fds);
 #define RNIC_CMD_DECLARE(NAME, name, ...) rnic_cmd_handler rnic_cmd_##name;
 UROCE_CTRL_COMMANDS(RNIC_CMD_DECLARE)
 #undef RNIC_CMD_DECLARE
+
+/* ---- the functions of each file, under its name --------------------------------------- */
 
 /* rnic.c */
 /* The next unpredictable number (getrandom(), batched); aborts if the kernel has none. */
@@ -401,14 +412,29 @@ uint64_t rnic_random(void *io_ctx);
  * being skipped. @return true when it was answered (false: kept in c->pending). */
 bool rnic_handle(struct uroce_rnic_client *c, const uint8_t *msg, uint32_t len, const int *fds,
 		 unsigned int nfds);
+/* Called again for c->pending once the neighbour is known (mac) or failed (err). */
+void rnic_handle_resolved(struct uroce_rnic_client *c, const uint8_t *mac, int err);
 /* Gives @p c its wake-up socket pair (c->wake_fd, watched by nic->wake_epfd);
  * *@p client_fd: the client's end, to send, then close. @return 0 or -errno. */
 int rnic_wake_add(struct uroce_rnic_client *c, int *client_fd);
 /* Takes @p c's wake-up socket out of the set and closes it (none: nothing). */
 void rnic_wake_del(struct uroce_rnic_client *c);
 
-/* objects.c */
+/* handles.c */
+void *rnic_obj_get(struct uroce_rnic_client *c, uint32_t handle, enum rnic_obj_type type);
+uint32_t rnic_obj_add(struct uroce_rnic_client *c, enum rnic_obj_type type,
+		      void *p); /* 0: no memory */
+void rnic_obj_del(struct uroce_rnic_client *c, uint32_t handle);
+/* Every object of @p c goes, dependents first, through the destructors below: each
+ * rnic_destroy_<type>() (rnic_dealloc_pd()) lets handle @p h of @p c and what it names
+ * go, or nothing, and returns the errno (the transport's, or -EBUSY while something
+ * uses it); the destroy commands call them too. */
 void rnic_client_free_objects(struct uroce_rnic_client *c);
+/* Makes room for one more element in the array *@p array (a pointer to the array's
+ * pointer) of @p n elements of @p elem_size bytes, *@p cap allocated: doubles it when
+ * full. @return 0 or -ENOMEM (the array is as it was). */
+int rnic_array_room(void *array, uint32_t n, uint32_t *cap, size_t elem_size);
+int rnic_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx);
 /* Takes element @p idx out of @p list of *@p n, the last one moving into its place.
  * @return @p idx. */
 int rnic_list_del(void **list, uint32_t *n, uint32_t idx);
@@ -420,42 +446,17 @@ void rnic_shm_close(struct uroce_rnic *nic, struct uroce_shm_region *r);
  * slot in the table). */
 void rnic_reply_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		       uint32_t handle);
-/* The queue rings of a QP or SRQ region start after its header and its struct
- * uroce_ctrl_queue_ctl. */
-#define RNIC_QUEUE_RING_OFFSET 256u
-/* The destructors of the destroy commands and of connection teardown: handle @p h of @p c
- * and what it names go, or nothing does and the errno is returned (the transport's, or
- * -EBUSY while something uses it). */
-void rnic_destroy_flow(struct uroce_rnic_client *c, uint32_t h, struct rnic_flow *f);
-int rnic_destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q);
-int rnic_destroy_srq(struct uroce_rnic_client *c, uint32_t h, struct rnic_srq *s);
-int rnic_destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q);
-int rnic_destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m);
-int rnic_dealloc_pd(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd);
-void rnic_destroy_region(struct uroce_rnic_client *c, uint32_t h, struct rnic_region *r);
-int rnic_destroy_channel(struct uroce_rnic_client *c, uint32_t h, struct rnic_channel *ch);
-/* The next hop for a GID: 1 and @p mac filled, 0 when the request now waits for the
- * neighbour (kept in c->pending), or a negative errno. */
-int rnic_resolve(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
-		 const struct ibv_ah_attr *ah, uint8_t mac[6]);
-/* At RNIC destruction: memory zero-copy frames still hold is theirs to unmap. */
-void rnic_mems_orphan(struct uroce_rnic *nic);
-void *rnic_obj_get(struct uroce_rnic_client *c, uint32_t handle, enum rnic_obj_type type);
-uint32_t rnic_obj_add(struct uroce_rnic_client *c, enum rnic_obj_type type,
-		      void *p); /* 0: no memory */
-void rnic_obj_del(struct uroce_rnic_client *c, uint32_t handle);
+
+/* memory.c */
 /* The transport PD a handle names, or NULL (no such PD, or deallocated through another
  * client's handle). */
 struct uroce_tp_pd *rnic_pd_get(struct uroce_rnic_client *c, uint32_t handle);
-/* xrc.c: gives up handle @p h on @p x (the domain goes with its last handle). -EBUSY,
- * nothing changed, while @p c has an XRC SRQ or target QP in it. */
-int rnic_xrcd_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_xrcd *x);
-/* xrc.c: gives up handle @p h of @p c on the XRC target @p q that other handles still
- * name (q->handles > 1), moving q to another holder if @p c held it. */
-void rnic_xrc_qp_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q);
 /* Handle @p h of @p c goes; the object with it when no other handle names it. */
 void rnic_pd_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd);
 void rnic_mr_release(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m);
+int rnic_dealloc_pd(struct uroce_rnic_client *c, uint32_t h, struct rnic_pd *pd);
+int rnic_destroy_mr(struct uroce_rnic_client *c, uint32_t h, struct rnic_mr *m);
+void rnic_destroy_region(struct uroce_rnic_client *c, uint32_t h, struct rnic_region *r);
 /* Frees the orphans nothing uses any more; @p final (the RNIC goes, every client gone):
  * all of them. */
 void rnic_orphans_retry(struct uroce_rnic *nic, bool final);
@@ -464,11 +465,40 @@ uint64_t rnic_orphans(const struct uroce_rnic *nic);
 /* @p c's objects have gone: the orphans that waited for them go too, and an orphan
  * charged to @p c is charged to a client still here (or nobody). */
 void rnic_orphans_client_gone(struct uroce_rnic_client *c);
-/* Called again for c->pending once the neighbour is known (mac) or failed (err). */
-void rnic_handle_resolved(struct uroce_rnic_client *c, const uint8_t *mac, int err);
+/* At RNIC destruction: memory zero-copy frames still hold is theirs to unmap. */
+void rnic_mems_orphan(struct uroce_rnic *nic);
+
+/* cq.c */
+int rnic_destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q);
+int rnic_destroy_channel(struct uroce_rnic_client *c, uint32_t h, struct rnic_channel *ch);
+
+/* srq.c */
+int rnic_destroy_srq(struct uroce_rnic_client *c, uint32_t h, struct rnic_srq *s);
+
+/* qp.c */
+int rnic_destroy_qp(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q);
+void rnic_destroy_flow(struct uroce_rnic_client *c, uint32_t h, struct rnic_flow *f);
 /* multicast: ATTACH_MCAST / DETACH_MCAST, and leaving on QP destroy */
 int rnic_mcast_attach(struct rnic_qp *q, const union ibv_gid *gid);
 int rnic_mcast_detach(struct rnic_qp *q, const union ibv_gid *gid);
+
+/* av.c */
+/* The next hop for a GID: 1 and @p mac filled, 0 when the request now waits for the
+ * neighbour (kept in c->pending), or a negative errno. */
+int rnic_resolve(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h, const void *payload,
+		 const struct ibv_ah_attr *ah, uint8_t mac[6]);
+
+/* device.c: commands only */
+
+/* xrc.c */
+/* Gives up handle @p h on @p x (the domain goes with its last handle). -EBUSY, nothing
+ * changed, while @p c has an XRC SRQ or target QP in it. */
+int rnic_xrcd_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_xrcd *x);
+/* Gives up handle @p h of @p c on the XRC target @p q that other handles still name
+ * (q->handles > 1), moving q to another holder if @p c held it. */
+void rnic_xrc_qp_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *q);
+
+/* import.c, rights.c, res.c: commands only */
 
 /* datapath.c */
 unsigned int rnic_doorbells(struct uroce_rnic *nic);
@@ -488,11 +518,6 @@ void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq);
 void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *qp, struct uroce_tp_srq *srq);
 void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object);
 void rnic_qp_publish_retired(struct rnic_qp *q);
-/* Makes room for one more element in the array *@p array (a pointer to the array's
- * pointer) of @p n elements of @p elem_size bytes, *@p cap allocated: doubles it when
- * full. @return 0 or -ENOMEM (the array is as it was). */
-int rnic_array_room(void *array, uint32_t n, uint32_t *cap, size_t elem_size);
-int rnic_list_add(void ***list, uint32_t *n, uint32_t *cap, void *item, uint32_t *idx);
 
 /* cm_glue.c */
 int rnic_cm_init(struct uroce_rnic *nic, uint64_t seed);

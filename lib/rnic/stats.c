@@ -2,7 +2,7 @@
 /* Named counters for `uroce stat`: the transport's (rxe's names), the host stack's, the
  * CM's, the host's own (port, fault injection, daemon: ops->stats), the RNIC's, and its
  * object and mapping counts (which a leak test compares before and after an application
- * dies), and the PDs and MRs kept past their last handle (objects.c, orphans). Counts are
+ * dies), and the PDs and MRs kept past their last handle (memory.c, orphans). Counts are
  * the device's; per-QP lines (QPN, state, pid) only the viewer's own user's, unless the
  * viewer is an administrator. */
 #include <stdio.h>

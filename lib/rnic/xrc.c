@@ -3,7 +3,7 @@
  * XRC domains (IBA vol 1 annex A14; ibv_open_xrcd): a connection's own, or the domain of
  * a file, which every process that opens one with a descriptor of that file (the same
  * inode) shares, as the kernel's uverbs share them. What is in a domain (XRC SRQs and
- * target QPs, objects.c) is each connection's own; the domain lives while any handle on
+ * target QPs, srq.c and qp.c) is each connection's own; the domain lives while any handle on
  * it does, and a handle cannot go while its connection has something in the domain.
  */
 #include <errno.h>
