@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -664,36 +665,11 @@ void rnic_cm_free_client(struct uroce_rnic_client *c)
 void rnic_cmd_cm_create_channel(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 				const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
-	struct uroce_ctrl_handle rep = {0};
-	struct rnic_cm_channel *ch;
-	int client_fd, rc = rnic_limit_object(c, RNIC_OBJ_CM_CHANNEL);
+	struct rnic_cm_channel *ch = rnic_event_channel_create(
+		c, h, RNIC_OBJ_CM_CHANNEL, sizeof(*ch), offsetof(struct rnic_cm_channel, pipe));
 
-	if (rc) {
-		REPLY(c, h, rc, NULL, 0);
-		return;
-	}
-	ch = calloc(1, sizeof(*ch));
-	if (!ch) {
-		REPLY(c, h, -ENOMEM, NULL, 0);
-		return;
-	}
-	ch->nic = c->rnic;
-	rc = rnic_event_pipe_open(&ch->pipe, &client_fd);
-	if (rc) {
-		REPLY(c, h, rc, NULL, 0);
-		free(ch);
-		return;
-	}
-	rep.handle = rnic_obj_add(c, RNIC_OBJ_CM_CHANNEL, ch);
-	if (!rep.handle) {
-		close(client_fd);
-		rnic_event_pipe_close(&ch->pipe);
-		free(ch);
-		REPLY(c, h, -ENOMEM, NULL, 0);
-		return;
-	}
-	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &client_fd, 1);
-	close(client_fd); /* sent: the client's alone */
+	if (ch)
+		ch->nic = c->rnic;
 }
 
 void rnic_cmd_cm_get_event(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,

@@ -5,9 +5,9 @@
  * carries one byte per CQ event.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rnic_internal.h"
 
@@ -49,39 +49,8 @@ int rnic_destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q)
 void rnic_cmd_create_channel(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			     const void *payload RNIC_UNUSED, const int *fds RNIC_UNUSED)
 {
-	struct uroce_ctrl_handle rep;
-	struct rnic_channel *ch;
-	int client_fd, rc;
-
-	rc = rnic_limit_object(c, RNIC_OBJ_CHANNEL);
-	if (rc) {
-		REPLY(c, h, rc, NULL, 0);
-		return;
-	}
-	ch = calloc(1, sizeof(*ch));
-	if (!ch) {
-		REPLY(c, h, -ENOMEM, NULL, 0);
-		return;
-	}
-	/* The application's read end is its own: it decides with fcntl whether its reads
-	 * block; our writes never do (rnic_event_pipe). */
-	rc = rnic_event_pipe_open(&ch->pipe, &client_fd);
-	if (rc) {
-		free(ch);
-		REPLY(c, h, rc, NULL, 0);
-		return;
-	}
-	rep.handle = rnic_obj_add(c, RNIC_OBJ_CHANNEL, ch);
-	if (!rep.handle) {
-		close(client_fd);
-		rnic_event_pipe_close(&ch->pipe);
-		free(ch);
-		REPLY(c, h, -ENOMEM, NULL, 0);
-		return;
-	}
-	rep.reserved = 0;
-	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &client_fd, 1);
-	close(client_fd);
+	rnic_event_channel_create(c, h, RNIC_OBJ_CHANNEL, sizeof(struct rnic_channel),
+				  offsetof(struct rnic_channel, pipe));
 }
 
 int rnic_destroy_channel(struct uroce_rnic_client *c, uint32_t h, struct rnic_channel *ch)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rnic_internal.h"
 
@@ -135,6 +136,49 @@ void rnic_reply_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr 
 	struct uroce_ctrl_handle rep = {.handle = handle};
 
 	REPLY(c, h, handle ? 0 : -ENOMEM, &rep, sizeof(rep));
+}
+
+/* ---- event channels (completion channels, CM channels) -------------------------------- */
+
+void *rnic_event_channel_create(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+				enum rnic_obj_type type, size_t size, size_t pipe_offset)
+{
+	struct uroce_ctrl_handle rep = {0};
+	struct rnic_event_pipe *pipe;
+	int client_fd, rc;
+	void *ch;
+
+	rc = rnic_limit_object(c, type);
+	if (rc)
+		goto refuse;
+	ch = calloc(1, size);
+	if (!ch) {
+		rc = -ENOMEM;
+		goto refuse;
+	}
+	/* Through void *: @p pipe_offset is the pipe's offsetof() in the object, so aligned. */
+	pipe = (void *)((uint8_t *)ch + pipe_offset);
+	/* The application's read end is its own: it decides with fcntl whether its reads
+	 * block; our writes never do (rnic_event_pipe). */
+	rc = rnic_event_pipe_open(pipe, &client_fd);
+	if (rc)
+		goto free_ch;
+	rep.handle = rnic_obj_add(c, type, ch);
+	if (!rep.handle) {
+		rc = -ENOMEM;
+		goto close_pipe;
+	}
+	uroce_rnic_reply(c, h, 0, &rep, sizeof(rep), &client_fd, 1);
+	close(client_fd); /* sent: the client's alone */
+	return ch;
+close_pipe:
+	close(client_fd);
+	rnic_event_pipe_close(pipe);
+free_ch:
+	free(ch);
+refuse:
+	REPLY(c, h, rc, NULL, 0);
+	return NULL;
 }
 
 /* ---- destruction: connection teardown and the destroy commands ------------------------ */

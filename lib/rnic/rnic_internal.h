@@ -446,6 +446,13 @@ void rnic_shm_close(struct uroce_rnic *nic, struct uroce_shm_region *r);
  * slot in the table). */
 void rnic_reply_handle(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 		       uint32_t handle);
+/* CREATE_CHANNEL and CM_CREATE_CHANNEL: a new object of @p type, @p size bytes zeroed,
+ * whose struct rnic_event_pipe at @p pipe_offset is opened, and a handle of @p c on it;
+ * answers with the handle and the client's end of the pipe. @return the object, or NULL
+ * when it was refused (answered with the errno: the limit's, -ENOMEM or the pipe's;
+ * nothing kept). */
+void *rnic_event_channel_create(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+				enum rnic_obj_type type, size_t size, size_t pipe_offset);
 
 /* memory.c */
 /* The transport PD a handle names, or NULL (no such PD, or deallocated through another
