@@ -928,49 +928,48 @@ void rnic_cmd_cm_listen(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr
 	id_reply(c, h, ir->id, uroce_cm_listen(id->cm, (int)ir->arg));
 }
 
-void rnic_cmd_cm_connect(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
-			 const void *payload, const int *fds RNIC_UNUSED)
+/* What lib/cm does with an id and connection parameters: uroce_cm_connect,
+ * uroce_cm_accept, cm_reject. */
+typedef int cm_conn_op(struct uroce_cm_id *id, const struct uroce_cm_conn_param *param,
+		       uint64_t now_ns);
+
+/* REJ carries the private data alone, as conn_param() clamped it. */
+static int cm_reject(struct uroce_cm_id *id, const struct uroce_cm_conn_param *param,
+		     uint64_t now_ns)
+{
+	return uroce_cm_reject(id, param->private_data, param->private_data_len, now_ns);
+}
+
+/* CM_CONNECT, CM_ACCEPT, CM_REJECT: an id and connection parameters for @p op. */
+static void cmd_conn(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+		     const struct uroce_ctrl_cm_conn_req *r, cm_conn_op *op)
 {
 	struct uroce_rnic *nic = c->rnic;
-	const struct uroce_ctrl_cm_conn_req *r = payload;
 	struct rnic_cm_id *id = request_id(c, h, r->id);
 	struct uroce_cm_conn_param cp;
 
 	if (!id)
 		return;
 	conn_param(&r->param, &cp);
-	id_reply(c, h, r->id, uroce_cm_connect(id->cm, &cp, rnic_now(nic)));
+	id_reply(c, h, r->id, op(id->cm, &cp, rnic_now(nic)));
+}
+
+void rnic_cmd_cm_connect(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
+			 const void *payload, const int *fds RNIC_UNUSED)
+{
+	cmd_conn(c, h, payload, uroce_cm_connect);
 }
 
 void rnic_cmd_cm_accept(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			const void *payload, const int *fds RNIC_UNUSED)
 {
-	struct uroce_rnic *nic = c->rnic;
-	const struct uroce_ctrl_cm_conn_req *r = payload;
-	struct rnic_cm_id *id = request_id(c, h, r->id);
-	struct uroce_cm_conn_param cp;
-
-	if (!id)
-		return;
-	conn_param(&r->param, &cp);
-	id_reply(c, h, r->id, uroce_cm_accept(id->cm, &cp, rnic_now(nic)));
+	cmd_conn(c, h, payload, uroce_cm_accept);
 }
 
 void rnic_cmd_cm_reject(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
 			const void *payload, const int *fds RNIC_UNUSED)
 {
-	struct uroce_rnic *nic = c->rnic;
-	const struct uroce_ctrl_cm_conn_req *r = payload;
-	const struct uroce_ctrl_cm_param *pp = &r->param;
-	struct rnic_cm_id *id = request_id(c, h, r->id);
-
-	if (id)
-		id_reply(c, h, r->id,
-			 uroce_cm_reject(id->cm, pp->private_data,
-					 pp->private_data_len > UROCE_CM_PRIVATE_DATA_MAX ?
-						 UROCE_CM_PRIVATE_DATA_MAX :
-						 pp->private_data_len,
-					 rnic_now(nic)));
+	cmd_conn(c, h, payload, cm_reject);
 }
 
 void rnic_cmd_cm_disconnect(struct uroce_rnic_client *c, const struct uroce_ctrl_hdr *h,
