@@ -11,7 +11,7 @@
 
 #include "rdmacm.h"
 
-static void rc_hints_to_ai(struct addrinfo *ai, const struct rdma_addrinfo *rai)
+static void ucma_hints_to_ai(struct addrinfo *ai, const struct rdma_addrinfo *rai)
 {
 	memset(ai, 0, sizeof(*ai));
 	if (rai->ai_flags & RAI_PASSIVE)
@@ -48,19 +48,19 @@ static void rc_hints_to_ai(struct addrinfo *ai, const struct rdma_addrinfo *rai)
 	}
 }
 
-static int rc_copy_addr(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src,
-			socklen_t src_len)
+static int ucma_copy_addr(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src,
+			  socklen_t src_len)
 {
 	*dst = malloc(src_len);
 	if (!*dst)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	memcpy(*dst, src, src_len);
 	*dst_len = src_len;
 	return 0;
 }
 
-static int rc_ai_to_rai(struct rdma_addrinfo *rai, const struct rdma_addrinfo *hints,
-			const struct addrinfo *ai)
+static int ucma_ai_to_rai(struct rdma_addrinfo *rai, const struct rdma_addrinfo *hints,
+			  const struct addrinfo *ai)
 {
 	if (hints->ai_qp_type)
 		rai->ai_qp_type = hints->ai_qp_type;
@@ -79,34 +79,34 @@ static int rc_ai_to_rai(struct rdma_addrinfo *rai, const struct rdma_addrinfo *h
 		rai->ai_flags = RAI_PASSIVE;
 		if (ai->ai_canonname)
 			rai->ai_src_canonname = strdup(ai->ai_canonname);
-		return rc_copy_addr(&rai->ai_src_addr, &rai->ai_src_len, ai->ai_addr,
-				    ai->ai_addrlen);
+		return ucma_copy_addr(&rai->ai_src_addr, &rai->ai_src_len, ai->ai_addr,
+				      ai->ai_addrlen);
 	}
 	if (ai->ai_canonname)
 		rai->ai_dst_canonname = strdup(ai->ai_canonname);
-	return rc_copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
+	return ucma_copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
 }
 
-RC_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
-			       const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+UCMA_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
+				 const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
 	static const struct rdma_addrinfo nohints;
 	struct rdma_addrinfo *rai;
 	int ret = 0;
 
 	if (!service && !node && !hints)
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	rai = calloc(1, sizeof(*rai));
 	if (!rai)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	if (node || service) {
 		struct addrinfo ai_hints, *ai;
 
 		if (hints)
-			rc_hints_to_ai(&ai_hints, hints);
+			ucma_hints_to_ai(&ai_hints, hints);
 		ret = getaddrinfo(node, service, hints ? &ai_hints : NULL, &ai);
 		if (ret == 0) {
-			ret = rc_ai_to_rai(rai, hints ? hints : &nohints, ai);
+			ret = ucma_ai_to_rai(rai, hints ? hints : &nohints, ai);
 			freeaddrinfo(ai);
 		}
 	} else {
@@ -115,12 +115,12 @@ RC_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 		rai->ai_qp_type = hints->ai_qp_type;
 		rai->ai_port_space = hints->ai_port_space;
 		if (hints->ai_dst_len)
-			ret = rc_copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len, hints->ai_dst_addr,
-					   hints->ai_dst_len);
+			ret = ucma_copy_addr(&rai->ai_dst_addr, &rai->ai_dst_len,
+					     hints->ai_dst_addr, hints->ai_dst_len);
 	}
 	if (!ret && !rai->ai_src_len && hints && hints->ai_src_len)
-		ret = rc_copy_addr(&rai->ai_src_addr, &rai->ai_src_len, hints->ai_src_addr,
-				   hints->ai_src_len);
+		ret = ucma_copy_addr(&rai->ai_src_addr, &rai->ai_src_len, hints->ai_src_addr,
+				     hints->ai_src_len);
 	if (ret) {
 		rdma_freeaddrinfo(rai);
 		return ret;
@@ -129,7 +129,7 @@ RC_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	return 0;
 }
 
-RC_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+UCMA_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 {
 	while (res) {
 		struct rdma_addrinfo *rai = res;

@@ -14,44 +14,44 @@
 
 /* ---- registry ---------------------------------------------------------------------------- */
 
-#define RC_REGISTRY_BUCKETS 256
-static pthread_mutex_t rc_registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rc_obj *rc_registry[RC_REGISTRY_BUCKETS];
-static uint64_t rc_next_uid = 1; /* 0: no uid */
+#define UCMA_REGISTRY_BUCKETS 256
+static pthread_mutex_t ucma_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ucma_obj *ucma_registry[UCMA_REGISTRY_BUCKETS];
+static uint64_t ucma_next_uid = 1; /* 0: no uid */
 
-void rc_registry_add(struct rc_obj *o)
+void ucma_registry_add(struct ucma_obj *o)
 {
-	pthread_mutex_lock(&rc_registry_lock);
-	o->uid = rc_next_uid++;
-	o->next = rc_registry[o->uid % RC_REGISTRY_BUCKETS];
-	rc_registry[o->uid % RC_REGISTRY_BUCKETS] = o;
-	pthread_mutex_unlock(&rc_registry_lock);
+	pthread_mutex_lock(&ucma_registry_lock);
+	o->uid = ucma_next_uid++;
+	o->next = ucma_registry[o->uid % UCMA_REGISTRY_BUCKETS];
+	ucma_registry[o->uid % UCMA_REGISTRY_BUCKETS] = o;
+	pthread_mutex_unlock(&ucma_registry_lock);
 }
 
-void rc_registry_del(struct rc_obj *o)
+void ucma_registry_del(struct ucma_obj *o)
 {
-	struct rc_obj **p;
+	struct ucma_obj **p;
 
-	pthread_mutex_lock(&rc_registry_lock);
-	for (p = &rc_registry[o->uid % RC_REGISTRY_BUCKETS]; *p; p = &(*p)->next)
+	pthread_mutex_lock(&ucma_registry_lock);
+	for (p = &ucma_registry[o->uid % UCMA_REGISTRY_BUCKETS]; *p; p = &(*p)->next)
 		if (*p == o) {
 			*p = o->next;
 			break;
 		}
-	pthread_mutex_unlock(&rc_registry_lock);
+	pthread_mutex_unlock(&ucma_registry_lock);
 }
 
-static struct rc_id *rc_obj_id(struct rc_obj *o)
+static struct ucma_id *ucma_obj_id(struct ucma_obj *o)
 {
-	return (struct rc_id *)(void *)((char *)o - offsetof(struct rc_id, obj));
+	return (struct ucma_id *)(void *)((char *)o - offsetof(struct ucma_id, obj));
 }
 
-static struct rc_mcast *rc_obj_mcast(struct rc_obj *o)
+static struct ucma_mcast *ucma_obj_mcast(struct ucma_obj *o)
 {
-	return (struct rc_mcast *)(void *)((char *)o - offsetof(struct rc_mcast, obj));
+	return (struct ucma_mcast *)(void *)((char *)o - offsetof(struct ucma_mcast, obj));
 }
 
-static bool rc_id_owns(const struct rc_id *id, const struct rc_device *dev, uint32_t handle)
+static bool ucma_id_owns(const struct ucma_id *id, const struct ucma_device *dev, uint32_t handle)
 {
 	if (id->dev == dev && id->handle == handle)
 		return true;
@@ -64,28 +64,30 @@ static bool rc_id_owns(const struct rc_id *id, const struct rc_device *dev, uint
 /* The id (and membership) an event is for, held (outstanding + 1) so that it outlives
  * the event; NULL when it is gone. A passive id's events may carry its listener's uid:
  * the handle then tells which of the listener's children it is. */
-struct rc_id *rc_event_hold(const struct rc_device *dev, const struct uroce_ctrl_cm_event *ev,
-			    struct rc_mcast **mc)
+struct ucma_id *ucma_event_hold(const struct ucma_device *dev, const struct uroce_ctrl_cm_event *ev,
+				struct ucma_mcast **mc)
 {
-	struct rc_obj *o;
-	struct rc_id *id = NULL;
+	struct ucma_obj *o;
+	struct ucma_id *id = NULL;
 
 	*mc = NULL;
-	pthread_mutex_lock(&rc_registry_lock);
-	for (o = rc_registry[ev->uid % RC_REGISTRY_BUCKETS]; o && o->uid != ev->uid; o = o->next)
+	pthread_mutex_lock(&ucma_registry_lock);
+	for (o = ucma_registry[ev->uid % UCMA_REGISTRY_BUCKETS]; o && o->uid != ev->uid;
+	     o = o->next)
 		;
 	if (o && o->is_mcast) {
-		*mc = rc_obj_mcast(o);
+		*mc = ucma_obj_mcast(o);
 		id = (*mc)->id;
 	} else if (o) {
-		id = rc_obj_id(o);
+		id = ucma_obj_id(o);
 		if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST && ev->id &&
-		    !rc_id_owns(id, dev, ev->id)) {
+		    !ucma_id_owns(id, dev, ev->id)) {
 			id = NULL;
-			for (unsigned int b = 0; b < RC_REGISTRY_BUCKETS && !id; b++)
-				for (o = rc_registry[b]; o; o = o->next)
-					if (!o->is_mcast && rc_id_owns(rc_obj_id(o), dev, ev->id)) {
-						id = rc_obj_id(o);
+			for (unsigned int b = 0; b < UCMA_REGISTRY_BUCKETS && !id; b++)
+				for (o = ucma_registry[b]; o; o = o->next)
+					if (!o->is_mcast &&
+					    ucma_id_owns(ucma_obj_id(o), dev, ev->id)) {
+						id = ucma_obj_id(o);
 						break;
 					}
 		}
@@ -97,15 +99,15 @@ struct rc_id *rc_event_hold(const struct rc_device *dev, const struct uroce_ctrl
 			(*mc)->outstanding++;
 		pthread_mutex_unlock(&id->mut);
 	}
-	pthread_mutex_unlock(&rc_registry_lock);
+	pthread_mutex_unlock(&ucma_registry_lock);
 	return id;
 }
 
 /* ---- channels ------------------------------------------------------------------------------ */
 
-struct rc_channel *rc_channel_create(void)
+struct ucma_channel *ucma_channel_create(void)
 {
-	struct rc_channel *ch = calloc(1, sizeof(*ch));
+	struct ucma_channel *ch = calloc(1, sizeof(*ch));
 
 	if (!ch)
 		return NULL;
@@ -114,16 +116,16 @@ struct rc_channel *rc_channel_create(void)
 		free(ch);
 		return NULL;
 	}
-	for (int i = 0; i < RC_MAX_DEVICES; i++)
+	for (int i = 0; i < UCMA_MAX_DEVICES; i++)
 		ch->pipe[i] = -1;
 	pthread_mutex_init(&ch->lock, NULL);
 	return ch;
 }
 
-void rc_channel_destroy(struct rc_channel *ch)
+void ucma_channel_destroy(struct ucma_channel *ch)
 {
-	struct rc_device *devs;
-	int n = rc_devices(&devs);
+	struct ucma_device *devs;
+	int n = ucma_devices(&devs);
 
 	for (int i = 0; i < n; i++) {
 		struct uroce_ctrl_cm_id_req req = {.id = ch->handle[i]};
@@ -136,8 +138,8 @@ void rc_channel_destroy(struct rc_channel *ch)
 		 * channel: it then exits with EINVAL). A waiter stays asleep, as on a read()
 		 * of a destroyed kernel channel. */
 		epoll_ctl(ch->ch.fd, EPOLL_CTL_DEL, ch->pipe[i], NULL);
-		rc_call(&devs[i], UROCE_CTRL_CM_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL,
-			0);
+		ucma_call(&devs[i], UROCE_CTRL_CM_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL,
+			  0);
 		close(ch->pipe[i]);
 	}
 	close(ch->ch.fd);
@@ -145,9 +147,9 @@ void rc_channel_destroy(struct rc_channel *ch)
 	free(ch);
 }
 
-uint32_t rc_channel_on(struct rc_channel *ch, struct rc_device *dev)
+uint32_t ucma_channel_on(struct ucma_channel *ch, struct ucma_device *dev)
 {
-	int i = rc_device_index(dev), pipe_fd = -1;
+	int i = ucma_device_index(dev), pipe_fd = -1;
 	struct uroce_ctrl_handle rep;
 	uint32_t handle;
 
@@ -155,7 +157,7 @@ uint32_t rc_channel_on(struct rc_channel *ch, struct rc_device *dev)
 	handle = ch->handle[i];
 	if (handle)
 		goto out;
-	if (rc_call(dev, UROCE_CTRL_CM_CREATE_CHANNEL, NULL, 0, &rep, sizeof(rep), &pipe_fd, 1))
+	if (ucma_call(dev, UROCE_CTRL_CM_CREATE_CHANNEL, NULL, 0, &rep, sizeof(rep), &pipe_fd, 1))
 		goto out;
 	struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
 
@@ -163,7 +165,7 @@ uint32_t rc_channel_on(struct rc_channel *ch, struct rc_device *dev)
 		int err = errno;
 		struct uroce_ctrl_cm_id_req req = {.id = rep.handle};
 
-		rc_call(dev, UROCE_CTRL_CM_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL, 0);
+		ucma_call(dev, UROCE_CTRL_CM_DESTROY_CHANNEL, &req, sizeof(req), NULL, 0, NULL, 0);
 		close(pipe_fd);
 		errno = err;
 		goto out;
@@ -175,25 +177,25 @@ out:
 	return handle;
 }
 
-RC_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+UCMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
-	struct rc_channel *ch = rc_channel_create();
+	struct ucma_channel *ch = ucma_channel_create();
 
 	return ch ? &ch->ch : NULL;
 }
 
-RC_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+UCMA_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
-	rc_channel_destroy(rc_channel_of(channel));
+	ucma_channel_destroy(ucma_channel_of(channel));
 }
 
 /* One event from the channel's CM channel on any device. @return 0, or -1 with errno
  * (EAGAIN: none waiting). */
-static int rc_channel_poll(struct rc_channel *ch, struct rc_device **dev,
-			   struct uroce_ctrl_cm_event *ev)
+static int ucma_channel_poll(struct ucma_channel *ch, struct ucma_device **dev,
+			     struct uroce_ctrl_cm_event *ev)
 {
-	struct rc_device *devs;
-	int n = rc_devices(&devs);
+	struct ucma_device *devs;
+	int n = ucma_devices(&devs);
 	unsigned int start;
 
 	pthread_mutex_lock(&ch->lock);
@@ -208,32 +210,32 @@ static int rc_channel_poll(struct rc_channel *ch, struct rc_device **dev,
 		pthread_mutex_unlock(&ch->lock);
 		if (!req.id)
 			continue;
-		if (rc_call(&devs[i], UROCE_CTRL_CM_GET_EVENT, &req, sizeof(req), ev, sizeof(*ev),
-			    NULL, 0) == 0) {
+		if (ucma_call(&devs[i], UROCE_CTRL_CM_GET_EVENT, &req, sizeof(req), ev, sizeof(*ev),
+			      NULL, 0) == 0) {
 			*dev = &devs[i];
 			return 0;
 		}
 		if (errno != EAGAIN)
 			return -1;
 	}
-	return rc_fail(EAGAIN);
+	return ucma_fail(EAGAIN);
 }
 
-RC_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+UCMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
-	struct rc_channel *ch = rc_channel_of(channel);
+	struct ucma_channel *ch = ucma_channel_of(channel);
 	struct uroce_ctrl_cm_event ev;
-	struct rc_event *evt;
-	struct rc_device *dev;
+	struct ucma_event *evt;
+	struct ucma_device *dev;
 
 	if (!event)
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	evt = malloc(sizeof(*evt));
 	if (!evt)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	for (;;) {
-		if (rc_channel_poll(ch, &dev, &ev) == 0) {
-			if (rc_event_process(dev, &ev, evt))
+		if (ucma_channel_poll(ch, &dev, &ev) == 0) {
+			if (ucma_event_process(dev, &ev, evt))
 				break;
 			continue;
 		}
@@ -260,14 +262,14 @@ fail:
 	return -1;
 }
 
-RC_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+UCMA_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
-	struct rc_event *evt;
+	struct ucma_event *evt;
 
 	if (!event)
-		return rc_fail(EINVAL);
-	evt = (struct rc_event *)(void *)event;
-	rc_event_done(evt->id, evt->mc);
+		return ucma_fail(EINVAL);
+	evt = (struct ucma_event *)(void *)event;
+	ucma_event_done(evt->id, evt->mc);
 	free(evt);
 	return 0;
 }

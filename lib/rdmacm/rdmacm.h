@@ -31,10 +31,10 @@
 #include "uroce_client.h"
 #include "uroce_ctrl.h"
 
-#define RC_EXPORT __attribute__((visibility("default")))
+#define UCMA_EXPORT __attribute__((visibility("default")))
 
 /** At most this many daemons are used (a CM channel has a slot per device). */
-#define RC_MAX_DEVICES 16
+#define UCMA_MAX_DEVICES 16
 
 /* What the public structs must look like for the code that reads them (rdma-core 44). */
 _Static_assert(sizeof(struct rdma_cm_id) == 416, "struct rdma_cm_id (rdma-core 44)");
@@ -47,10 +47,10 @@ _Static_assert(sizeof(((struct uroce_ctrl_cm_param *)0)->private_data) == 224,
 	       "private data: the most a CM message carries");
 
 /** A daemon as librdmacm uses it. */
-struct rc_device {
+struct ucma_device {
 	struct ibv_device *ibv_dev;
 	char sock[108];
-	/* Opened on first use (rc_device_open), then kept for the process. */
+	/* Opened on first use (ucma_device_open), then kept for the process. */
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;                /* the default PD of ids on this device */
 	struct uroce_client_ctx *session; /* the CM session */
@@ -60,42 +60,42 @@ struct rc_device {
 };
 
 /** rdma_event_channel: fd is an epoll fd over the CM channels this one has per device. */
-struct rc_channel {
+struct ucma_channel {
 	struct rdma_event_channel ch;
 	pthread_mutex_t lock;
-	uint32_t handle[RC_MAX_DEVICES]; /* the CM channel on device i; 0: none yet */
-	int pipe[RC_MAX_DEVICES];        /* its pipe's read end (in the epoll set) */
-	unsigned int next;               /* the device rdma_get_cm_event asks first */
+	uint32_t handle[UCMA_MAX_DEVICES]; /* the CM channel on device i; 0: none yet */
+	int pipe[UCMA_MAX_DEVICES];        /* its pipe's read end (in the epoll set) */
+	unsigned int next;                 /* the device rdma_get_cm_event asks first */
 };
 
 /** What the registry holds: ids and multicast memberships, by uid. */
-struct rc_obj {
+struct ucma_obj {
 	uint64_t uid;
-	struct rc_obj *next; /* hash chain */
+	struct ucma_obj *next; /* hash chain */
 	bool is_mcast;
 };
 
 /** A daemon id of a wildcard listener (one per device). */
-struct rc_port {
-	struct rc_device *dev;
+struct ucma_port {
+	struct ucma_device *dev;
 	uint32_t handle;
 };
 
-struct rc_mcast;
+struct ucma_mcast;
 
 /** Options set before the id had a daemon id, replayed when it gets one. */
-#define RC_MAX_PENDING_OPTIONS 8
-struct rc_option {
+#define UCMA_MAX_PENDING_OPTIONS 8
+struct ucma_option {
 	int level, optname;
 	uint64_t value;
 };
 
-struct rc_id {
+struct ucma_id {
 	struct rdma_cm_id id; /* first: rdma_cm_id is what the application holds */
-	struct rc_obj obj;
-	struct rc_device *dev; /* NULL until the address names a device */
-	uint32_t handle;       /* the daemon id on dev */
-	struct rc_port *ports; /* wildcard listener: a daemon id per device */
+	struct ucma_obj obj;
+	struct ucma_device *dev; /* NULL until the address names a device */
+	uint32_t handle;         /* the daemon id on dev */
+	struct ucma_port *ports; /* wildcard listener: a daemon id per device */
 	unsigned int nports;
 	bool sync;           /* created without a channel: each call waits for its event */
 	bool bound_wildcard; /* bound to any address before it had a device */
@@ -106,8 +106,8 @@ struct rc_id {
 	 * uses it or resolve_addr lets it go. Being bound there also lets that device's CM
 	 * hold a REQ that comes before the listen (lib/cm/early_req.c). */
 	bool reserving;
-	struct rc_port reserved;
-	struct rc_option options[RC_MAX_PENDING_OPTIONS];
+	struct ucma_port reserved;
+	struct ucma_option options[UCMA_MAX_PENDING_OPTIONS];
 	unsigned int noptions;
 
 	pthread_mutex_t mut;
@@ -121,14 +121,14 @@ struct rc_id {
 	void *connect; /* rdma_create_ep: ai_connect, sent in front of connect's data */
 	size_t connect_len;
 	struct ibv_qp_init_attr *qp_init_attr; /* rdma_create_ep on a passive id */
-	struct rc_mcast *mc_list;
+	struct ucma_mcast *mc_list;
 	struct ibv_ece local_ece;
 };
 
-struct rc_mcast {
-	struct rc_obj obj;
-	struct rc_mcast *next;
-	struct rc_id *id;
+struct ucma_mcast {
+	struct ucma_obj obj;
+	struct ucma_mcast *next;
+	struct ucma_id *id;
 	void *context;
 	unsigned int outstanding;
 	union ibv_gid mgid;
@@ -138,68 +138,68 @@ struct rc_mcast {
 };
 
 /** An event handed to the application: private data lives until rdma_ack_cm_event. */
-struct rc_event {
+struct ucma_event {
 	struct rdma_cm_event event;
 	uint8_t private_data[UROCE_CTRL_CM_PDATA_MAX];
-	struct rc_id *id; /* the id whose count it holds */
-	struct rc_mcast *mc;
+	struct ucma_id *id; /* the id whose count it holds */
+	struct ucma_mcast *mc;
 };
 
-static inline struct rc_id *rc_id_of(struct rdma_cm_id *id)
+static inline struct ucma_id *ucma_id_of(struct rdma_cm_id *id)
 {
-	return (struct rc_id *)(void *)id;
+	return (struct ucma_id *)(void *)id;
 }
 
-static inline struct rc_channel *rc_channel_of(struct rdma_event_channel *ch)
+static inline struct ucma_channel *ucma_channel_of(struct rdma_event_channel *ch)
 {
-	return (struct rc_channel *)(void *)ch;
+	return (struct ucma_channel *)(void *)ch;
 }
 
 /** -1 with errno, as rdma-core's calls fail. */
-static inline int rc_fail(int e)
+static inline int ucma_fail(int e)
 {
 	errno = e;
 	return -1;
 }
 
 /* rdmacm_device.c */
-int rc_devices(struct rc_device **devs);
-int rc_device_index(const struct rc_device *dev);
-int rc_device_open(struct rc_device *dev);
-struct rc_device *rc_device_by_addr(const struct sockaddr *addr);
+int ucma_devices(struct ucma_device **devs);
+int ucma_device_index(const struct ucma_device *dev);
+int ucma_device_open(struct ucma_device *dev);
+struct ucma_device *ucma_device_by_addr(const struct sockaddr *addr);
 /** A CM command on @p dev's session. @return 0 or -1 with errno. */
-int rc_call(struct rc_device *dev, uint32_t cmd, const void *req, size_t req_len, void *rep,
-	    size_t rep_len, int *rep_fds, unsigned int max_rep_fds);
+int ucma_call(struct ucma_device *dev, uint32_t cmd, const void *req, size_t req_len, void *rep,
+	      size_t rep_len, int *rep_fds, unsigned int max_rep_fds);
 
 /* channel.c */
-struct rc_channel *rc_channel_create(void);
-void rc_channel_destroy(struct rc_channel *ch);
+struct ucma_channel *ucma_channel_create(void);
+void ucma_channel_destroy(struct ucma_channel *ch);
 /** The channel's CM channel handle on @p dev (created and added to the epoll set on first
  *  use). @return the handle, or 0 with errno. */
-uint32_t rc_channel_on(struct rc_channel *ch, struct rc_device *dev);
-void rc_registry_add(struct rc_obj *o);
-void rc_registry_del(struct rc_obj *o);
+uint32_t ucma_channel_on(struct ucma_channel *ch, struct ucma_device *dev);
+void ucma_registry_add(struct ucma_obj *o);
+void ucma_registry_del(struct ucma_obj *o);
 /** The id (and membership) an event is for, held (its outstanding count + 1, released by
- *  rc_event_done) so that it outlives the event; NULL when it is gone. */
-struct rc_id *rc_event_hold(const struct rc_device *dev, const struct uroce_ctrl_cm_event *ev,
-			    struct rc_mcast **mc);
+ *  ucma_event_done) so that it outlives the event; NULL when it is gone. */
+struct ucma_id *ucma_event_hold(const struct ucma_device *dev, const struct uroce_ctrl_cm_event *ev,
+				struct ucma_mcast **mc);
 
 /* rdmacm_cma.c */
-void rc_event_done(struct rc_id *id, struct rc_mcast *mc);
+void ucma_event_done(struct ucma_id *id, struct ucma_mcast *mc);
 /** Turns the daemon's event into the application's (rdma-core's ucma event processing:
  *  QP transitions, child ids...). @return false when the event is for no one (dropped). */
-bool rc_event_process(struct rc_device *dev, const struct uroce_ctrl_cm_event *ev,
-		      struct rc_event *out);
-void rc_id_apply_route(struct rc_id *id, const struct uroce_ctrl_cm_route *r);
+bool ucma_event_process(struct ucma_device *dev, const struct uroce_ctrl_cm_event *ev,
+			struct ucma_event *out);
+void ucma_id_apply_route(struct ucma_id *id, const struct uroce_ctrl_cm_route *r);
 /** rdma-core's ucma_complete: a synchronous id takes the event its call started (and
  *  keeps it in id.event). @return 0; -1 with errno: the event's status (ECONNREFUSED for
  *  a reject), EAGAIN when the channel is non-blocking and the event has not come yet. */
-int rc_complete(struct rc_id *id);
-socklen_t rc_addrlen(const struct sockaddr *addr);
+int ucma_complete(struct ucma_id *id);
+socklen_t ucma_addrlen(const struct sockaddr *addr);
 
 /* rdmacm_qp.c */
-int rc_modify_qp_rtr(struct rc_id *id, uint8_t resp_res);
-int rc_modify_qp_rts(struct rc_id *id, uint8_t init_depth);
-int rc_modify_qp_err(struct rc_id *id);
+int ucma_modify_qp_rtr(struct ucma_id *id, uint8_t resp_res);
+int ucma_modify_qp_rts(struct ucma_id *id, uint8_t init_depth);
+int ucma_modify_qp_err(struct ucma_id *id);
 
 #endif

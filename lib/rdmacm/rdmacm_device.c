@@ -10,29 +10,29 @@
 #include "rdmacm.h"
 #include "uroce_wire.h"
 
-static pthread_mutex_t rc_devices_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rc_device rc_device_table[RC_MAX_DEVICES];
-static int rc_ndevices = -1; /* -1: not looked for yet */
+static pthread_mutex_t ucma_devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ucma_device ucma_device_table[UCMA_MAX_DEVICES];
+static int ucma_ndevices = -1; /* -1: not looked for yet */
 
 /* fork(): the table's lock is not held by a thread the child does not have. */
-static void rc_devices_fork_prepare(void)
+static void ucma_devices_fork_prepare(void)
 {
-	pthread_mutex_lock(&rc_devices_lock);
+	pthread_mutex_lock(&ucma_devices_lock);
 }
 
-static void rc_devices_fork_done(void)
+static void ucma_devices_fork_done(void)
 {
-	pthread_mutex_unlock(&rc_devices_lock);
+	pthread_mutex_unlock(&ucma_devices_lock);
 }
 
-__attribute__((constructor)) static void rc_devices_fork_init(void)
+__attribute__((constructor)) static void ucma_devices_fork_init(void)
 {
-	pthread_atfork(rc_devices_fork_prepare, rc_devices_fork_done, rc_devices_fork_done);
+	pthread_atfork(ucma_devices_fork_prepare, ucma_devices_fork_done, ucma_devices_fork_done);
 }
 
 /* Pairs each ibv_device with its daemon's socket, by name and GUID. Called under the lock;
  * done again while no device was found (a daemon may start later). */
-static void rc_devices_find(void)
+static void ucma_devices_find(void)
 {
 	struct uroce_client_daemon *daemons = NULL;
 	struct ibv_device **list;
@@ -43,14 +43,14 @@ static void rc_devices_find(void)
 	if (!list)
 		return;
 	nd = uroce_client_discover(&daemons, &explicit_list);
-	for (int i = 0; i < nlist && n < RC_MAX_DEVICES; i++)
+	for (int i = 0; i < nlist && n < UCMA_MAX_DEVICES; i++)
 		for (int k = 0; k < nd; k++) {
 			if (strcmp(daemons[k].name, ibv_get_device_name(list[i])) != 0 ||
 			    daemons[k].guid != ibv_get_device_guid(list[i]))
 				continue;
-			rc_device_table[n].ibv_dev = list[i];
-			memcpy(rc_device_table[n].sock, daemons[k].sock,
-			       sizeof(rc_device_table[n].sock));
+			ucma_device_table[n].ibv_dev = list[i];
+			memcpy(ucma_device_table[n].sock, daemons[k].sock,
+			       sizeof(ucma_device_table[n].sock));
 			n++;
 			break;
 		}
@@ -58,33 +58,33 @@ static void rc_devices_find(void)
 	/* The ibv_devices stay valid after the list is freed (our libibverbs keeps them
 	 * for the process, as rdma-core keeps its own). */
 	ibv_free_device_list(list);
-	rc_ndevices = n;
+	ucma_ndevices = n;
 }
 
-int rc_devices(struct rc_device **devs)
+int ucma_devices(struct ucma_device **devs)
 {
 	int n;
 
-	pthread_mutex_lock(&rc_devices_lock);
-	if (rc_ndevices <= 0)
-		rc_devices_find();
-	n = rc_ndevices < 0 ? 0 : rc_ndevices;
-	pthread_mutex_unlock(&rc_devices_lock);
-	*devs = rc_device_table;
+	pthread_mutex_lock(&ucma_devices_lock);
+	if (ucma_ndevices <= 0)
+		ucma_devices_find();
+	n = ucma_ndevices < 0 ? 0 : ucma_ndevices;
+	pthread_mutex_unlock(&ucma_devices_lock);
+	*devs = ucma_device_table;
 	return n;
 }
 
-int rc_device_index(const struct rc_device *dev)
+int ucma_device_index(const struct ucma_device *dev)
 {
-	return (int)(dev - rc_device_table);
+	return (int)(dev - ucma_device_table);
 }
 
-int rc_device_open(struct rc_device *dev)
+int ucma_device_open(struct ucma_device *dev)
 {
 	struct ibv_device_attr attr;
 	int rc = 0;
 
-	pthread_mutex_lock(&rc_devices_lock);
+	pthread_mutex_lock(&ucma_devices_lock);
 	/* A forked child inherits its parent's session, context and PD, and may not use them
 	 * (lib/client: every call on them fails with EIO): it opens its own. */
 	if (dev->session && uroce_client_forked(dev->session)) {
@@ -118,21 +118,21 @@ int rc_device_open(struct rc_device *dev)
 	if (!dev->session)
 		rc = errno ? errno : ENODEV;
 out:
-	pthread_mutex_unlock(&rc_devices_lock);
-	return rc ? rc_fail(rc) : 0;
+	pthread_mutex_unlock(&ucma_devices_lock);
+	return rc ? ucma_fail(rc) : 0;
 }
 
-int rc_call(struct rc_device *dev, uint32_t cmd, const void *req, size_t req_len, void *rep,
-	    size_t rep_len, int *rep_fds, unsigned int max_rep_fds)
+int ucma_call(struct ucma_device *dev, uint32_t cmd, const void *req, size_t req_len, void *rep,
+	      size_t rep_len, int *rep_fds, unsigned int max_rep_fds)
 {
 	int rc = uroce_client_call(dev->session, cmd, req, req_len, rep, rep_len, rep_fds,
 				   max_rep_fds);
 
-	return rc ? rc_fail(-rc) : 0;
+	return rc ? ucma_fail(-rc) : 0;
 }
 
 /* The GID an address has in a RoCEv2 GID table: the IPv6 address, or IPv4-mapped. */
-static bool rc_addr_gid(const struct sockaddr *addr, union ibv_gid *gid)
+static bool ucma_addr_gid(const struct sockaddr *addr, union ibv_gid *gid)
 {
 	memset(gid, 0, sizeof(*gid));
 	if (addr->sa_family == AF_INET) {
@@ -148,7 +148,7 @@ static bool rc_addr_gid(const struct sockaddr *addr, union ibv_gid *gid)
 	return false;
 }
 
-static bool rc_device_has_gid(struct rc_device *dev, const union ibv_gid *gid)
+static bool ucma_device_has_gid(struct ucma_device *dev, const union ibv_gid *gid)
 {
 	struct ibv_port_attr port;
 
@@ -163,32 +163,32 @@ static bool rc_device_has_gid(struct rc_device *dev, const union ibv_gid *gid)
 	return false;
 }
 
-struct rc_device *rc_device_by_addr(const struct sockaddr *addr)
+struct ucma_device *ucma_device_by_addr(const struct sockaddr *addr)
 {
-	struct rc_device *devs;
+	struct ucma_device *devs;
 	union ibv_gid gid;
-	int n = rc_devices(&devs);
+	int n = ucma_devices(&devs);
 
-	if (!rc_addr_gid(addr, &gid))
+	if (!ucma_addr_gid(addr, &gid))
 		return NULL;
 	for (int i = 0; i < n; i++)
-		if (rc_device_open(&devs[i]) == 0 && rc_device_has_gid(&devs[i], &gid))
+		if (ucma_device_open(&devs[i]) == 0 && ucma_device_has_gid(&devs[i], &gid))
 			return &devs[i];
 	return NULL;
 }
 
-RC_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+UCMA_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 {
 	struct ibv_context **list = NULL;
-	struct rc_device *devs;
-	int n = rc_devices(&devs), i;
+	struct ucma_device *devs;
+	int n = ucma_devices(&devs), i;
 
 	if (n <= 0) {
 		errno = ENODEV;
 		goto out;
 	}
 	for (i = 0; i < n; i++)
-		if (rc_device_open(&devs[i]))
+		if (ucma_device_open(&devs[i]))
 			goto out;
 	list = calloc((size_t)n + 1, sizeof(*list));
 	if (!list)
@@ -201,7 +201,7 @@ out:
 	return list;
 }
 
-RC_EXPORT void rdma_free_devices(struct ibv_context **list)
+UCMA_EXPORT void rdma_free_devices(struct ibv_context **list)
 {
 	free(list); /* the contexts stay open for the process, as rdma-core's */
 }

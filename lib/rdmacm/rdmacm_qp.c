@@ -8,14 +8,14 @@
 
 #include "rdmacm.h"
 
-static int rc_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+static int ucma_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	int rc = ibv_modify_qp(qp, attr, mask);
 
-	return rc ? rc_fail(rc) : 0;
+	return rc ? ucma_fail(rc) : 0;
 }
 
-int rc_modify_qp_rtr(struct rc_id *id, uint8_t resp_res)
+int ucma_modify_qp_rtr(struct ucma_id *id, uint8_t resp_res)
 {
 	struct ibv_qp_attr attr;
 	int mask;
@@ -24,17 +24,17 @@ int rc_modify_qp_rtr(struct rc_id *id, uint8_t resp_res)
 		return 0;
 	/* INIT again first, with what the CM has now (rdma-core does the same). */
 	attr.qp_state = IBV_QPS_INIT;
-	if (rdma_init_qp_attr(&id->id, &attr, &mask) || rc_modify(id->id.qp, &attr, mask))
+	if (rdma_init_qp_attr(&id->id, &attr, &mask) || ucma_modify(id->id.qp, &attr, mask))
 		return -1;
 	attr.qp_state = IBV_QPS_RTR;
 	if (rdma_init_qp_attr(&id->id, &attr, &mask))
 		return -1;
 	if (resp_res != RDMA_MAX_RESP_RES)
 		attr.max_dest_rd_atomic = resp_res;
-	return rc_modify(id->id.qp, &attr, mask);
+	return ucma_modify(id->id.qp, &attr, mask);
 }
 
-int rc_modify_qp_rts(struct rc_id *id, uint8_t init_depth)
+int ucma_modify_qp_rts(struct ucma_id *id, uint8_t init_depth)
 {
 	struct ibv_qp_attr attr;
 	int mask;
@@ -46,44 +46,44 @@ int rc_modify_qp_rts(struct rc_id *id, uint8_t init_depth)
 		return -1;
 	if (init_depth != RDMA_MAX_INIT_DEPTH)
 		attr.max_rd_atomic = init_depth;
-	return rc_modify(id->id.qp, &attr, mask);
+	return ucma_modify(id->id.qp, &attr, mask);
 }
 
-int rc_modify_qp_err(struct rc_id *id)
+int ucma_modify_qp_err(struct ucma_id *id)
 {
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 
 	if (!id->id.qp)
 		return 0;
-	return rc_modify(id->id.qp, &attr, IBV_QP_STATE);
+	return ucma_modify(id->id.qp, &attr, IBV_QP_STATE);
 }
 
-static int rc_init_conn_qp(struct rc_id *id, struct ibv_qp *qp)
+static int ucma_init_conn_qp(struct ucma_id *id, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_INIT};
 	int mask;
 
 	if (rdma_init_qp_attr(&id->id, &attr, &mask))
 		return -1;
-	return rc_modify(qp, &attr, mask);
+	return ucma_modify(qp, &attr, mask);
 }
 
-static int rc_init_ud_qp(struct rc_id *id, struct ibv_qp *qp)
+static int ucma_init_ud_qp(struct ucma_id *id, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_INIT};
 	int mask;
 
-	if (rdma_init_qp_attr(&id->id, &attr, &mask) || rc_modify(qp, &attr, mask))
+	if (rdma_init_qp_attr(&id->id, &attr, &mask) || ucma_modify(qp, &attr, mask))
 		return -1;
 	attr.qp_state = IBV_QPS_RTR;
-	if (rc_modify(qp, &attr, IBV_QP_STATE))
+	if (ucma_modify(qp, &attr, IBV_QP_STATE))
 		return -1;
 	attr.qp_state = IBV_QPS_RTS;
 	attr.sq_psn = 0;
-	return rc_modify(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	return ucma_modify(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
-static void rc_destroy_cqs(struct rdma_cm_id *id)
+static void ucma_destroy_cqs(struct rdma_cm_id *id)
 {
 	if (id->recv_cq) {
 		ibv_destroy_cq(id->recv_cq);
@@ -105,7 +105,7 @@ static void rc_destroy_cqs(struct rdma_cm_id *id)
 
 /* A CQ, with its own completion channel, for each queue the caller gave none for (0: that
  * one is not needed); rdma_verbs.h's rdma_get_send/recv_comp wait on these channels. */
-static int rc_create_cqs(struct rdma_cm_id *id, uint32_t send_size, uint32_t recv_size)
+static int ucma_create_cqs(struct rdma_cm_id *id, uint32_t send_size, uint32_t recv_size)
 {
 	if (recv_size) {
 		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
@@ -125,18 +125,18 @@ static int rc_create_cqs(struct rdma_cm_id *id, uint32_t send_size, uint32_t rec
 	}
 	return 0;
 err:
-	rc_destroy_cqs(id);
+	ucma_destroy_cqs(id);
 	return -1;
 }
 
-RC_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+UCMA_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 {
 	struct ibv_srq *srq;
 
 	if (!id->verbs || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	if (attr->srq_type != IBV_SRQT_BASIC)
-		return rc_fail(EOPNOTSUPP); /* XRC: uroce has no XRC domains */
+		return ucma_fail(EOPNOTSUPP); /* XRC: uroce has no XRC domains */
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
 		attr->pd = id->pd;
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
@@ -150,8 +150,8 @@ RC_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr
 	return 0;
 }
 
-RC_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
-			      struct ibv_srq_init_attr *attr)
+UCMA_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+				struct ibv_srq_init_attr *attr)
 {
 	struct ibv_srq_init_attr_ex attr_ex;
 	int ret;
@@ -166,31 +166,31 @@ RC_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	return ret;
 }
 
-RC_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+UCMA_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
 	ibv_destroy_srq(id->srq);
 	id->srq = NULL;
-	rc_destroy_cqs(id);
+	ucma_destroy_cqs(id);
 }
 
-RC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+UCMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
 	struct ibv_qp *qp;
 	int err;
 
 	if (id->qp || !id->verbs)
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 		attr->pd = id->pd;
 	} else if (id->verbs != attr->pd->context) {
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	}
 	if ((id->recv_cq && attr->recv_cq && id->recv_cq != attr->recv_cq) ||
 	    (id->send_cq && attr->send_cq && id->send_cq != attr->send_cq))
-		return rc_fail(EINVAL);
-	if (rc_create_cqs(id, attr->send_cq || id->send_cq ? 0 : attr->cap.max_send_wr,
-			  attr->recv_cq || id->recv_cq ? 0 : attr->cap.max_recv_wr))
+		return ucma_fail(EINVAL);
+	if (ucma_create_cqs(id, attr->send_cq || id->send_cq ? 0 : attr->cap.max_send_wr,
+			    attr->recv_cq || id->recv_cq ? 0 : attr->cap.max_recv_wr))
 		return -1;
 	if (!attr->send_cq)
 		attr->send_cq = id->send_cq;
@@ -201,8 +201,8 @@ RC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 	qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp)
 		goto err_cqs;
-	if (id->qp_type == IBV_QPT_UD ? rc_init_ud_qp(rc_id_of(id), qp) :
-					rc_init_conn_qp(rc_id_of(id), qp)) {
+	if (id->qp_type == IBV_QPT_UD ? ucma_init_ud_qp(ucma_id_of(id), qp) :
+					ucma_init_conn_qp(ucma_id_of(id), qp)) {
 		err = errno;
 		ibv_destroy_qp(qp);
 		errno = err;
@@ -213,12 +213,12 @@ RC_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 	return 0;
 err_cqs:
 	err = errno;
-	rc_destroy_cqs(id);
-	return rc_fail(err);
+	ucma_destroy_cqs(id);
+	return ucma_fail(err);
 }
 
-RC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
-			     struct ibv_qp_init_attr *qp_init_attr)
+UCMA_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			       struct ibv_qp_init_attr *qp_init_attr)
 {
 	struct ibv_qp_init_attr_ex attr_ex;
 	int ret;
@@ -232,9 +232,9 @@ RC_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	return ret;
 }
 
-RC_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+UCMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
-	rc_destroy_cqs(id);
+	ucma_destroy_cqs(id);
 }

@@ -237,7 +237,7 @@ static int rs_insert(struct rsocket *rs, int index)
 
 		if (!t) {
 			pthread_mutex_unlock(&rs_table_lock);
-			return rc_fail(ENOMEM);
+			return ucma_fail(ENOMEM);
 		}
 		memset(t + rs_table_len, 0, (size_t)(len - rs_table_len) * sizeof(*t));
 		rs_table = t;
@@ -427,13 +427,13 @@ static int rs_init_bufs(struct rsocket *rs)
 
 	rs->rmsg = calloc(rs->rq_size + 1u, sizeof(*rs->rmsg));
 	if (!rs->rmsg)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	/* Control messages too long to go inline are written from slots past the buffer. */
 	if (rs->sq_inline < sizeof(struct rs_sge))
 		total_sbuf_size += sizeof(struct rs_sge) * RS_QP_CTRL_SIZE;
 	rs->sbuf = calloc(total_sbuf_size, 1);
 	if (!rs->sbuf)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	rs->smr = rdma_reg_msgs(rs->cm_id, rs->sbuf, total_sbuf_size);
 	if (!rs->smr)
 		return -1;
@@ -442,7 +442,7 @@ static int rs_init_bufs(struct rsocket *rs)
 	      sizeof(struct rs_iomap) * (size_t)rs->target_iomap_size;
 	rs->target_buffer_list = calloc(len, 1);
 	if (!rs->target_buffer_list)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	rs->target_mr = rdma_reg_write(rs->cm_id, rs->target_buffer_list, len);
 	if (!rs->target_mr)
 		return -1;
@@ -454,7 +454,7 @@ static int rs_init_bufs(struct rsocket *rs)
 
 	rs->rbuf = calloc(rs->rbuf_size, 1);
 	if (!rs->rbuf)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	rs->rmr = rdma_reg_write(rs->cm_id, rs->rbuf, rs->rbuf_size);
 	if (!rs->rmr)
 		return -1;
@@ -504,7 +504,7 @@ static int rs_post_recv(struct rsocket *rs)
 	struct ibv_recv_wr wr = {.wr_id = RS_WR_ID_FLAG_RECV}, *bad;
 	int rc = ibv_post_recv(rs->cm_id->qp, &wr, &bad);
 
-	return rc ? rc_fail(rc) : 0;
+	return rc ? ucma_fail(rc) : 0;
 }
 
 static int rs_create_ep(struct rsocket *rs)
@@ -600,17 +600,17 @@ static const struct rs_conn_data *rs_event_conn_data(const struct rdma_cm_id *id
 
 static void rs_connected_now(struct rsocket *rs);
 
-RC_EXPORT int rsocket(int domain, int type, int protocol)
+UCMA_EXPORT int rsocket(int domain, int type, int protocol)
 {
 	struct rsocket *rs;
 
 	if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM ||
 	    (protocol && protocol != IPPROTO_TCP))
-		return rc_fail(ENOTSUP); /* SOCK_DGRAM and AF_IB: not built (see the top) */
+		return ucma_fail(ENOTSUP); /* SOCK_DGRAM and AF_IB: not built (see the top) */
 	rs_configure();
 	rs = rs_alloc(NULL);
 	if (!rs)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	if (rdma_create_id(NULL, &rs->cm_id, rs, RDMA_PS_TCP))
 		goto err;
 	rs->cm_id->route.addr.src_addr.sa_family = (sa_family_t)domain;
@@ -622,29 +622,29 @@ err:
 		int e = errno;
 
 		rs_free(rs);
-		return rc_fail(e);
+		return ucma_fail(e);
 	}
 }
 
-RC_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
+UCMA_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 {
 	struct rsocket *rs = rs_lookup(socket);
 
 	(void)addrlen;
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (rdma_bind_addr(rs->cm_id, (struct sockaddr *)(uintptr_t)addr))
 		return -1;
 	rs->state = rs_bound;
 	return 0;
 }
 
-RC_EXPORT int rlisten(int socket, int backlog)
+UCMA_EXPORT int rlisten(int socket, int backlog)
 {
 	struct rsocket *rs = rs_lookup(socket);
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (rs->state == rs_listening)
 		return 0;
 	if (rdma_listen(rs->cm_id, backlog))
@@ -653,12 +653,12 @@ RC_EXPORT int rlisten(int socket, int backlog)
 	return 0;
 }
 
-RC_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen);
+UCMA_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen);
 
 /* The connection is established before raccept returns unless the listener is
  * non-blocking (then the first call on the new socket completes it): a blocking accept
  * that waited for the peer's RTU would deadlock a thread connecting to itself. */
-RC_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
+UCMA_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 {
 	struct rsocket *rs = rs_lookup(socket), *new_rs;
 	const struct rs_conn_data *creq;
@@ -667,10 +667,10 @@ RC_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 	int e;
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	new_rs = rs_alloc(rs);
 	if (!new_rs)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	if (rdma_get_request(rs->cm_id, &new_rs->cm_id))
 		goto err;
 	new_rs->cm_id->context = new_rs;
@@ -704,7 +704,7 @@ err:
 		rdma_reject(new_rs->cm_id, NULL, 0);
 	}
 	rs_free(new_rs);
-	return rc_fail(e);
+	return ucma_fail(e);
 }
 
 /* The connect state machine: each step either completes now (blocking socket) or leaves
@@ -728,7 +728,7 @@ static int rs_do_connect(struct rsocket *rs)
 			rs->state = rs_resolving_addr;
 		break;
 	case rs_resolving_addr:
-		ret = rc_complete(rc_id_of(rs->cm_id));
+		ret = ucma_complete(ucma_id_of(rs->cm_id));
 		if (ret) {
 			if (errno == ETIMEDOUT && rs->retries <= RS_CONN_RETRIES)
 				goto resolve_addr;
@@ -744,7 +744,7 @@ static int rs_do_connect(struct rsocket *rs)
 			rs->state = rs_resolving_route;
 		break;
 	case rs_resolving_route:
-		ret = rc_complete(rc_id_of(rs->cm_id));
+		ret = ucma_complete(ucma_id_of(rs->cm_id));
 		if (ret) {
 			if (errno == ETIMEDOUT && rs->retries <= RS_CONN_RETRIES)
 				goto resolve_route;
@@ -769,7 +769,7 @@ static int rs_do_connect(struct rsocket *rs)
 			rs->state = rs_connecting;
 		break;
 	case rs_connecting:
-		ret = rc_complete(rc_id_of(rs->cm_id));
+		ret = ucma_complete(ucma_id_of(rs->cm_id));
 		if (ret)
 			break;
 	connected:
@@ -784,13 +784,13 @@ static int rs_do_connect(struct rsocket *rs)
 	case rs_accepting:
 		if (!(rs->fd_flags & O_NONBLOCK))
 			fcntl(rs->cm_id->channel->fd, F_SETFL, 0);
-		ret = rc_complete(rc_id_of(rs->cm_id));
+		ret = ucma_complete(ucma_id_of(rs->cm_id));
 		if (ret)
 			break;
 		rs_connected_now(rs);
 		break;
 	default:
-		ret = rc_fail(EINVAL);
+		ret = ucma_fail(EINVAL);
 		break;
 	}
 	if (ret) {
@@ -804,14 +804,14 @@ static int rs_do_connect(struct rsocket *rs)
 	return ret;
 }
 
-RC_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
+UCMA_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 {
 	struct rsocket *rs = rs_lookup(socket);
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (addrlen > sizeof(rs->cm_id->route.addr.dst_storage))
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	memcpy(&rs->cm_id->route.addr.dst_addr, addr, addrlen);
 	return rs_do_connect(rs);
 }
@@ -835,7 +835,7 @@ static int rs_post_msg(struct rsocket *rs, uint32_t msg)
 	struct ibv_send_wr *bad;
 	int rc = ibv_post_send(rs->cm_id->qp, &wr, &bad);
 
-	return rc ? rc_fail(rc) : 0;
+	return rc ? ucma_fail(rc) : 0;
 }
 
 /* A WRITE (WITH IMMEDIATE when @p with_imm) of @p sgl to the peer's @p addr. The WR id
@@ -855,7 +855,7 @@ static int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge, uint
 	struct ibv_send_wr *bad;
 	int rc = ibv_post_send(rs->cm_id->qp, &wr, &bad);
 
-	return rc ? rc_fail(rc) : 0;
+	return rc ? ucma_fail(rc) : 0;
 }
 
 /* Takes the target SGE's room before the write goes: the peer may replace the entry
@@ -1211,7 +1211,7 @@ static int rs_process_cq(struct rsocket *rs, bool nonblock, bool (*test)(struct 
 					break;
 				}
 			}
-			ret = rc_fail(EWOULDBLOCK);
+			ret = ucma_fail(EWOULDBLOCK);
 		} else if (!rs->cq_armed) {
 			ibv_req_notify_cq(rs->cm_id->recv_cq, 0);
 			rs->cq_armed = 1;
@@ -1350,7 +1350,7 @@ static size_t rs_peek(struct rsocket *rs, uint8_t *buf, size_t len)
 }
 
 /* Data already received is still returned after the peer disconnected; then 0 (EOF). */
-RC_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
+UCMA_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 {
 	struct rsocket *rs = rs_lookup(socket);
 	size_t left = len;
@@ -1359,7 +1359,7 @@ RC_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 	int ret = 0;
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (rs_finish_connect(rs))
 		return -1;
 	pthread_mutex_lock(&rs->rlock);
@@ -1402,8 +1402,8 @@ RC_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 	return (ret && left == len) ? ret : (ssize_t)(len - left);
 }
 
-RC_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags, struct sockaddr *src_addr,
-			    socklen_t *addrlen)
+UCMA_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
+			      struct sockaddr *src_addr, socklen_t *addrlen)
 {
 	ssize_t ret = rrecv(socket, buf, len, flags);
 
@@ -1416,23 +1416,23 @@ RC_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags, struct
 static ssize_t rrecvv(int socket, const struct iovec *iov, int iovcnt, int flags)
 {
 	if (iovcnt < 1)
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	return rrecv(socket, iov[0].iov_base, iov[0].iov_len, flags);
 }
 
-RC_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
+UCMA_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 {
 	if (msg->msg_control && msg->msg_controllen)
-		return rc_fail(ENOTSUP);
+		return ucma_fail(ENOTSUP);
 	return rrecvv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
 }
 
-RC_EXPORT ssize_t rread(int socket, void *buf, size_t count)
+UCMA_EXPORT ssize_t rread(int socket, void *buf, size_t count)
 {
 	return rrecv(socket, buf, count, 0);
 }
 
-RC_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
+UCMA_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
 {
 	return rrecvv(socket, iov, iovcnt, 0);
 }
@@ -1446,7 +1446,7 @@ static int rs_wait_can_send(struct rsocket *rs, int flags)
 		return 0;
 	if (rs_get_comp(rs, rs_nonblocking(rs, flags), rs_conn_can_send))
 		return -1;
-	return rs->state & rs_writable ? 0 : rc_fail(ECONNRESET);
+	return rs->state & rs_writable ? 0 : ucma_fail(ECONNRESET);
 }
 
 /* The next write of a send with @p left bytes to go: the first RS_OLAP_START_SIZE (the
@@ -1560,12 +1560,12 @@ out:
 	return (ret && left == len) ? ret : (ssize_t)(len - left);
 }
 
-RC_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+UCMA_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 {
 	struct rsocket *rs = rs_lookup(socket);
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (rs_finish_connect(rs))
 		return -1;
 	return rs_send_stream(rs, len, flags, NULL, NULL, buf);
@@ -1573,8 +1573,8 @@ RC_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 
 /* The address is ignored, as Linux TCP ignores it on a connected socket (rdma-core
  * fails with EISCONN, which stops sockperf's TCP ping-pong). */
-RC_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
-			  const struct sockaddr *dest_addr, socklen_t addrlen)
+UCMA_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
+			    const struct sockaddr *dest_addr, socklen_t addrlen)
 {
 	(void)dest_addr, (void)addrlen;
 	return rsend(socket, buf, len, flags);
@@ -1587,9 +1587,9 @@ static ssize_t rsendv(int socket, const struct iovec *iov, int iovcnt, int flags
 	size_t len = 0;
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (iovcnt < 0)
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	if (rs_finish_connect(rs))
 		return -1;
 	for (int i = 0; i < iovcnt; i++)
@@ -1597,19 +1597,19 @@ static ssize_t rsendv(int socket, const struct iovec *iov, int iovcnt, int flags
 	return rs_send_stream(rs, len, flags, rs_copy_iov, &cur, NULL);
 }
 
-RC_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
+UCMA_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 {
 	if (msg->msg_control && msg->msg_controllen)
-		return rc_fail(ENOTSUP);
+		return ucma_fail(ENOTSUP);
 	return rsendv(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
 }
 
-RC_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
+UCMA_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
 {
 	return rsend(socket, buf, count, 0);
 }
 
-RC_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
+UCMA_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
 {
 	return rsendv(socket, iov, iovcnt, 0);
 }
@@ -1739,7 +1739,7 @@ static int rs_poll_events(struct pollfd *rfds, struct pollfd *fds, nfds_t nfds)
 
 /* Every descriptor is looked at at least once; events that are not the caller's (credits,
  * connection steps) are taken and the wait goes on. */
-RC_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+UCMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	struct pollfd *rfds;
 	uint64_t start = 0;
@@ -1755,7 +1755,7 @@ RC_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 
 	rfds = calloc(nfds ? 2 * nfds : 1, sizeof(*rfds));
 	if (!rfds)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	do {
 		ret = rs_poll_arm(rfds, fds, nfds);
 		if (ret)
@@ -1769,17 +1769,17 @@ RC_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	return ret;
 }
 
-RC_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
-		      struct timeval *timeout)
+UCMA_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+			struct timeval *timeout)
 {
 	struct pollfd *fds;
 	int n = 0, ret, to;
 
 	if (nfds < 0 || nfds > FD_SETSIZE)
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	fds = calloc(nfds ? (size_t)nfds : 1, sizeof(*fds));
 	if (!fds)
-		return rc_fail(ENOMEM);
+		return ucma_fail(ENOMEM);
 	for (int fd = 0; fd < nfds; fd++) {
 		short ev = 0;
 		bool want = false;
@@ -1840,16 +1840,16 @@ static int rs_set_nonblocking(struct rsocket *rs, int arg)
 
 /* Tells the peer (DISCONNECT, or SHUTDOWN for a half close), then waits until every send
  * has completed, unless the peer disconnected first. */
-RC_EXPORT int rshutdown(int socket, int how)
+UCMA_EXPORT int rshutdown(int socket, int how)
 {
 	struct rsocket *rs = rs_lookup(socket);
 	enum rs_ctrl ctrl;
 	int ret = 0;
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	if (rs->fd_flags & O_NONBLOCK)
 		rs_set_nonblocking(rs, 0);
 	if (rs->state & rs_connected) {
@@ -1883,17 +1883,17 @@ out:
 	if ((rs->state & rs_disconnected) && rs->cm_id->qp) {
 		/* The QP to the error state flushes the receives: a thread in rpoll wakes. */
 		ibv_req_notify_cq(rs->cm_id->recv_cq, 0);
-		rc_modify_qp_err(rc_id_of(rs->cm_id));
+		ucma_modify_qp_err(ucma_id_of(rs->cm_id));
 	}
 	return ret;
 }
 
-RC_EXPORT int rclose(int socket)
+UCMA_EXPORT int rclose(int socket)
 {
 	struct rsocket *rs = rs_lookup(socket);
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (rs->state & rs_connected)
 		rshutdown(socket, SHUT_RDWR);
 	rs_free(rs);
@@ -1911,22 +1911,22 @@ static void rs_copy_addr(struct sockaddr *dst, const struct sockaddr *src, sockl
 	*len = full;
 }
 
-RC_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
+UCMA_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
 {
 	struct rsocket *rs = rs_lookup(socket);
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	rs_copy_addr(addr, rdma_get_peer_addr(rs->cm_id), addrlen);
 	return 0;
 }
 
-RC_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen)
+UCMA_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen)
 {
 	struct rsocket *rs = rs_lookup(socket);
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	rs_copy_addr(addr, rdma_get_local_addr(rs->cm_id), addrlen);
 	return 0;
 }
@@ -1934,25 +1934,25 @@ RC_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen
 static int rs_optint(const void *optval, socklen_t optlen, int *v)
 {
 	if (!optval || optlen < sizeof(int))
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	memcpy(v, optval, sizeof(*v));
 	return 0;
 }
 
-RC_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval,
-			  socklen_t optlen)
+UCMA_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval,
+			    socklen_t optlen)
 {
 	struct rsocket *rs = rs_lookup(socket);
 	uint64_t *opts = NULL;
-	int ret = rc_fail(ENOTSUP), opt_on = 0, v;
+	int ret = ucma_fail(ENOTSUP), opt_on = 0, v;
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (level != SOL_SOCKET || optname != SO_LINGER) {
 		if (rs_optint(optval, optlen, &v))
 			return -1;
 	} else if (!optval || optlen < sizeof(struct linger)) {
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	}
 	switch (level) {
 	case SOL_SOCKET:
@@ -2014,7 +2014,7 @@ RC_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval
 		break;
 	case SOL_RDMA:
 		if (rs->state >= rs_opening)
-			return rc_fail(EINVAL);
+			return ucma_fail(EINVAL);
 		switch (optname) {
 		case RDMA_SQSIZE:
 			rs->sq_size = (uint16_t)((uint32_t)v < RS_QP_MAX_SIZE ? (uint32_t)v
@@ -2052,15 +2052,15 @@ RC_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval
 	return ret;
 }
 
-RC_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *optlen)
+UCMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *optlen)
 {
 	struct rsocket *rs = rs_lookup(socket);
 	int v;
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (!optval || !optlen)
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	switch (level) {
 	case SOL_SOCKET:
 		switch (optname) {
@@ -2078,7 +2078,7 @@ RC_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, sock
 			struct linger l = {.l_onoff = !(rs->so_opts & (1ull << optname))};
 
 			if (*optlen < sizeof(l))
-				return rc_fail(EINVAL);
+				return ucma_fail(EINVAL);
 			memcpy(optval, &l, sizeof(l));
 			*optlen = sizeof(l);
 			return 0;
@@ -2088,7 +2088,7 @@ RC_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, sock
 			rs->err = 0;
 			break;
 		default:
-			return rc_fail(ENOTSUP);
+			return ucma_fail(ENOTSUP);
 		}
 		break;
 	case IPPROTO_TCP:
@@ -2102,12 +2102,12 @@ RC_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, sock
 				    : 2048;
 			break;
 		default:
-			return rc_fail(ENOTSUP);
+			return ucma_fail(ENOTSUP);
 		}
 		break;
 	case IPPROTO_IPV6:
 		if (optname != IPV6_V6ONLY)
-			return rc_fail(ENOTSUP);
+			return ucma_fail(ENOTSUP);
 		v = !!(rs->ipv6_opts & (1ull << optname));
 		break;
 	case SOL_RDMA:
@@ -2125,27 +2125,27 @@ RC_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, sock
 			v = rs->target_iomap_size;
 			break;
 		default:
-			return rc_fail(ENOTSUP);
+			return ucma_fail(ENOTSUP);
 		}
 		break;
 	default:
-		return rc_fail(ENOTSUP);
+		return ucma_fail(ENOTSUP);
 	}
 	if (*optlen < sizeof(int))
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	memcpy(optval, &v, sizeof(v));
 	*optlen = sizeof(int);
 	return 0;
 }
 
-RC_EXPORT int rfcntl(int socket, int cmd, ...)
+UCMA_EXPORT int rfcntl(int socket, int cmd, ...)
 {
 	struct rsocket *rs = rs_lookup(socket);
 	va_list args;
 	int param, ret = 0;
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	va_start(args, cmd);
 	switch (cmd) {
 	case F_GETFL:
@@ -2159,7 +2159,7 @@ RC_EXPORT int rfcntl(int socket, int cmd, ...)
 			rs->fd_flags = param;
 		break;
 	default:
-		ret = rc_fail(ENOTSUP);
+		ret = ucma_fail(ENOTSUP);
 		break;
 	}
 	va_end(args);
@@ -2187,7 +2187,7 @@ static struct rs_iomap_mr *rs_get_iomap_mr(struct rsocket *rs)
 
 /* Registers @p buf for the peer to riowrite into (PROT_WRITE) at @p offset (-1: the
  * buffer's address). The table entry goes to the peer with the next send. */
-RC_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset)
+UCMA_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset)
 {
 	struct rsocket *rs = rs_lookup(socket);
 	struct rs_iomap_mr *iomr;
@@ -2195,9 +2195,9 @@ RC_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, o
 
 	(void)flags;
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	if (!rs->cm_id->pd || (prot & ~(PROT_WRITE | PROT_NONE)))
-		return rc_fail(EINVAL);
+		return ucma_fail(EINVAL);
 	pthread_mutex_lock(&rs->map_lock);
 	if (prot & PROT_WRITE) {
 		iomr = rs_get_iomap_mr(rs);
@@ -2208,7 +2208,7 @@ RC_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, o
 			iomr->index = -1;
 	}
 	if (!iomr) {
-		offset = rc_fail(ENOMEM);
+		offset = ucma_fail(ENOMEM);
 		goto out;
 	}
 	iomr->mr = ibv_reg_mr(rs->cm_id->pd, buf, len, access);
@@ -2252,18 +2252,18 @@ static bool rs_iomap_unlink(struct rs_iomap_mr **list, const void *buf, size_t l
 	return false;
 }
 
-RC_EXPORT int riounmap(int socket, void *buf, size_t len)
+UCMA_EXPORT int riounmap(int socket, void *buf, size_t len)
 {
 	struct rsocket *rs = rs_lookup(socket);
 	bool found;
 
 	if (!rs)
-		return rc_fail(EBADF);
+		return ucma_fail(EBADF);
 	pthread_mutex_lock(&rs->map_lock);
 	found = rs_iomap_unlink(&rs->iomap_list, buf, len) ||
 		rs_iomap_unlink(&rs->iomap_queue, buf, len);
 	pthread_mutex_unlock(&rs->map_lock);
-	return found ? 0 : rc_fail(EINVAL);
+	return found ? 0 : ucma_fail(EINVAL);
 }
 
 static const struct rs_iomap *rs_find_iomap(const struct rsocket *rs, uint64_t offset)
@@ -2276,7 +2276,7 @@ static const struct rs_iomap *rs_find_iomap(const struct rsocket *rs, uint64_t o
 }
 
 /* Writes into the region the peer riomap()ed at @p offset; no notification. */
-RC_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
+UCMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
 {
 	struct rsocket *rs = rs_lookup(socket);
 	const struct rs_iomap *iom = NULL;
@@ -2287,7 +2287,7 @@ RC_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offse
 	int ret = 0;
 
 	if (!rs)
-		return (size_t)rc_fail(EBADF);
+		return (size_t)ucma_fail(EBADF);
 	pthread_mutex_lock(&rs->slock);
 	if (rs->iomap_pending) {
 		ret = rs_send_iomaps(rs, flags);
