@@ -3,39 +3,16 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "uroce_wire.h"
 #include "xfer.h"
-
-bool xfer_verbose;
-
-uint64_t xfer_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void xfer_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("uroce-xfer: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+#include "xfer_client_verbs.h"
 
 int xfer_find_ipv4_gid(struct xfer_dev *d, union ibv_gid *gid)
 {
@@ -107,44 +84,6 @@ void xfer_dev_close(struct xfer_dev *d)
 	if (d->ctx)
 		uroce_client_close(d->ctx);
 	memset(d, 0, sizeof(*d));
-}
-
-enum ibv_mtu xfer_mtu_enum(int mtu)
-{
-	switch (mtu) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	case 4096: return IBV_MTU_4096;
-	default: return (enum ibv_mtu)0;
-	}
-}
-
-int xfer_mtu_bytes(enum ibv_mtu m)
-{
-	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
-}
-
-/* Page-aligned anonymous memory (zeroed), as the applications' own buffers would be. */
-void *xfer_alloc(size_t len)
-{
-	void *p;
-
-	if (!len)
-		len = 1;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		xfer_err("cannot allocate %zu bytes: %s", len, strerror(errno));
-		return NULL;
-	}
-	return p;
-}
-
-void xfer_free(void *p, size_t len)
-{
-	if (p)
-		munmap(p, len ? len : 1);
 }
 
 struct uroce_client_qp *xfer_create_qp(struct xfer_dev *d, enum ibv_qp_type type,
@@ -269,36 +208,16 @@ struct uroce_client_ah *xfer_create_ah(struct xfer_dev *d, int gid_index,
 	return ah;
 }
 
+const struct xfer_verbs xfer_client_verbs = {
+	.post_send = xfer_client_post_send,
+	.post_recv = xfer_client_post_recv,
+	.poll_cq = xfer_client_poll_cq,
+	.wc_status_str = uroce_client_wc_status_str,
+};
+
 int xfer_poll_wait(struct uroce_client_cq *cq, struct ibv_wc *wc, int max, int timeout_ms)
 {
-	uint64_t start = 0, now;
-	unsigned int spins = 0;
-
-	for (;;) {
-		int n = uroce_client_poll_cq(cq, max, wc);
-
-		if (n < 0) {
-			xfer_err("poll CQ failed %d", n);
-			return -1;
-		}
-		if (n > 0)
-			return n;
-		/* Spin about a microsecond, then yield on every empty poll: the daemon that
-		 * must send what we just posted may share this core (measured: 2000 spins
-		 * cost ~30 us per 8 B round trip against 10-15 us with 50; doc/benchmarks.md).
-		 * With a core to ourselves sched_yield returns at once. */
-		if (++spins < 50)
-			continue;
-		now = xfer_now_ns();
-		if (!start)
-			start = now;
-		if (now - start >= (uint64_t)timeout_ms * 1000000)
-			return 0;
-		if (now - start < 2000000)
-			sched_yield();
-		else
-			usleep(50);
-	}
+	return xfer_poll_wait_on(&xfer_client_verbs, cq, wc, max, timeout_ms, false);
 }
 
 int xfer_cq_wait(struct uroce_client_cq *cq, struct uroce_client_channel *ch, struct ibv_wc *wc,
@@ -362,26 +281,6 @@ void xfer_gid_str(const union ibv_gid *gid, char *buf, size_t len)
 {
 	if (!inet_ntop(AF_INET6, gid->raw, buf, (socklen_t)len))
 		snprintf(buf, len, "?");
-}
-
-uint32_t xfer_rand_psn(void)
-{
-	static uint64_t state;
-
-	if (!state)
-		state = xfer_now_ns() ^ ((uint64_t)getpid() << 32);
-	state += 0x9e3779b97f4a7c15ull;
-	return (uint32_t)(xfer_mix64(state) & 0xffffff);
-}
-
-uint64_t xfer_mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
 }
 
 static uint64_t pattern_key(uint64_t seed, uint64_t size, uint64_t iter)

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "xfer.h"
+#include "xfer_loops.h"
 
 static int wait_fd(int fd, short events, uint64_t deadline_ns)
 {

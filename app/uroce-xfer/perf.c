@@ -4,6 +4,7 @@
  * lat: 8-byte RC SEND ping-pong latency (median and p99 of the half round trip, as
  * perftest's ib_send_lat reports it). Both exchange QPN, PSN, GID, address and rkey over
  * TCP as a small binary struct; the server prints nothing but its own line at the end.
+ * The loops themselves are in loops.c, shared with test/bench/verbs_bench.c.
  */
 
 #include <errno.h>
@@ -16,15 +17,6 @@
 
 #define PERF_MAGIC 0x66726570u /* "perf" */
 
-struct perf_msg {
-	uint32_t magic;
-	uint32_t qpn, psn;
-	uint32_t rkey;
-	uint64_t addr;
-	uint8_t gid[16];
-	uint64_t size, iters;
-};
-
 struct perf {
 	struct xfer_dev dev;
 	struct uroce_client_channel *ch; /* -e: sleep on CQ events between polls */
@@ -35,7 +27,7 @@ struct perf {
 	uint8_t *buf;
 	size_t buflen;
 	struct ibv_qp_cap cap;
-	struct perf_msg peer;
+	struct xfer_perf_msg peer;
 	int fd;
 };
 
@@ -61,7 +53,7 @@ static void perf_close(struct perf *p)
 static int perf_setup(struct perf *p, const struct xfer_opts *o, size_t buflen, uint32_t sq,
 		      uint32_t rq, uint64_t size, uint64_t iters, int mtu)
 {
-	struct perf_msg me;
+	struct xfer_perf_msg me;
 	struct xfer_peer peer;
 	uint32_t psn = xfer_rand_psn();
 
@@ -112,16 +104,9 @@ static int perf_setup(struct perf *p, const struct xfer_opts *o, size_t buflen, 
 	memcpy(me.gid, p->dev.gid.raw, 16);
 	me.size = size;
 	me.iters = iters;
-	p->fd = o->server ? oob_connect(o->server, o->port, o->timeout_ms) :
-			    oob_listen_accept(o->port, o->timeout_ms * 4);
-	if (p->fd < 0)
+	p->fd = xfer_perf_open(o->server, o->port, o->timeout_ms);
+	if (p->fd < 0 || xfer_perf_exchange(p->fd, &me, &p->peer, o->timeout_ms))
 		return -1;
-	if (oob_write(p->fd, &me, sizeof(me), o->timeout_ms) ||
-	    oob_read(p->fd, &p->peer, sizeof(p->peer), o->timeout_ms) ||
-	    p->peer.magic != PERF_MAGIC) {
-		xfer_err("exchange with the peer failed");
-		return -1;
-	}
 	peer.qpn = p->peer.qpn;
 	peer.psn = p->peer.psn;
 	memcpy(peer.gid.raw, p->peer.gid, 16);
@@ -131,12 +116,18 @@ static int perf_setup(struct perf *p, const struct xfer_opts *o, size_t buflen, 
 	return 0;
 }
 
-/* Both sides ready (their QPs at RTS) before the first packet. */
-static int perf_sync(struct perf *p, int timeout_ms)
+/* The loops' completion wait: xfer_cq_wait on the perf's CQ and channel. */
+static int perf_wait(void *arg, struct ibv_wc *wc, int max, int timeout_ms)
 {
-	char c = 'r';
+	struct perf *p = arg;
 
-	return oob_write(p->fd, &c, 1, timeout_ms) || oob_read(p->fd, &c, 1, timeout_ms) ? -1 : 0;
+	return xfer_cq_wait(p->cq, p->ch, wc, max, timeout_ms, &p->events);
+}
+
+static struct xfer_loop perf_loop(struct perf *p, int timeout_ms)
+{
+	return (struct xfer_loop){ .v = &xfer_client_verbs, .qp = p->qp, .wait = perf_wait,
+				   .wait_arg = p, .timeout_ms = timeout_ms };
 }
 
 int xfer_bw(const struct xfer_opts *o)
@@ -153,67 +144,25 @@ int xfer_bw(const struct xfer_opts *o)
 		return 1;
 	}
 	if (perf_setup(&p, o, size ? size : 1, window + 2, 2, size, iters, mtu) ||
-	    perf_sync(&p, o->timeout_ms))
+	    xfer_perf_sync(p.fd, o->timeout_ms))
 		goto out;
 	if (o->server) {
-		uint64_t posted = 0, done = 0, t0, t1;
+		struct xfer_loop l = perf_loop(&p, o->timeout_ms);
 		struct ibv_sge sge = { .addr = (uintptr_t)p.buf, .length = (uint32_t)size,
 				       .lkey = p.mr->ibv.lkey };
+		uint64_t ns;
 		double secs;
 
-		t0 = xfer_now_ns();
-		while (done < iters) {
-			struct ibv_wc wc[32];
-			int n, k;
-
-			while (posted < iters && posted - done < window) {
-				struct ibv_send_wr wr, *bad;
-				int err;
-
-				memset(&wr, 0, sizeof(wr));
-				wr.wr_id = posted;
-				wr.sg_list = &sge;
-				wr.num_sge = size ? 1 : 0;
-				wr.opcode = IBV_WR_RDMA_WRITE;
-				/* Signal every 8th, and the last one of the run. */
-				if (posted % 8 == 7 || posted + 1 == iters ||
-				    posted + 1 - done == window)
-					wr.send_flags = IBV_SEND_SIGNALED;
-				wr.wr.rdma.remote_addr = p.peer.addr;
-				wr.wr.rdma.rkey = p.peer.rkey;
-				err = uroce_client_post_send(p.qp, &wr, &bad);
-				if (err) {
-					xfer_err("post_send: %s", strerror(err));
-					goto out;
-				}
-				posted++;
-			}
-			n = xfer_cq_wait(p.cq, p.ch, wc, 32, o->timeout_ms, &p.events);
-			if (n <= 0) {
-				xfer_err("bw: %s after %lu of %lu writes (posted %lu)",
-					 n ? "poll failed" : "timeout", (unsigned long)done,
-					 (unsigned long)iters, (unsigned long)posted);
-				goto out;
-			}
-			for (k = 0; k < n; k++) {
-				if (wc[k].status != IBV_WC_SUCCESS) {
-					xfer_err("bw: completion error %s for wr_id %lu",
-						 uroce_client_wc_status_str(wc[k].status),
-						 (unsigned long)wc[k].wr_id);
-					goto out;
-				}
-				done = wc[k].wr_id + 1;
-			}
-		}
-		t1 = xfer_now_ns();
-		secs = (double)(t1 - t0) / 1e9;
+		if (xfer_loop_bw(&l, &sge, iters, window, p.peer.addr, p.peer.rkey, &ns))
+			goto out;
+		secs = (double)ns / 1e9;
 		printf("bw: %lu x %lu B RDMA WRITE (RC, MTU %d, window %u) in %.3f s: "
 		       "%.3f Gbit/s, %.0f msg/s\n", (unsigned long)iters, (unsigned long)size, mtu,
 		       window, secs, (double)iters * (double)size * 8 / secs / 1e9,
 		       (double)iters / secs);
 		fflush(stdout);
 	}
-	ret = perf_sync(&p, o->timeout_ms * 4) ? 1 : 0;
+	ret = xfer_perf_sync(p.fd, o->timeout_ms * 4) ? 1 : 0;
 	if (!o->server && !ret)
 		printf("bw: served %lu x %lu B RDMA WRITE\n", (unsigned long)p.peer.iters,
 		       (unsigned long)p.peer.size);
@@ -222,17 +171,10 @@ out:
 	return ret;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int xfer_lat(const struct xfer_opts *o)
 {
 	uint64_t size = (uint64_t)(o->size >= 0 ? o->size : 8);
-	uint64_t iters = (uint64_t)(o->iters >= 0 ? o->iters : 10000), i;
+	uint64_t iters = (uint64_t)(o->iters >= 0 ? o->iters : 10000);
 	uint32_t depth = 16;
 	int mtu = o->mtu ? o->mtu : 1024;
 	uint64_t *rtt = NULL;
@@ -240,6 +182,7 @@ int xfer_lat(const struct xfer_opts *o)
 	struct ibv_sge rsge, ssge;
 	struct ibv_recv_wr rwr;
 	struct ibv_send_wr swr;
+	struct xfer_loop l;
 	int ret = 1;
 
 	if (!xfer_mtu_enum(mtu) || !iters) {
@@ -265,104 +208,20 @@ int xfer_lat(const struct xfer_opts *o)
 	swr.opcode = IBV_WR_SEND;
 	swr.send_flags = IBV_SEND_SIGNALED |
 			 (size <= p.cap.max_inline_data ? IBV_SEND_INLINE : 0);
-	for (i = 0; i < depth; i++) {
-		struct ibv_recv_wr *bad;
-
-		if (uroce_client_post_recv(p.qp, &rwr, &bad)) {
-			xfer_err("post_recv failed");
-			goto out;
-		}
-	}
-	if (perf_sync(&p, o->timeout_ms))
+	l = perf_loop(&p, o->timeout_ms);
+	if (xfer_loop_post_recvs(&l, &rwr, depth) || xfer_perf_sync(p.fd, o->timeout_ms) ||
+	    xfer_loop_lat(&l, &(struct xfer_lat_run){ .rwr = &rwr, .swr = &swr, .iters = iters,
+						       .initiator = o->server != NULL,
+						       .pause_us = o->pause_us, .rtt = rtt }))
 		goto out;
-	/* Completions are counted, not paired per iteration: the peer's next message may
-	 * come before our own send's ACK (ACKs are coalesced). The client times each round
-	 * trip from its post to the answer's receive completion. */
-	{
-		uint64_t recvd = 0, t0 = 0;
-		uint32_t outstanding = 0;
-		struct ibv_send_wr *sbad;
-		struct ibv_recv_wr *rbad;
-
-		i = 0;
-		if (o->server) {
-			t0 = xfer_now_ns();
-			if (uroce_client_post_send(p.qp, &swr, &sbad)) {
-				xfer_err("post_send failed");
-				goto out;
-			}
-			outstanding++;
-		}
-		while (recvd < iters || outstanding) {
-			struct ibv_wc wc[8];
-			int n = xfer_cq_wait(p.cq, p.ch, wc, 8, o->timeout_ms, &p.events), k;
-
-			if (n <= 0) {
-				xfer_err("lat: %s after %lu of %lu messages (%u sends outstanding)",
-					 n ? "poll failed" : "timeout", (unsigned long)recvd,
-					 (unsigned long)iters, outstanding);
-				goto out;
-			}
-			for (k = 0; k < n; k++) {
-				if (wc[k].status != IBV_WC_SUCCESS) {
-					xfer_err("lat: completion error %s",
-						 uroce_client_wc_status_str(wc[k].status));
-					goto out;
-				}
-				if (wc[k].opcode == IBV_WC_SEND) {
-					outstanding--;
-					continue;
-				}
-				if (o->server)
-					rtt[recvd] = xfer_now_ns() - t0;
-				recvd++;
-				if (uroce_client_post_recv(p.qp, &rwr, &rbad)) {
-					xfer_err("post_recv failed");
-					goto out;
-				}
-				/* The server answers every message; the client sends the next. */
-				if (o->server ? recvd < iters : 1) {
-					/* The SQ holds 2: wait for room (the ACK) if needed. */
-					while (outstanding >= 2) {
-						struct ibv_wc w;
-						int m = xfer_cq_wait(p.cq, p.ch, &w, 1,
-								     o->timeout_ms, &p.events);
-
-						if (m <= 0 || w.status != IBV_WC_SUCCESS) {
-							xfer_err("lat: no send completion");
-							goto out;
-						}
-						if (w.opcode == IBV_WC_SEND) {
-							outstanding--;
-						} else {
-							xfer_err("lat: unexpected receive");
-							goto out;
-						}
-					}
-					if (o->server && o->pause_us > 0)
-						usleep((useconds_t)o->pause_us);
-					if (o->server)
-						t0 = xfer_now_ns();
-					if (uroce_client_post_send(p.qp, &swr, &sbad)) {
-						xfer_err("post_send failed");
-						goto out;
-					}
-					outstanding++;
-				}
-			}
-		}
-	}
 	if (o->server) {
-		uint64_t sum = 0;
+		struct xfer_lat_stats st;
 
-		for (i = 0; i < iters; i++)
-			sum += rtt[i];
-		qsort(rtt, iters, sizeof(*rtt), cmp_u64);
+		xfer_lat_stats(rtt, iters, &st);
 		printf("lat: %lu B RC SEND ping-pong, %lu iters: median %.2f us, p99 %.2f us, "
 		       "min %.2f us, max %.2f us, avg %.2f us (half round trip)\n",
-		       (unsigned long)size, (unsigned long)iters, rtt[iters / 2] / 2000.0,
-		       rtt[(iters * 99) / 100 < iters ? (iters * 99) / 100 : iters - 1] / 2000.0,
-		       rtt[0] / 2000.0, rtt[iters - 1] / 2000.0, (double)sum / iters / 2000.0);
+		       (unsigned long)size, (unsigned long)iters, st.median, st.p99, st.min, st.max,
+		       st.avg);
 		/* Percentiles 0..100 of the half round trip, for a CDF (doc/benchmarks.md). */
 		printf("lat: cdf_half_rtt_us=");
 		for (int q = 0; q <= 100; q++)
@@ -371,7 +230,7 @@ int xfer_lat(const struct xfer_opts *o)
 		printf("\n");
 		fflush(stdout);
 	}
-	ret = perf_sync(&p, o->timeout_ms) ? 1 : 0;
+	ret = xfer_perf_sync(p.fd, o->timeout_ms) ? 1 : 0;
 	if (!o->server && !ret)
 		printf("lat: answered %lu messages\n", (unsigned long)iters);
 out:

@@ -7,7 +7,8 @@
  * rdma-core compatible ping-pongs, a data-verifying exerciser, bandwidth and latency,
  * and a peer for test/vm/guest/verbs-op in the rxe VM. Shared pieces live here: options,
  * the device (context, PD, port, GID), QP state changes, completion waits with a
- * timeout, the out-of-band TCP exchange (oob.c) and the data patterns.
+ * timeout and the data patterns; the measuring loops, the clock and the out-of-band TCP
+ * exchange are in xfer_loops.h.
  */
 
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include <infiniband/verbs.h>
 
 #include "uroce_client.h"
+#include "xfer_loops.h"
 
 #define XFER_DEFAULT_PORT 18515
 #define XFER_DEFAULT_TIMEOUT_MS 30000
@@ -62,21 +64,11 @@ struct xfer_dev {
 	union ibv_gid gid;
 };
 
-/* Timing and logging */
-uint64_t xfer_now_ns(void);
-void xfer_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-extern bool xfer_verbose;
-#define xfer_dbg(...) do { if (xfer_verbose) xfer_err(__VA_ARGS__); } while (0)
-
 /* Device (common.c) */
 int xfer_dev_open(struct xfer_dev *d, const struct xfer_opts *o);
 void xfer_dev_close(struct xfer_dev *d);
 /* The first RoCE v2 GID whose address is IPv4-mapped, or -1. */
 int xfer_find_ipv4_gid(struct xfer_dev *d, union ibv_gid *gid);
-enum ibv_mtu xfer_mtu_enum(int mtu);
-int xfer_mtu_bytes(enum ibv_mtu m);
-void *xfer_alloc(size_t len);
-void xfer_free(void *p, size_t len);
 
 struct uroce_client_qp *xfer_create_qp(struct xfer_dev *d, enum ibv_qp_type type,
 				       struct uroce_client_cq *scq, struct uroce_client_cq *rcq,
@@ -99,6 +91,8 @@ int xfer_qp_connect(struct uroce_client_qp *qp, enum ibv_qp_type type, int ib_po
 struct uroce_client_ah *xfer_create_ah(struct xfer_dev *d, int gid_index,
 				       const union ibv_gid *dgid, uint8_t hop_limit);
 
+/* The loops' calls (xfer_loops.h) on lib/client. */
+extern const struct xfer_verbs xfer_client_verbs;
 /* Waits up to timeout_ms for at least one completion; returns the count (>= 1), 0 on
  * timeout, -1 on a poll error. */
 int xfer_poll_wait(struct uroce_client_cq *cq, struct ibv_wc *wc, int max, int timeout_ms);
@@ -110,25 +104,6 @@ int xfer_cq_wait(struct uroce_client_cq *cq, struct uroce_client_channel *ch, st
 const char *xfer_wc_opcode_str(enum ibv_wc_opcode op);
 /* ibv_wc_status_str's text (nothing here links libibverbs). */
 void xfer_gid_str(const union ibv_gid *gid, char *buf, size_t len);
-uint32_t xfer_rand_psn(void);
-
-/* Out-of-band exchange over TCP (oob.c). Every call has a timeout. */
-int oob_listen_accept(int port, int timeout_ms);
-int oob_connect(const char *host, int port, int timeout_ms);
-int oob_write(int fd, const void *buf, size_t len, int timeout_ms);
-/* Reads exactly len bytes; returns 0, or -1 (error, timeout, or EOF before len). */
-int oob_read(int fd, void *buf, size_t len, int timeout_ms);
-/* Reads what arrives (at most len, at least 1 byte); returns bytes, 0 on EOF, -1. */
-long oob_read_some(int fd, void *buf, size_t len, int timeout_ms);
-/* Reads a line (without the '\n'); returns its length or -1. */
-long oob_read_line(int fd, char *buf, size_t cap, int timeout_ms);
-/* rdma-core pingpong text: "%04x:%06x:%06x:%s" + NUL, 52 bytes; GID as 32 hex digits
- * of its bytes in order. */
-#define OOB_PP_MSG_LEN 52
-void oob_pp_format(char msg[OOB_PP_MSG_LEN], uint16_t lid, uint32_t qpn, uint32_t psn,
-		   const union ibv_gid *gid);
-int oob_pp_parse(const char msg[OOB_PP_MSG_LEN], uint16_t *lid, uint32_t *qpn, uint32_t *psn,
-		 union ibv_gid *gid);
 
 /* Data patterns (common.c): byte o of message (seed, size, iter). */
 void xfer_pattern_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t size, uint64_t iter);
@@ -136,7 +111,6 @@ void xfer_pattern_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t size, u
 long xfer_pattern_check(const uint8_t *buf, size_t len, uint64_t seed, uint64_t size,
 			uint64_t iter);
 uint8_t xfer_pattern_byte(uint64_t seed, uint64_t size, uint64_t iter, size_t off);
-uint64_t xfer_mix64(uint64_t x);
 
 /* Modes */
 int xfer_rc_pingpong(const struct xfer_opts *o);

@@ -10,11 +10,12 @@
  *                             (uroce_client_post_send / post_recv / poll_cq).
  *
  * Modes:
- *   lat    8 B RC SEND ping-pong, the loop of `uroce-xfer lat` (same queue depths, same
- *          inline send, same completion counting, same poll-then-yield wait): the client
- *          prints "lat: ... median X us, p99 Y us ..." (half round trip);
+ *   lat    8 B RC SEND ping-pong, the loop of `uroce-xfer lat` (app/uroce-xfer/loops.c,
+ *          linked: same queue depths, same inline send, same completion counting, same
+ *          poll-then-yield wait): the client prints "lat: ... median X us, p99 Y us ..."
+ *          (half round trip);
  *   bw     64 KiB RC RDMA WRITE with a window of 32, every 8th signalled, the loop of
- *          `uroce-xfer bw`: the client prints "bw: ... s: X Gbit/s, ...";
+ *          `uroce-xfer bw` (loops.c): the client prints "bw: ... s: X Gbit/s, ...";
  *   micro  no network: two RC QPs of one device connected to each other (the daemon's
  *          loopback), pinned to one CPU. Per batch: N post_recv on QP b, N post_send
  *          (8 B inline SEND, signalled) on QP a, a wait until the daemon has completed them,
@@ -26,14 +27,8 @@
  * Exit 77 when no uroced answers (the meson benchmark counts it as skipped).
  */
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,16 +36,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 
 #include "uroce_wire.h"
+#include "xfer_loops.h"
 
 #ifdef VB_CLIENT
-#include "uroce_client.h"
+#include "xfer_client_verbs.h"
 #define VB_API "lib/client (uroce_client_*)"
 typedef struct uroce_client_ctx vb_ctx;
 typedef struct uroce_client_pd vb_pd;
@@ -60,18 +54,10 @@ typedef struct uroce_client_qp vb_qp;
 #define VB_MR_LKEY(m) ((m)->ibv.lkey)
 #define VB_MR_RKEY(m) ((m)->ibv.rkey)
 #define VB_QPN(q) (uroce_client_qp_ibv(q)->qp_num)
-static inline int vb_post_send(vb_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-	return uroce_client_post_send(qp, wr, bad);
-}
-static inline int vb_post_recv(vb_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	return uroce_client_post_recv(qp, wr, bad);
-}
-static inline int vb_poll_cq(vb_cq *cq, int n, struct ibv_wc *wc)
-{
-	return uroce_client_poll_cq(cq, n, wc);
-}
+#define VB_WC_STATUS_STR uroce_client_wc_status_str
+#define vb_post_send xfer_client_post_send
+#define vb_post_recv xfer_client_post_recv
+#define vb_poll_cq xfer_client_poll_cq
 #else
 #define VB_API "libibverbs (ibv_*, lib/verbs)"
 typedef struct ibv_context vb_ctx;
@@ -82,19 +68,29 @@ typedef struct ibv_qp vb_qp;
 #define VB_MR_LKEY(m) ((m)->lkey)
 #define VB_MR_RKEY(m) ((m)->rkey)
 #define VB_QPN(q) ((q)->qp_num)
-static inline int vb_post_send(vb_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+#define VB_WC_STATUS_STR ibv_wc_status_str
+/* In the form of struct xfer_verbs (xfer_loops.h), as xfer_client_verbs.h's. */
+static inline int vb_post_send(void *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	return ibv_post_send(qp, wr, bad);
 }
-static inline int vb_post_recv(vb_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+static inline int vb_post_recv(void *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	return ibv_post_recv(qp, wr, bad);
 }
-static inline int vb_poll_cq(vb_cq *cq, int n, struct ibv_wc *wc)
+static inline int vb_poll_cq(void *cq, int n, struct ibv_wc *wc)
 {
 	return ibv_poll_cq(cq, n, wc);
 }
 #endif
+
+/* The same calls for the loops of uroce-xfer (xfer_loops.h). */
+static const struct xfer_verbs vb_verbs = {
+	.post_send = vb_post_send,
+	.post_recv = vb_post_recv,
+	.poll_cq = vb_poll_cq,
+	.wc_status_str = VB_WC_STATUS_STR,
+};
 
 #define VB_EXIT_SKIP 77
 
@@ -109,27 +105,6 @@ struct vb_opts {
 
 /* --spin: poll_wait never yields itself (as perftest), for the comparison with it. */
 static bool spin_only;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("uroce-bench-verbs: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 /* ---- the device: the same objects through either API ------------------------------------ */
 
@@ -162,7 +137,7 @@ static int vb_dev_open(struct vb_dev *d, const char *sock)
 #ifdef VB_CLIENT
 	d->ctx = uroce_client_open(sock);
 	if (!d->ctx) {
-		err("no uroced at %s: %s", sock ? sock : "$UROCE_SOCKET", strerror(errno));
+		xfer_err("no uroced at %s: %s", sock ? sock : "$UROCE_SOCKET", strerror(errno));
 		return VB_EXIT_SKIP;
 	}
 	r = uroce_client_query_port(d->ctx, 1, &pa);
@@ -171,18 +146,18 @@ static int vb_dev_open(struct vb_dev *d, const char *sock)
 		return -1;
 	d->list = ibv_get_device_list(&n);
 	if (!d->list || n < 1) {
-		err("no device (no uroced at %s)", sock ? sock : "$UROCE_SOCKET");
+		xfer_err("no device (no uroced at %s)", sock ? sock : "$UROCE_SOCKET");
 		return VB_EXIT_SKIP;
 	}
 	d->ctx = ibv_open_device(d->list[0]);
 	if (!d->ctx) {
-		err("ibv_open_device: %s", strerror(errno));
+		xfer_err("ibv_open_device: %s", strerror(errno));
 		return -1;
 	}
 	r = ibv_query_port(d->ctx, 1, &pa);
 #endif
 	if (r) {
-		err("query_port: %s", strerror(r));
+		xfer_err("query_port: %s", strerror(r));
 		return -1;
 	}
 	n = pa.gid_tbl_len > 0 ? pa.gid_tbl_len : 16;
@@ -198,7 +173,7 @@ static int vb_dev_open(struct vb_dev *d, const char *sock)
 		}
 	}
 	if (d->gid_index < 0) {
-		err("no IPv4 RoCE v2 GID");
+		xfer_err("no IPv4 RoCE v2 GID");
 		return -1;
 	}
 #ifdef VB_CLIENT
@@ -207,7 +182,7 @@ static int vb_dev_open(struct vb_dev *d, const char *sock)
 	d->pd = ibv_alloc_pd(d->ctx);
 #endif
 	if (!d->pd) {
-		err("alloc_pd: %s", strerror(errno));
+		xfer_err("alloc_pd: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -243,7 +218,7 @@ static vb_mr *vb_reg_mr(struct vb_dev *d, void *buf, size_t len)
 	mr = ibv_reg_mr(d->pd, buf, len, (int)acc);
 #endif
 	if (!mr)
-		err("reg_mr: %s", strerror(errno));
+		xfer_err("reg_mr: %s", strerror(errno));
 	return mr;
 }
 
@@ -268,7 +243,7 @@ static vb_cq *vb_create_cq(struct vb_dev *d, int cqe)
 	cq = ibv_create_cq(d->ctx, cqe, NULL, NULL, 0);
 #endif
 	if (!cq)
-		err("create_cq: %s", strerror(errno));
+		xfer_err("create_cq: %s", strerror(errno));
 	return cq;
 }
 
@@ -321,7 +296,7 @@ static vb_qp *vb_create_qp(struct vb_dev *d, vb_cq *cq, uint32_t sq, uint32_t rq
 	qp = ibv_create_qp(d->pd, &ia);
 #endif
 	if (!qp) {
-		err("create_qp (send %u, recv %u): %s", sq, rq, strerror(errno));
+		xfer_err("create_qp (send %u, recv %u): %s", sq, rq, strerror(errno));
 		return NULL;
 	}
 	*cap = ia.cap;
@@ -333,7 +308,7 @@ static vb_qp *vb_create_qp(struct vb_dev *d, vb_cq *cq, uint32_t sq, uint32_t rq
 	r = vb_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			 IBV_QP_ACCESS_FLAGS);
 	if (r) {
-		err("modify_qp INIT: %s", strerror(r));
+		xfer_err("modify_qp INIT: %s", strerror(r));
 		return NULL;
 	}
 	return qp;
@@ -350,18 +325,6 @@ static void vb_destroy_qp(vb_qp *qp)
 #endif
 }
 
-static enum ibv_mtu mtu_enum(int mtu)
-{
-	switch (mtu) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	case 4096: return IBV_MTU_4096;
-	default: return (enum ibv_mtu)0;
-	}
-}
-
 /* INIT -> RTR -> RTS, the attributes of uroce-xfer's xfer_qp_connect (hop limit 64,
  * rd_atomic 1). */
 static int vb_connect(vb_qp *qp, int gid_index, int mtu, uint32_t psn, uint32_t dqpn,
@@ -372,7 +335,7 @@ static int vb_connect(vb_qp *qp, int gid_index, int mtu, uint32_t psn, uint32_t 
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu_enum(mtu);
+	a.path_mtu = xfer_mtu_enum(mtu);
 	a.dest_qp_num = dqpn;
 	a.rq_psn = dpsn;
 	a.ah_attr.is_global = 1;
@@ -385,7 +348,7 @@ static int vb_connect(vb_qp *qp, int gid_index, int mtu, uint32_t psn, uint32_t 
 	r = vb_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (r) {
-		err("modify_qp RTR: %s", strerror(r));
+		xfer_err("modify_qp RTR: %s", strerror(r));
 		return -1;
 	}
 	memset(&a, 0, sizeof(a));
@@ -398,141 +361,22 @@ static int vb_connect(vb_qp *qp, int gid_index, int mtu, uint32_t psn, uint32_t 
 	r = vb_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 			 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (r) {
-		err("modify_qp RTS: %s", strerror(r));
+		xfer_err("modify_qp RTS: %s", strerror(r));
 		return -1;
 	}
 	return 0;
 }
 
-/* uroce-xfer's xfer_poll_wait, verbatim in behaviour: 50 polls, then sched_yield on every
- * empty poll for 2 ms, then usleep(50); 0 on timeout, -1 on error. */
-static int poll_wait(vb_cq *cq, struct ibv_wc *wc, int max, int timeout_ms)
+/* The loops' completion wait: uroce-xfer's xfer_poll_wait (50 polls, then sched_yield on
+ * every empty poll for 2 ms, then usleep(50)), or with --spin no yield of our own. */
+static int vb_wait(void *cq, struct ibv_wc *wc, int max, int timeout_ms)
 {
-	uint64_t start = 0, now;
-	unsigned int spins = 0;
-
-	for (;;) {
-		int n = vb_poll_cq(cq, max, wc);
-
-		if (n < 0) {
-			err("poll CQ failed %d", n);
-			return -1;
-		}
-		if (n > 0)
-			return n;
-		if (++spins < 50 || (spin_only && (spins & 1023)))
-			continue;
-		now = now_ns();
-		if (!start)
-			start = now;
-		if (now - start >= (uint64_t)timeout_ms * 1000000)
-			return 0;
-		if (spin_only)
-			continue;
-		if (now - start < 2000000)
-			sched_yield();
-		else
-			usleep(50);
-	}
+	return xfer_poll_wait_on(&vb_verbs, cq, wc, max, timeout_ms, spin_only);
 }
 
-/* ---- the TCP exchange --------------------------------------------------------------------- */
-
-static int oob_io(int fd, void *buf, size_t len, int timeout_ms, bool wr)
-{
-	uint8_t *p = buf;
-	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000;
-
-	while (len) {
-		struct pollfd pfd = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
-		uint64_t now = now_ns();
-		ssize_t k;
-
-		if (now >= end || poll(&pfd, 1, (int)((end - now) / 1000000) + 1) < 0)
-			return -1;
-		if (!pfd.revents)
-			continue;
-		k = wr ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-		if (k == 0)
-			return -1;
-		if (k < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -1;
-		}
-		p += k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
-
-static int oob_open(const struct vb_opts *o)
-{
-	struct sockaddr_in sa;
-	uint64_t end = now_ns() + (uint64_t)o->timeout_ms * 1000000;
-	int fd, one = 1;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)o->port);
-	if (o->server) {
-		if (inet_pton(AF_INET, o->server, &sa.sin_addr) != 1) {
-			err("server: an IPv4 address please (%s)", o->server);
-			return -1;
-		}
-		for (;;) {
-			fd = socket(AF_INET, SOCK_STREAM, 0);
-			if (fd < 0)
-				return -1;
-			if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-				break;
-			close(fd);
-			if (now_ns() >= end) {
-				err("connect to %s:%d: %s", o->server, o->port, strerror(errno));
-				return -1;
-			}
-			usleep(50000);
-		}
-	} else {
-		struct pollfd pfd;
-		int lfd = socket(AF_INET, SOCK_STREAM, 0);
-
-		if (lfd < 0)
-			return -1;
-		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		sa.sin_addr.s_addr = htonl(INADDR_ANY);
-		if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1)) {
-			err("listen on %d: %s", o->port, strerror(errno));
-			close(lfd);
-			return -1;
-		}
-		pfd = (struct pollfd){ .fd = lfd, .events = POLLIN };
-		if (poll(&pfd, 1, o->timeout_ms * 4) != 1) {
-			err("no client on port %d", o->port);
-			close(lfd);
-			return -1;
-		}
-		fd = accept(lfd, NULL, NULL);
-		close(lfd);
-		if (fd < 0)
-			return -1;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
-}
-
-/* ---- lat and bw: the loops of uroce-xfer's perf.c ----------------------------------------- */
+/* ---- lat and bw: the loops of uroce-xfer's perf.c (xfer_loops.h) -------------------------- */
 
 #define PERF_MAGIC 0x76626e63u
-
-struct perf_msg {
-	uint32_t magic;
-	uint32_t qpn, psn;
-	uint32_t rkey;
-	uint64_t addr;
-	uint8_t gid[16];
-	uint64_t size, iters;
-};
 
 struct perf {
 	struct vb_dev dev;
@@ -542,21 +386,9 @@ struct perf {
 	uint8_t *buf;
 	size_t buflen;
 	struct ibv_qp_cap cap;
-	struct perf_msg peer;
+	struct xfer_perf_msg peer;
 	int fd;
 };
-
-static uint32_t rand_psn(void)
-{
-	uint64_t x = now_ns() ^ ((uint64_t)getpid() << 32);
-
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return (uint32_t)(x & 0xffffff);
-}
 
 static void perf_close(struct perf *p)
 {
@@ -566,15 +398,14 @@ static void perf_close(struct perf *p)
 	vb_destroy_cq(p->cq);
 	vb_dereg_mr(p->mr);
 	vb_dev_close(&p->dev);
-	if (p->buf)
-		munmap(p->buf, p->buflen);
+	xfer_free(p->buf, p->buflen);
 }
 
 static int perf_setup(struct perf *p, const struct vb_opts *o, size_t buflen, uint32_t sq,
 		      uint32_t rq, uint64_t size, uint64_t iters)
 {
-	struct perf_msg me;
-	uint32_t psn = rand_psn();
+	struct xfer_perf_msg me;
+	uint32_t psn = xfer_rand_psn();
 	int r;
 
 	memset(p, 0, sizeof(*p));
@@ -583,11 +414,9 @@ static int perf_setup(struct perf *p, const struct vb_opts *o, size_t buflen, ui
 	if (r)
 		return r;
 	p->buflen = buflen;
-	p->buf = mmap(NULL, buflen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p->buf == MAP_FAILED) {
-		p->buf = NULL;
+	p->buf = xfer_alloc(buflen);
+	if (!p->buf)
 		return -1;
-	}
 	memset(p->buf, 0x11, buflen);
 	p->mr = vb_reg_mr(&p->dev, p->buf, buflen);
 	if (!p->mr)
@@ -607,15 +436,9 @@ static int perf_setup(struct perf *p, const struct vb_opts *o, size_t buflen, ui
 	memcpy(me.gid, p->dev.gid.raw, 16);
 	me.size = size;
 	me.iters = iters;
-	p->fd = oob_open(o);
-	if (p->fd < 0)
+	p->fd = xfer_perf_open(o->server, o->port, o->timeout_ms);
+	if (p->fd < 0 || xfer_perf_exchange(p->fd, &me, &p->peer, o->timeout_ms))
 		return -1;
-	if (oob_io(p->fd, &me, sizeof(me), o->timeout_ms, true) ||
-	    oob_io(p->fd, &p->peer, sizeof(p->peer), o->timeout_ms, false) ||
-	    p->peer.magic != PERF_MAGIC) {
-		err("exchange with the peer failed");
-		return -1;
-	}
 	{
 		union ibv_gid dgid;
 
@@ -627,12 +450,10 @@ static int perf_setup(struct perf *p, const struct vb_opts *o, size_t buflen, ui
 	return 0;
 }
 
-static int perf_sync(struct perf *p, int timeout_ms)
+static struct xfer_loop perf_loop(struct perf *p, int timeout_ms)
 {
-	char c = 'r';
-
-	return oob_io(p->fd, &c, 1, timeout_ms, true) || oob_io(p->fd, &c, 1, timeout_ms, false) ?
-		       -1 : 0;
+	return (struct xfer_loop){ .v = &vb_verbs, .qp = p->qp, .wait = vb_wait,
+				   .wait_arg = p->cq, .timeout_ms = timeout_ms };
 }
 
 static int run_bw(const struct vb_opts *o)
@@ -648,84 +469,40 @@ static int run_bw(const struct vb_opts *o)
 		ret = r == VB_EXIT_SKIP ? r : 1;
 		goto out;
 	}
-	if (perf_sync(&p, o->timeout_ms))
+	if (xfer_perf_sync(p.fd, o->timeout_ms))
 		goto out;
 	if (o->server) {
-		uint64_t posted = 0, done = 0, t0, t1;
+		struct xfer_loop l = perf_loop(&p, o->timeout_ms);
 		struct ibv_sge sge = { .addr = (uintptr_t)p.buf, .length = (uint32_t)size,
 				       .lkey = VB_MR_LKEY(p.mr) };
+		uint64_t ns;
 		double secs;
 
-		t0 = now_ns();
-		while (done < iters) {
-			struct ibv_wc wc[32];
-			int n, k;
-
-			while (posted < iters && posted - done < window) {
-				struct ibv_send_wr wr, *bad;
-				int e;
-
-				memset(&wr, 0, sizeof(wr));
-				wr.wr_id = posted;
-				wr.sg_list = &sge;
-				wr.num_sge = size ? 1 : 0;
-				wr.opcode = IBV_WR_RDMA_WRITE;
-				if (posted % 8 == 7 || posted + 1 == iters ||
-				    posted + 1 - done == window)
-					wr.send_flags = IBV_SEND_SIGNALED;
-				wr.wr.rdma.remote_addr = p.peer.addr;
-				wr.wr.rdma.rkey = p.peer.rkey;
-				e = vb_post_send(p.qp, &wr, &bad);
-				if (e) {
-					err("post_send: %s", strerror(e));
-					goto out;
-				}
-				posted++;
-			}
-			n = poll_wait(p.cq, wc, 32, o->timeout_ms);
-			if (n <= 0) {
-				err("bw: %s after %lu of %lu writes", n ? "poll failed" : "timeout",
-				    (unsigned long)done, (unsigned long)iters);
-				goto out;
-			}
-			for (k = 0; k < n; k++) {
-				if (wc[k].status != IBV_WC_SUCCESS) {
-					err("bw: completion error %d", (int)wc[k].status);
-					goto out;
-				}
-				done = wc[k].wr_id + 1;
-			}
-		}
-		t1 = now_ns();
-		secs = (double)(t1 - t0) / 1e9;
+		if (xfer_loop_bw(&l, &sge, iters, window, p.peer.addr, p.peer.rkey, &ns))
+			goto out;
+		secs = (double)ns / 1e9;
 		printf("bw: %lu x %lu B RDMA WRITE (RC, MTU %d, window %u, %s) in %.3f s: "
 		       "%.3f Gbit/s, %.0f msg/s\n", (unsigned long)iters, (unsigned long)size,
 		       o->mtu, window, VB_API, secs, (double)iters * (double)size * 8 / secs / 1e9,
 		       (double)iters / secs);
 		fflush(stdout);
 	}
-	ret = perf_sync(&p, o->timeout_ms * 4) ? 1 : 0;
+	ret = xfer_perf_sync(p.fd, o->timeout_ms * 4) ? 1 : 0;
 out:
 	perf_close(&p);
 	return ret;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int run_lat(const struct vb_opts *o)
 {
 	uint64_t size = (uint64_t)(o->size >= 0 ? o->size : 8);
-	uint64_t iters = (uint64_t)(o->iters > 0 ? o->iters : 10000), i;
+	uint64_t iters = (uint64_t)(o->iters > 0 ? o->iters : 10000);
 	uint32_t depth = 16;
 	uint64_t *rtt = calloc(iters, sizeof(*rtt));
 	struct ibv_sge rsge, ssge;
 	struct ibv_recv_wr rwr;
 	struct ibv_send_wr swr;
+	struct xfer_loop l;
 	struct perf p;
 	int ret = 1, r;
 
@@ -749,93 +526,23 @@ static int run_lat(const struct vb_opts *o)
 	swr.opcode = IBV_WR_SEND;
 	swr.send_flags = IBV_SEND_SIGNALED |
 			 (size <= p.cap.max_inline_data ? IBV_SEND_INLINE : 0);
-	for (i = 0; i < depth; i++) {
-		struct ibv_recv_wr *bad;
-
-		if (vb_post_recv(p.qp, &rwr, &bad)) {
-			err("post_recv failed");
-			goto out;
-		}
-	}
-	if (perf_sync(&p, o->timeout_ms))
+	l = perf_loop(&p, o->timeout_ms);
+	if (xfer_loop_post_recvs(&l, &rwr, depth) || xfer_perf_sync(p.fd, o->timeout_ms) ||
+	    xfer_loop_lat(&l, &(struct xfer_lat_run){ .rwr = &rwr, .swr = &swr, .iters = iters,
+						       .initiator = o->server != NULL,
+						       .rtt = rtt }))
 		goto out;
-	{
-		uint64_t recvd = 0, t0 = 0;
-		uint32_t outstanding = 0;
-		struct ibv_send_wr *sbad;
-		struct ibv_recv_wr *rbad;
-
-		if (o->server) {
-			t0 = now_ns();
-			if (vb_post_send(p.qp, &swr, &sbad)) {
-				err("post_send failed");
-				goto out;
-			}
-			outstanding++;
-		}
-		while (recvd < iters || outstanding) {
-			struct ibv_wc wc[8];
-			int n = poll_wait(p.cq, wc, 8, o->timeout_ms), k;
-
-			if (n <= 0) {
-				err("lat: %s after %lu of %lu messages",
-				    n ? "poll failed" : "timeout", (unsigned long)recvd,
-				    (unsigned long)iters);
-				goto out;
-			}
-			for (k = 0; k < n; k++) {
-				if (wc[k].status != IBV_WC_SUCCESS) {
-					err("lat: completion error %d", (int)wc[k].status);
-					goto out;
-				}
-				if (wc[k].opcode == IBV_WC_SEND) {
-					outstanding--;
-					continue;
-				}
-				if (o->server)
-					rtt[recvd] = now_ns() - t0;
-				recvd++;
-				if (vb_post_recv(p.qp, &rwr, &rbad)) {
-					err("post_recv failed");
-					goto out;
-				}
-				if (o->server ? recvd < iters : 1) {
-					while (outstanding >= 2) {
-						struct ibv_wc w;
-						int m = poll_wait(p.cq, &w, 1, o->timeout_ms);
-
-						if (m <= 0 || w.status != IBV_WC_SUCCESS ||
-						    w.opcode != IBV_WC_SEND) {
-							err("lat: no send completion");
-							goto out;
-						}
-						outstanding--;
-					}
-					if (o->server)
-						t0 = now_ns();
-					if (vb_post_send(p.qp, &swr, &sbad)) {
-						err("post_send failed");
-						goto out;
-					}
-					outstanding++;
-				}
-			}
-		}
-	}
 	if (o->server) {
-		uint64_t sum = 0;
+		struct xfer_lat_stats st;
 
-		for (i = 0; i < iters; i++)
-			sum += rtt[i];
-		qsort(rtt, iters, sizeof(*rtt), cmp_u64);
+		xfer_lat_stats(rtt, iters, &st);
 		printf("lat: %lu B RC SEND ping-pong, %lu iters, %s: median %.2f us, p99 %.2f us, "
 		       "min %.2f us, max %.2f us, avg %.2f us (half round trip)\n",
-		       (unsigned long)size, (unsigned long)iters, VB_API, rtt[iters / 2] / 2000.0,
-		       rtt[(iters * 99) / 100] / 2000.0, rtt[0] / 2000.0,
-		       rtt[iters - 1] / 2000.0, (double)sum / (double)iters / 2000.0);
+		       (unsigned long)size, (unsigned long)iters, VB_API, st.median, st.p99,
+		       st.min, st.max, st.avg);
 		fflush(stdout);
 	}
-	ret = perf_sync(&p, o->timeout_ms) ? 1 : 0;
+	ret = xfer_perf_sync(p.fd, o->timeout_ms) ? 1 : 0;
 out:
 	free(rtt);
 	perf_close(&p);
@@ -880,7 +587,7 @@ static int run_micro(const struct vb_opts *o)
 	double *ns[M_N] = { NULL };
 	useconds_t wait_us = 200;
 	int ret = 1, r, m, i;
-	uint32_t psn_a = rand_psn(), psn_b = (psn_a + 0x1000) & 0xffffff;
+	uint32_t psn_a = xfer_rand_psn(), psn_b = (psn_a + 0x1000) & 0xffffff;
 
 	if (o->cpu >= 0) {
 		cpu_set_t set;
@@ -888,7 +595,7 @@ static int run_micro(const struct vb_opts *o)
 		CPU_ZERO(&set);
 		CPU_SET(o->cpu, &set);
 		if (sched_setaffinity(0, sizeof(set), &set))
-			err("cannot pin to CPU %d: %s (not pinned)", o->cpu, strerror(errno));
+			xfer_err("cannot pin to CPU %d: %s (not pinned)", o->cpu, strerror(errno));
 	}
 	r = vb_dev_open(&d, o->socket);
 	if (r) {
@@ -927,32 +634,32 @@ static int run_micro(const struct vb_opts *o)
 		uint64_t t[3];
 		int got_s = 0, got_r = 0, e = 0, late = 0;
 
-		t[0] = now_ns();
+		t[0] = xfer_now_ns();
 		for (i = 0; i < batch; i++) {
 			rwr.wr_id = (uint64_t)i;
 			e |= vb_post_recv(qb, &rwr, &rbad);
 		}
-		t[1] = now_ns();
+		t[1] = xfer_now_ns();
 		for (i = 0; i < batch; i++) {
 			swr.wr_id = (uint64_t)i;
 			e |= vb_post_send(qa, &swr, &sbad);
 		}
-		t[2] = now_ns();
+		t[2] = xfer_now_ns();
 		if (e) {
-			err("micro: post failed");
+			xfer_err("micro: post failed");
 			goto out;
 		}
 		/* The daemon loops the batch back; the polls below must each find one. */
 		usleep(wait_us);
 		{
-			uint64_t a = now_ns(), b, c;
+			uint64_t a = xfer_now_ns(), b, c;
 
 			for (i = 0; i < batch; i++)
 				got_s += vb_poll_cq(cqa, 1, &wc[i]);
-			b = now_ns();
+			b = xfer_now_ns();
 			for (i = 0; i < batch; i++)
 				got_r += vb_poll_cq(cqb, 1, &wc[i]);
-			c = now_ns();
+			c = xfer_now_ns();
 			for (i = 0; i < batch; i++) {
 				int k = vb_poll_cq(cqa, 1, &wc[batch - 1]);
 
@@ -966,14 +673,14 @@ static int run_micro(const struct vb_opts *o)
 			}
 			ns[M_POLL_SEND][valid] = (double)(b - a) / batch;
 			ns[M_POLL_RECV][valid] = (double)(c - b) / batch;
-			ns[M_POLL_EMPTY][valid] = (double)(now_ns() - c) / batch;
+			ns[M_POLL_EMPTY][valid] = (double)(xfer_now_ns() - c) / batch;
 		}
 		ns[M_POST_RECV][valid] = (double)(t[1] - t[0]) / batch;
 		ns[M_POST_SEND][valid] = (double)(t[2] - t[1]) / batch;
 		if (got_s == batch && got_r == batch && !e && !late) {
 			for (i = 0; i < batch; i++)
 				if (wc[i].status != IBV_WC_SUCCESS) {
-					err("micro: completion error %d", (int)wc[i].status);
+					xfer_err("micro: completion error %d", (int)wc[i].status);
 					goto out;
 				}
 			valid++;
@@ -981,7 +688,7 @@ static int run_micro(const struct vb_opts *o)
 		}
 		/* The daemon had not finished (or a poll failed): drain, wait longer, redo. */
 		if (e < 0 || got_s < 0 || got_r < 0) {
-			err("micro: poll failed");
+			xfer_err("micro: poll failed");
 			goto out;
 		}
 		got_s += late;
@@ -989,14 +696,14 @@ static int run_micro(const struct vb_opts *o)
 		if (wait_us < 20000)
 			wait_us *= 2;
 		{
-			uint64_t end = now_ns() + (uint64_t)o->timeout_ms * 1000000;
+			uint64_t end = xfer_now_ns() + (uint64_t)o->timeout_ms * 1000000;
 
 			while (got_s < batch || got_r < batch) {
 				int k;
 
-				if (now_ns() > end) {
-					err("micro: completions missing (%d send, %d recv of %d)",
-					    got_s, got_r, batch);
+				if (xfer_now_ns() > end) {
+					xfer_err("micro: completions missing (%d send, %d recv "
+						 "of %d)", got_s, got_r, batch);
 					goto out;
 				}
 				k = vb_poll_cq(cqa, batch, wc);
@@ -1008,7 +715,7 @@ static int run_micro(const struct vb_opts *o)
 			}
 		}
 		if (retried > reps) {
-			err("micro: the daemon does not keep up (%ld retries)", retried);
+			xfer_err("micro: the daemon does not keep up (%ld retries)", retried);
 			goto out;
 		}
 		rep--;
@@ -1068,6 +775,7 @@ int main(int argc, char **argv)
 	const char *mode = NULL;
 	int c;
 
+	xfer_prog = "uroce-bench-verbs";
 	while (optind < argc) {
 		while ((c = getopt_long(argc, argv, "+S:p:s:n:w:m:t:b:c:qYh", lopts, NULL)) != -1) {
 			switch (c) {
@@ -1105,11 +813,11 @@ int main(int argc, char **argv)
 		o.timeout_ms = 30000;
 	if (!strcmp(mode, "lat")) {
 		o.mtu = o.mtu ? o.mtu : 1024;
-		return mtu_enum(o.mtu) ? run_lat(&o) : 2;
+		return xfer_mtu_enum(o.mtu) ? run_lat(&o) : 2;
 	}
 	if (!strcmp(mode, "bw")) {
 		o.mtu = o.mtu ? o.mtu : 4096;
-		return mtu_enum(o.mtu) ? run_bw(&o) : 2;
+		return xfer_mtu_enum(o.mtu) ? run_bw(&o) : 2;
 	}
 	if (!strcmp(mode, "micro"))
 		return run_micro(&o);
