@@ -137,6 +137,22 @@ int xfer_loop_post_recvs(const struct xfer_loop *l, struct ibv_recv_wr *wr, uint
 	return 0;
 }
 
+void xfer_lat_wrs_init(struct xfer_lat_wrs *w, uint8_t *buf, uint64_t size, uint32_t lkey,
+		       uint32_t max_inline)
+{
+	memset(w, 0, sizeof(*w));
+	w->rsge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = (uint32_t)size,
+				    .lkey = lkey };
+	w->ssge = (struct ibv_sge){ .addr = (uintptr_t)buf + size, .length = (uint32_t)size,
+				    .lkey = lkey };
+	w->rwr.sg_list = &w->rsge;
+	w->rwr.num_sge = size ? 1 : 0;
+	w->swr.sg_list = &w->ssge;
+	w->swr.num_sge = size ? 1 : 0;
+	w->swr.opcode = IBV_WR_SEND;
+	w->swr.send_flags = IBV_SEND_SIGNALED | (size <= max_inline ? IBV_SEND_INLINE : 0);
+}
+
 /* Completions are counted, not paired per iteration: the peer's next message may come
  * before our own send's ACK (ACKs are coalesced). The initiator times each round trip
  * from its post to the answer's receive completion. */

@@ -179,9 +179,7 @@ int xfer_lat(const struct xfer_opts *o)
 	int mtu = o->mtu ? o->mtu : 1024;
 	uint64_t *rtt = NULL;
 	struct perf p;
-	struct ibv_sge rsge, ssge;
-	struct ibv_recv_wr rwr;
-	struct ibv_send_wr swr;
+	struct xfer_lat_wrs w;
 	struct xfer_loop l;
 	int ret = 1;
 
@@ -195,22 +193,11 @@ int xfer_lat(const struct xfer_opts *o)
 	/* Receives in the first half of the buffer, sends from the second. */
 	if (perf_setup(&p, o, 2 * (size ? size : 1), 2, depth, size, iters, mtu))
 		goto out;
-	rsge = (struct ibv_sge){ .addr = (uintptr_t)p.buf, .length = (uint32_t)size,
-				 .lkey = p.mr->ibv.lkey };
-	ssge = (struct ibv_sge){ .addr = (uintptr_t)p.buf + size, .length = (uint32_t)size,
-				 .lkey = p.mr->ibv.lkey };
-	memset(&rwr, 0, sizeof(rwr));
-	rwr.sg_list = &rsge;
-	rwr.num_sge = size ? 1 : 0;
-	memset(&swr, 0, sizeof(swr));
-	swr.sg_list = &ssge;
-	swr.num_sge = size ? 1 : 0;
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED |
-			 (size <= p.cap.max_inline_data ? IBV_SEND_INLINE : 0);
+	xfer_lat_wrs_init(&w, p.buf, size, p.mr->ibv.lkey, p.cap.max_inline_data);
 	l = perf_loop(&p, o->timeout_ms);
-	if (xfer_loop_post_recvs(&l, &rwr, depth) || xfer_perf_sync(p.fd, o->timeout_ms) ||
-	    xfer_loop_lat(&l, &(struct xfer_lat_run){ .rwr = &rwr, .swr = &swr, .iters = iters,
+	if (xfer_loop_post_recvs(&l, &w.rwr, depth) || xfer_perf_sync(p.fd, o->timeout_ms) ||
+	    xfer_loop_lat(&l, &(struct xfer_lat_run){ .rwr = &w.rwr, .swr = &w.swr,
+						       .iters = iters,
 						       .initiator = o->server != NULL,
 						       .pause_us = o->pause_us, .rtt = rtt }))
 		goto out;

@@ -104,6 +104,16 @@ int xfer_loop_bw(const struct xfer_loop *l, struct ibv_sge *sge, uint64_t iters,
 /* Posts @p n copies of @p wr: 0, or -1 (printed). */
 int xfer_loop_post_recvs(const struct xfer_loop *l, struct ibv_recv_wr *wr, uint32_t n);
 
+/* lat's work requests over 2 x @p size bytes at @p buf: receives into the first half, sends
+ * (signalled; inline when @p size fits @p max_inline) from the second. */
+struct xfer_lat_wrs {
+	struct ibv_sge rsge, ssge;
+	struct ibv_recv_wr rwr;
+	struct ibv_send_wr swr;
+};
+void xfer_lat_wrs_init(struct xfer_lat_wrs *w, uint8_t *buf, uint64_t size, uint32_t lkey,
+		       uint32_t max_inline);
+
 /* lat's ping-pong over a QP whose send queue holds 2 and whose receives are posted. */
 struct xfer_lat_run {
 	struct ibv_recv_wr *rwr; /* reposted for each message received */

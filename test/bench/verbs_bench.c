@@ -499,9 +499,7 @@ static int run_lat(const struct vb_opts *o)
 	uint64_t iters = (uint64_t)(o->iters > 0 ? o->iters : 10000);
 	uint32_t depth = 16;
 	uint64_t *rtt = calloc(iters, sizeof(*rtt));
-	struct ibv_sge rsge, ssge;
-	struct ibv_recv_wr rwr;
-	struct ibv_send_wr swr;
+	struct xfer_lat_wrs w;
 	struct xfer_loop l;
 	struct perf p;
 	int ret = 1, r;
@@ -513,22 +511,11 @@ static int run_lat(const struct vb_opts *o)
 		ret = r == VB_EXIT_SKIP ? r : 1;
 		goto out;
 	}
-	rsge = (struct ibv_sge){ .addr = (uintptr_t)p.buf, .length = (uint32_t)size,
-				 .lkey = VB_MR_LKEY(p.mr) };
-	ssge = (struct ibv_sge){ .addr = (uintptr_t)p.buf + size, .length = (uint32_t)size,
-				 .lkey = VB_MR_LKEY(p.mr) };
-	memset(&rwr, 0, sizeof(rwr));
-	rwr.sg_list = &rsge;
-	rwr.num_sge = size ? 1 : 0;
-	memset(&swr, 0, sizeof(swr));
-	swr.sg_list = &ssge;
-	swr.num_sge = size ? 1 : 0;
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED |
-			 (size <= p.cap.max_inline_data ? IBV_SEND_INLINE : 0);
+	xfer_lat_wrs_init(&w, p.buf, size, VB_MR_LKEY(p.mr), p.cap.max_inline_data);
 	l = perf_loop(&p, o->timeout_ms);
-	if (xfer_loop_post_recvs(&l, &rwr, depth) || xfer_perf_sync(p.fd, o->timeout_ms) ||
-	    xfer_loop_lat(&l, &(struct xfer_lat_run){ .rwr = &rwr, .swr = &swr, .iters = iters,
+	if (xfer_loop_post_recvs(&l, &w.rwr, depth) || xfer_perf_sync(p.fd, o->timeout_ms) ||
+	    xfer_loop_lat(&l, &(struct xfer_lat_run){ .rwr = &w.rwr, .swr = &w.swr,
+						       .iters = iters,
 						       .initiator = o->server != NULL,
 						       .rtt = rtt }))
 		goto out;
