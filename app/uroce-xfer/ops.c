@@ -65,6 +65,15 @@ static const char *const tp_names[TP_N] = { "rc", "uc", "ud" };
 static const char *const op_names[OP_N] = { "send", "send_imm", "write", "write_imm",
 					    "read", "fadd", "cswap" };
 static const enum ibv_qp_type tp_type[TP_N] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+static const enum ibv_wr_opcode op_wr_opcode[OP_N] = {
+	[OP_SEND] = IBV_WR_SEND,
+	[OP_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
+	[OP_WRITE] = IBV_WR_RDMA_WRITE,
+	[OP_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+	[OP_READ] = IBV_WR_RDMA_READ,
+	[OP_FADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+	[OP_CSWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
+};
 
 enum { CMD_CASE = 1, CMD_END };
 
@@ -337,43 +346,19 @@ static int client_post(struct ops_run *r, struct ops_qp *q, struct client_case *
 	wr.sg_list = &sge;
 	wr.num_sge = c->size ? 1 : 0;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	switch (c->op) {
-	case OP_SEND:
-		wr.opcode = IBV_WR_SEND;
-		break;
-	case OP_SEND_IMM:
-		wr.opcode = IBV_WR_SEND_WITH_IMM;
-		wr.imm_data = htonl(imm_of(c->cseed, c->size, i));
-		break;
-	case OP_WRITE:
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		break;
-	case OP_WRITE_IMM:
-		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr.imm_data = htonl(imm_of(c->cseed, c->size, i));
-		break;
-	case OP_READ:
-		wr.opcode = IBV_WR_RDMA_READ;
-		break;
-	case OP_FADD:
-		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-		sge.length = 8;
-		wr.num_sge = 1;
-		wr.wr.atomic.remote_addr = r->peer_addr;
-		wr.wr.atomic.rkey = r->peer_rkey;
-		wr.wr.atomic.compare_add = c->ap.arg[i];
-		break;
-	case OP_CSWAP:
-		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-		sge.length = 8;
-		wr.num_sge = 1;
-		wr.wr.atomic.remote_addr = r->peer_addr;
-		wr.wr.atomic.rkey = r->peer_rkey;
-		wr.wr.atomic.compare_add = c->ap.arg[i];
-		wr.wr.atomic.swap = c->ap.swap[i];
-		break;
-	default:
+	if ((unsigned int)c->op >= OP_N)
 		return -1;
+	wr.opcode = op_wr_opcode[c->op];
+	if (c->op == OP_SEND_IMM || c->op == OP_WRITE_IMM)
+		wr.imm_data = htonl(imm_of(c->cseed, c->size, i));
+	if (op_is_atomic(c->op)) {
+		sge.length = 8;
+		wr.num_sge = 1;
+		wr.wr.atomic.remote_addr = r->peer_addr;
+		wr.wr.atomic.rkey = r->peer_rkey;
+		wr.wr.atomic.compare_add = c->ap.arg[i];
+		if (c->op == OP_CSWAP)
+			wr.wr.atomic.swap = c->ap.swap[i];
 	}
 	if (c->op == OP_WRITE || c->op == OP_WRITE_IMM || c->op == OP_READ) {
 		wr.wr.rdma.remote_addr = r->peer_addr + (uint64_t)i * c->stride;
