@@ -309,10 +309,13 @@ void uroced_telemetry_fini(struct uroced *d)
 {
 	struct uroced_telemetry *tel = &d->tel;
 
+	/* Scrapers exist only once the listener does; before uroced_telemetry_init ran
+	 * (a start that failed earlier) their slots are still zero, which is fd 0. */
+	if (tel->prom_fd < 0)
+		return;
 	for (int i = 0; i < UROCED_PROM_CONNS; i++)
 		if (tel->prom[i].fd >= 0)
 			close(tel->prom[i].fd);
-	if (tel->prom_fd >= 0)
-		close(tel->prom_fd);
+	close(tel->prom_fd);
 	tel->prom_fd = -1;
 }
