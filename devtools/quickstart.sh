@@ -9,7 +9,7 @@
 # Run as root on Debian 12 from anywhere inside the checkout. The Linux rxe captures the
 # tests need are read from $UROCE_PCAP_DIR (default: test/data/rxe-captures).
 #
-# Environment: FUZZ_SECONDS (default 120, shared by the fuzz targets), UROCE_PCAP_DIR.
+# Environment: FUZZ_SECONDS (default 150, shared by the fuzz targets), UROCE_PCAP_DIR.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
