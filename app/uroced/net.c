@@ -244,7 +244,7 @@ static void zc_piece_done(void *mem)
  * the PMD, which copies them out or sends them): the header and tail are copied, the
  * payload is not. Only where rnic_tx_buf would build in place, and the port lends. */
 static int rnic_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
-		      const struct uroce_rnic_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
+		      const struct uroce_tp_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
 		      uint32_t tail_len)
 {
 	struct uroced *d = io_ctx;
@@ -258,10 +258,10 @@ static int rnic_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
 	memcpy(f, hdr, hdr_len);
 	for (uint32_t i = 0; i < nseg; i++) {
 		/* Held before the port points at it: a failed lend releases at once. */
-		uroce_rnic_mem_hold(seg[i].mem);
+		uroce_rnic_mem_hold(seg[i].mr_ctx);
 		if (uroce_eth_tx_lend(&d->port, 0, seg[i].addr, seg[i].len, zc_piece_done,
-				      seg[i].mem) != 0) {
-			uroce_rnic_mem_release(seg[i].mem);
+				      seg[i].mr_ctx) != 0) {
+			uroce_rnic_mem_release(seg[i].mr_ctx);
 			return -ENOTSUP; /* the next tx_alloc drops this reservation */
 		}
 	}

@@ -159,7 +159,7 @@ static int to_tp_send(struct rnic_qp *q, struct uroce_tp_send_wqe *t,
 /* ---- the retiring list ------------------------------------------------------------- */
 
 /* A queue that just handed WQEs to the transport: its retired counts must be published
- * until they catch up (rnic_doorbells), completions or not. */
+ * until they catch up (uroce_rnic_doorbells), completions or not. */
 static void retiring_add(struct uroce_rnic *nic, struct rnic_qp *qp, struct rnic_srq *srq)
 {
 	uint32_t *idx = qp ? &qp->retiring_idx : &srq->retiring_idx;
@@ -402,7 +402,7 @@ static void client_doorbells(struct uroce_rnic_client *c)
 		uroce_summary_take(&c->doorbells, slot_doorbell, c);
 }
 
-unsigned int rnic_doorbells(struct uroce_rnic *nic)
+unsigned int uroce_rnic_doorbells(struct uroce_rnic *nic)
 {
 	struct uroce_rnic_client *c;
 

@@ -54,40 +54,6 @@ static void build_gids(struct uroce_rnic *nic)
 		memcpy(nic->gids[nic->ngids++].raw, &conf->host.ipv6[i], 16);
 }
 
-/* The transport's tx: the host's. */
-static int tp_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
-{
-	struct uroce_rnic *nic = io_ctx;
-
-	return nic->ops->tx(nic->io_ctx, frame, len);
-}
-
-static uint8_t *tp_tx_buf(void *io_ctx, const uint8_t dst_mac[6], uint32_t len)
-{
-	struct uroce_rnic *nic = io_ctx;
-
-	return nic->ops->tx_buf(nic->io_ctx, dst_mac, len);
-}
-
-static int tp_tx_commit(void *io_ctx, uint8_t *frame, uint32_t len)
-{
-	struct uroce_rnic *nic = io_ctx;
-
-	return nic->ops->tx_commit(nic->io_ctx, frame, len);
-}
-
-static int tp_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
-		    const struct uroce_tp_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
-		    uint32_t tail_len)
-{
-	struct uroce_rnic *nic = io_ctx;
-	struct uroce_rnic_tx_seg pieces[UROCE_TP_TX_SEGS_MAX];
-
-	for (uint32_t i = 0; i < nseg; i++)
-		pieces[i] = (struct uroce_rnic_tx_seg){seg[i].addr, seg[i].len, seg[i].mr_ctx};
-	return nic->ops->tx_zc(nic->io_ctx, hdr, hdr_len, pieces, nseg, tail, tail_len);
-}
-
 uint64_t rnic_random(void *io_ctx)
 {
 	struct uroce_rnic *nic = io_ctx;
@@ -145,13 +111,13 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 	memcpy(tc.mac, nic->mac, 6);
 	memcpy(tc.gid, nic->gids, sizeof(tc.gid));
 	tc.gid_count = nic->ngids;
-	tc.tx = tp_tx;
-	if (nic->ops->tx_buf) {
-		tc.tx_buf = tp_tx_buf;
-		tc.tx_commit = tp_tx_commit;
-	}
+	/* The host's frame functions themselves: the transport calls the port directly. */
+	tc.tx = nic->ops->tx;
+	tc.tx_buf = nic->ops->tx_buf;
+	tc.tx_commit = nic->ops->tx_commit;
+	tc.tx_ctx = cfg->io_ctx;
 	if (nic->ops->tx_zc && nic->conf.transport.zero_copy_min) {
-		tc.tx_zc = tp_tx_zc;
+		tc.tx_zc = nic->ops->tx_zc;
 		tc.zc_min = nic->conf.transport.zero_copy_min;
 	}
 	tc.event = rnic_tp_event;
@@ -400,11 +366,8 @@ struct uroce_rnic_client *uroce_rnic_neigh_resolved(struct uroce_rnic *nic, uint
 
 /* ---- the poll loop ------------------------------------------------------------------ */
 
-unsigned int uroce_rnic_doorbells(struct uroce_rnic *nic)
-{
-	return rnic_doorbells(nic);
-}
-
+/* Frames come in through the RNIC, not to the transport device it owns: the host knows
+ * neither the device nor the RNIC's clock (rx and flow_rx are the boundary, kept). */
 void uroce_rnic_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len)
 {
 	uroce_tp_rx(nic->dev, frame, len, rnic_now(nic));

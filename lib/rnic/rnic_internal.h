@@ -348,7 +348,7 @@ struct uroce_rnic {
 	 * turn until none is outstanding (unsignaled WQEs retire without a completion). */
 	struct rnic_queue_ref *retiring;
 	uint32_t nretiring, cap_retiring;
-	unsigned int doorbell_work; /* WQEs taken by the current rnic_doorbells() */
+	unsigned int doorbell_work; /* WQEs taken by the current uroce_rnic_doorbells() */
 
 	/* cm_glue.c */
 	struct rnic_cm_id *cm_ids; /* every CM id, for neighbour callbacks */
@@ -508,7 +508,6 @@ void rnic_xrc_qp_close(struct uroce_rnic_client *c, uint32_t h, struct rnic_qp *
 /* import.c, rights.c, res.c: commands only */
 
 /* datapath.c */
-unsigned int rnic_doorbells(struct uroce_rnic *nic);
 /* The work requests @p c posted so far, handed to the transport and processed, and the
  * completions that gives moved to the shared CQs: what a command must see of the work its
  * client posted before it (RESIZE_CQ counts the completions a CQ holds). */

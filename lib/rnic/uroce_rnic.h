@@ -36,6 +36,7 @@
 #include "uroce_conf.h"
 #include "uroce_ctrl.h"
 #include "uroce_ipstack.h"
+#include "uroce_transport.h"
 
 struct uroce_rnic;
 /** One application connection: its objects, rings and identity. */
@@ -51,12 +52,9 @@ enum uroce_rnic_link {
 /** An application's registered memory as the daemon maps it; zero-copy frames pin it. */
 struct uroce_rnic_mem;
 
-/** A piece of a frame's payload in registered memory (ops->tx_zc). */
-struct uroce_rnic_tx_seg {
-	const uint8_t *addr;
-	uint32_t len;
-	struct uroce_rnic_mem *mem; /**< what to hold while a frame points at addr */
-};
+/* A piece of a frame's payload in registered memory (ops->tx_zc) is lib/transport's
+ * struct uroce_tp_tx_seg: its mr_ctx is the struct uroce_rnic_mem to hold while a frame
+ * points at addr. */
 
 /** A frame now points into @p mem: its pages stay mapped until the matching release. */
 void uroce_rnic_mem_hold(struct uroce_rnic_mem *mem);
@@ -74,35 +72,31 @@ struct uroce_rnic_ops {
 	 */
 	int (*reply)(void *io_ctx, void *conn, const void *msg, uint32_t len, const int *fds,
 		     unsigned int nfds);
-	/**
-	 * Transmits one RoCE frame (transport or CM), to the wire or back to this device.
-	 * @return 0 (sent, or dropped and counted by the host), -EAGAIN: not taken, the
-	 *   transport retries it.
+	/*
+	 * The frame functions, lib/transport's contracts (uroce_tp_tx_fn and the rest): the
+	 * RNIC hands them to its transport device as they are, with io_ctx, so the data
+	 * path calls the host directly. The RNIC calls tx itself for the CM's frames.
 	 */
-	int (*tx)(void *io_ctx, const uint8_t *frame, uint32_t len);
-	/**
-	 * Optional (NULL: every frame goes through tx): a buffer of @p len bytes in the
-	 * port's own memory to build a frame to @p dst_mac in, or NULL when this one must go
-	 * through tx (to this device, captured, under fault injection...). tx_commit then
-	 * sends it: 0, or -EAGAIN as tx. lib/transport's uroce_tp_tx_buf_fn contract.
-	 */
-	uint8_t *(*tx_buf)(void *io_ctx, const uint8_t dst_mac[6], uint32_t len);
-	int (*tx_commit)(void *io_ctx, uint8_t *frame, uint32_t len);
+	/** Transmits one RoCE frame (transport or CM), to the wire or back to this device.
+	 *  @return 0 (sent, or dropped and counted by the host), -EAGAIN: not taken, the
+	 *  transport retries it. */
+	uroce_tp_tx_fn tx;
+	/** Optional (NULL: every frame goes through tx): a buffer in the port's own memory,
+	 *  or NULL when this frame must go through tx (to this device, captured, under fault
+	 *  injection...). tx_commit then sends it: 0, or -EAGAIN as tx. */
+	uroce_tp_tx_buf_fn tx_buf;
+	uroce_tp_tx_commit_fn tx_commit;
 	/**
 	 * Optional (NULL: payloads are copied into frames): sends a frame whose payload
-	 * stays in applications' registered memory: @p hdr (Ethernet header to the last
-	 * transport header), the @p nseg pieces, then @p tail (pad and ICRC). The host
-	 * calls uroce_rnic_mem_hold() on each piece's mem before it keeps a pointer into
-	 * it, and uroce_rnic_mem_release() once the frame has left its hands (sent, copied
-	 * by the PMD, or dropped): until then the pages stay mapped, whatever the
-	 * application deregisters or however it exits. transport.zero_copy_min sets which
-	 * payloads are offered. lib/transport's uroce_tp_tx_zc_fn contract.
-	 * @return 0; -EAGAIN as tx; -ENOTSUP: not this frame (it goes through tx_buf or tx
-	 *   whole, e.g. to this device, captured, or under fault injection).
+	 * stays in applications' registered memory. The host calls uroce_rnic_mem_hold() on
+	 * each piece's mr_ctx before it keeps a pointer into it, and
+	 * uroce_rnic_mem_release() once the frame has left its hands (sent, copied by the
+	 * PMD, or dropped): until then the pages stay mapped, whatever the application
+	 * deregisters or however it exits. transport.zero_copy_min sets which payloads are
+	 * offered. -ENOTSUP: not this frame (it goes through tx_buf or tx whole, e.g. to
+	 * this device, captured, or under fault injection).
 	 */
-	int (*tx_zc)(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
-		     const struct uroce_rnic_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
-		     uint32_t tail_len);
+	uroce_tp_tx_zc_fn tx_zc;
 	/** The port's state and speed in Mbit/s (0: unknown). */
 	enum uroce_rnic_link (*link)(void *io_ctx, uint32_t *speed_mbps);
 	/** Lets frames to multicast MAC @p mac in (add) or no longer (del). 0 or -errno. */

@@ -69,7 +69,7 @@ int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32
 	/* In the port's buffer when the host offers one: the payload is gathered from the
 	 * MR once, straight into the frame that goes out. */
 	if (dev->cfg.tx_buf)
-		f = dev->cfg.tx_buf(dev->cfg.io_ctx, h->eth_dst, frame_len);
+		f = dev->cfg.tx_buf(dev->cfg.tx_ctx, h->eth_dst, frame_len);
 	if (!f)
 		f = dev->frame;
 	hdr_len = uroce_wire_build_hdrs(f, frame_len, h, payload_len);
@@ -87,9 +87,9 @@ int tp_send_pkt(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uint32
 									frame_len - l3_off -
 										UROCE_ICRC_LEN));
 	if (f != dev->frame)
-		rc = dev->cfg.tx_commit(dev->cfg.io_ctx, f, frame_len);
+		rc = dev->cfg.tx_commit(dev->cfg.tx_ctx, f, frame_len);
 	else
-		rc = dev->cfg.tx(dev->cfg.io_ctx, f, frame_len);
+		rc = dev->cfg.tx(dev->cfg.tx_ctx, f, frame_len);
 	return tx_counted(dev, rc);
 }
 
@@ -120,7 +120,7 @@ int tp_send_pkt_zc(struct uroce_tp_dev *dev, const struct uroce_wire_hdr *h, uin
 		st = uroce_wire_icrc_final(uroce_wire_icrc_update(st, zeros, pad));
 	}
 	uroce_wire_icrc_store(tail + pad, st);
-	rc = dev->cfg.tx_zc(dev->cfg.io_ctx, dev->frame, hdr_len, seg, nseg, tail, tail_len);
+	rc = dev->cfg.tx_zc(dev->cfg.tx_ctx, dev->frame, hdr_len, seg, nseg, tail, tail_len);
 	return rc == -ENOTSUP ? rc : tx_counted(dev, rc);
 }
 

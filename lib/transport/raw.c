@@ -24,7 +24,7 @@ int tp_raw_send(struct uroce_tp_qp *qp, struct tp_send_slot *s)
 		return -EFAULT;
 	if (w->send_flags & IBV_SEND_IP_CSUM)
 		uroce_wire_csum_fill(dev->frame, s->length);
-	rc = dev->cfg.tx(dev->cfg.io_ctx, dev->frame, s->length);
+	rc = dev->cfg.tx(dev->cfg.tx_ctx, dev->frame, s->length);
 	if (rc)
 		return rc == -EAGAIN ? -EAGAIN : -EFAULT;
 	dev->cnt.raw_sent_pkts++;

@@ -49,6 +49,8 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 	if (dev == NULL)
 		return NULL;
 	dev->cfg = *cfg;
+	if (!dev->cfg.tx_ctx)
+		dev->cfg.tx_ctx = cfg->io_ctx;
 	dev->rng = cfg->seed;
 	dev->visit_left = UINT32_MAX;
 	tp_list_init(&dev->pds);

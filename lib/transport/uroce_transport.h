@@ -165,6 +165,9 @@ struct uroce_tp_dev_cfg {
 	/** GID table: index 0.. of RoCEv2 GIDs (IPv4-mapped ::ffff:a.b.c.d or IPv6). */
 	union ibv_gid gid[UROCE_TP_MAX_GID];
 	uint8_t gid_count;
+	/** The frame functions (tx, tx_buf, tx_commit, tx_zc) take @c tx_ctx: a layer that
+	 *  makes the device for its host (lib/rnic) hands the port's own functions through,
+	 *  so a frame goes from here to the port with no call between. */
 	uroce_tp_tx_fn tx;
 	uroce_tp_tx_buf_fn tx_buf;       /**< may be NULL: frames are built here, then tx */
 	uroce_tp_tx_commit_fn tx_commit; /**< with tx_buf */
@@ -187,7 +190,8 @@ struct uroce_tp_dev_cfg {
 	 *  and ICRC, is handed here whole (the CM's MADs); QP1 has no queues in the
 	 *  transport. NULL: such packets count as rcvd_unknown_qp. */
 	void (*gsi_rx)(void *io_ctx, const struct uroce_wire_pkt *pkt, uint64_t now_ns);
-	void *io_ctx;
+	void *io_ctx; /**< first argument of every callback but the frame functions */
+	void *tx_ctx; /**< first argument of tx, tx_buf, tx_commit and tx_zc (NULL: io_ctx) */
 	/** Seeds QPNs and the key bytes of lkeys/rkeys (stale keys are refused), when
 	 *  @c random is NULL: the same seed, the same identifiers (simulators, replays). */
 	uint64_t seed;

@@ -116,7 +116,7 @@ static void host_stats(void *io_ctx,
 
 /* A PMD that keeps frames in its ring: every piece is held until the test lets go. */
 static int host_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
-		      const struct uroce_rnic_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
+		      const struct uroce_tp_tx_seg *seg, uint32_t nseg, const uint8_t *tail,
 		      uint32_t tail_len)
 {
 	struct host *h = io_ctx;
@@ -127,7 +127,7 @@ static int host_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
 	(void)tail_len;
 	cr_assert_leq(h->nheld + nseg, sizeof(h->held) / sizeof(h->held[0]));
 	for (uint32_t i = 0; i < nseg; i++) {
-		uroce_rnic_mem_hold(seg[i].mem);
+		uroce_rnic_mem_hold(seg[i].mr_ctx);
 		h->held[h->nheld++] = seg[i];
 	}
 	h->zc_frames++;
@@ -137,7 +137,7 @@ static int host_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
 void host_release_held(struct host *h)
 {
 	for (unsigned int i = 0; i < h->nheld; i++)
-		uroce_rnic_mem_release(h->held[i].mem);
+		uroce_rnic_mem_release(h->held[i].mr_ctx);
 	h->nheld = 0;
 }
 

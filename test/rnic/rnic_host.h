@@ -36,7 +36,7 @@ struct host {
 	uint8_t loop[LOOP_FRAMES][LOOP_FRAME_MAX];
 	/* zero-copy frames (host_init_zc): the pieces they point at, held until released */
 	unsigned int zc_frames, nheld;
-	struct uroce_rnic_tx_seg held[64];
+	struct uroce_tp_tx_seg held[64];
 	/* the last reply */
 	uint8_t msg[UROCE_CTRL_MSG_MAX];
 	uint32_t len;
