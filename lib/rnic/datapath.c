@@ -380,9 +380,8 @@ void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *tq, struct uroce_tp_srq *t
 }
 
 /* One announced slot of a client's summary: that queue's rings. */
-static void slot_doorbell(void *arg, uint32_t slot)
+static void slot_doorbell(struct uroce_rnic_client *c, uint32_t slot)
 {
-	struct uroce_rnic_client *c = arg;
 	struct rnic_queue_ref *r;
 
 	if (slot >= c->nslots) /* a bit the client set for no queue of ours */
@@ -394,12 +393,24 @@ static void slot_doorbell(void *arg, uint32_t slot)
 		c->rnic->doorbell_work += srq_doorbell(r->srq);
 }
 
+/* Slots taken from a summary at a time (on the stack). */
+#define RNIC_SLOT_BATCH 256
+
 /* The queues whose slots @p c announced after a post: an idle QP costs nothing here,
- * however many there are (lib/shm, uroce_summary). The caller publishes retirements. */
+ * however many there are (lib/shm, uroce_summary). The caller publishes retirements.
+ * A full batch may have left slots announced: another take, up to the summary's size
+ * in all (a queue that announced itself again, its transport queue full, may then be
+ * looked at twice in a turn, which costs a look and nothing else). */
 static void client_doorbells(struct uroce_rnic_client *c)
 {
-	if (c->doorbells.slots)
-		uroce_summary_take(&c->doorbells, slot_doorbell, c);
+	uint32_t slots[RNIC_SLOT_BATCH], n, i, left = c->doorbells.slots;
+
+	do {
+		n = uroce_summary_take(&c->doorbells, slots, RNIC_SLOT_BATCH);
+		for (i = 0; i < n; i++)
+			slot_doorbell(c, slots[i]);
+		left -= left < n ? left : n;
+	} while (n == RNIC_SLOT_BATCH && left);
 }
 
 unsigned int uroce_rnic_doorbells(struct uroce_rnic *nic)

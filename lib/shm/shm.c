@@ -247,12 +247,26 @@ bool uroce_summary_pending(const struct uroce_summary *s)
 	return false;
 }
 
-uint32_t uroce_summary_take(struct uroce_summary *s, void (*fn)(void *arg, uint32_t slot),
-			    void *arg)
+/* Puts back what a take had no room for: @p bits of word @p w (0: none) and the words
+ * @p top still named in top word @p i. The bits before the top bit, as a producer sets
+ * them: one that finds the word non-zero leaves the top bit to us. Only this thread
+ * reads them back before the producers' next release: relaxed. */
+static void summary_put_back(struct uroce_summary *s, uint32_t i, uint32_t w, uint64_t bits,
+			     uint64_t top)
+{
+	if (bits) {
+		atomic_fetch_or_explicit(&s->bits[w], bits, memory_order_relaxed);
+		top |= 1ull << (w % UROCE_SUMMARY_WORD_BITS);
+	}
+	if (top)
+		atomic_fetch_or_explicit(&s->top[i], top, memory_order_relaxed);
+}
+
+uint32_t uroce_summary_take(struct uroce_summary *s, uint32_t *slots, uint32_t max)
 {
 	uint32_t n = s->slots / UROCE_SUMMARY_WORD_BITS / UROCE_SUMMARY_WORD_BITS, taken = 0;
 
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n && taken < max; i++) {
 		uint64_t top;
 
 		/* A relaxed look first: an exchange would take the line from the producers
@@ -266,11 +280,14 @@ uint32_t uroce_summary_take(struct uroce_summary *s, void (*fn)(void *arg, uint3
 								 memory_order_acquire);
 
 			top &= top - 1;
-			while (bits) {
-				fn(arg, w * UROCE_SUMMARY_WORD_BITS +
-						(uint32_t)__builtin_ctzll(bits));
+			while (bits && taken < max) {
+				slots[taken++] = w * UROCE_SUMMARY_WORD_BITS +
+						 (uint32_t)__builtin_ctzll(bits);
 				bits &= bits - 1;
-				taken++;
+			}
+			if (taken == max) {
+				summary_put_back(s, i, w, bits, top);
+				return taken;
 			}
 		}
 	}

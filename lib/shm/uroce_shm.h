@@ -398,6 +398,8 @@ int uroce_waiters_wake(struct uroce_shm_waiters *w);
  * after the commit it announces shows that commit; a commit after the take sets the bit
  * again. A producer that finds the word non-zero leaves the top bit to whoever set the
  * first bit of it: that one sets it after its own, or the consumer has yet to take it.
+ * A consumer that took more bits than it had room for puts them back as a producer
+ * would, the word's bits first, then the top bit.
  *
  * The bits are a hint a producer gives about its own rings: one that does not set them
  * delays only its own work, one that sets too many costs the consumer a look at rings
@@ -447,11 +449,13 @@ static inline void uroce_summary_set(struct uroce_summary *s, uint32_t slot)
 bool uroce_summary_pending(const struct uroce_summary *s);
 
 /**
- * Consumer: takes every announced slot, calling @p fn for each (in no promised order).
- * @return how many slots were taken.
+ * Consumer: takes announced slots into @p slots, at most @p max of them (in no promised
+ * order). When more are announced than fit, the rest stay announced, as a producer would
+ * have left them: the next take returns them, nothing is lost. A slot set again after
+ * the take (by the consumer too) is announced again.
+ * @return how many slots were written to @p slots: @p max when some may be left.
  */
-uint32_t uroce_summary_take(struct uroce_summary *s, void (*fn)(void *arg, uint32_t slot),
-			    void *arg);
+uint32_t uroce_summary_take(struct uroce_summary *s, uint32_t *slots, uint32_t max);
 
 #ifdef __cplusplus
 }
