@@ -310,8 +310,7 @@ static void poll_loop(struct uroced *d)
 		/* Timers run whatever the link does: a resolution must still fail, a held
 		 * frame still leave, a QP still retry and give up while the link is down. */
 		uroced_net_timers(d);
-		uroce_rnic_process(d->rnic);
-		work += uroce_rnic_completions(d->rnic);
+		work += uroce_rnic_process(d->rnic);
 		/* Frames the port still holds (its ring full) are work: no sleep over them. */
 		work += uroced_net_tx_flush(d);
 

@@ -520,6 +520,15 @@ static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
 	return false;
 }
 
+/*
+ * The completions made since the last call, into their shared CQ rings: the turn's, at
+ * its end (uroce_rnic_process), not one frame's at a time. The transport names the CQs
+ * that got one (rnic_cq_ready) and they are moved together, so a burst of ACKs that
+ * completes 32 WQEs of a CQ costs one commit of its producer index (the line its
+ * application polls), one look at its waiters and at most one event write, not 32;
+ * none waits for a later turn. Moving them after each frame instead was measured (B3):
+ * no difference the runs' spread could show, so the batch stays.
+ */
 unsigned int rnic_completions(struct uroce_rnic *nic)
 {
 	unsigned int moved = 0;

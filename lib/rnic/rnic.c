@@ -379,13 +379,16 @@ bool uroce_rnic_flow_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t l
 	return uroce_tp_flow_rx(nic->dev, frame, len, claimable);
 }
 
-void uroce_rnic_process(struct uroce_rnic *nic)
+unsigned int uroce_rnic_process(struct uroce_rnic *nic)
 {
 	uint64_t now = rnic_now(nic);
 
 	if (uroce_tp_next_deadline(nic->dev) <= now)
 		uroce_tp_process(nic->dev, now);
 	rnic_cm_process(nic);
+	/* The turn's completions, its doorbells', frames' and timers', into the shared CQ
+	 * rings at its end, together: datapath.c, rnic_completions, says why. */
+	return rnic_completions(nic);
 }
 
 uint64_t uroce_rnic_next_deadline(const struct uroce_rnic *nic)
@@ -396,11 +399,6 @@ uint64_t uroce_rnic_next_deadline(const struct uroce_rnic *nic)
 	if (nic->norphans)
 		return 0;
 	return cm < t ? cm : t;
-}
-
-unsigned int uroce_rnic_completions(struct uroce_rnic *nic)
-{
-	return rnic_completions(nic);
 }
 
 /* ---- signalling ----------------------------------------------------------------------- */

@@ -20,8 +20,8 @@
  *
  *   uroce_rnic_doorbells()    WQEs the applications posted -> the transport
  *   uroce_rnic_rx()           each RoCE frame the host received (after its IP stack)
- *   uroce_rnic_process()      retransmission and CM timers, when due
- *   uroce_rnic_completions()  the transport's completions -> the applications' CQ rings
+ *   uroce_rnic_process()      retransmission and CM timers, when due, then the turn's
+ *                             completions -> the applications' CQ rings
  *
  * and, for each control message a client sends, uroce_rnic_handle().
  */
@@ -235,12 +235,12 @@ bool uroce_rnic_flow_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t l
 /** The device's named counters, as STATS gives them without per-QP lines (for the host's
  *  telemetry). @return how many were written to @p out (at most @p max). */
 int uroce_rnic_stats(struct uroce_rnic *nic, struct uroce_ctrl_stat *out, uint32_t max);
-/** Runs the transport's and the CM's timers that are due, and deferred CM work. */
-void uroce_rnic_process(struct uroce_rnic *nic);
+/** Runs the transport's and the CM's timers that are due and deferred CM work, then
+ *  moves the completions made since the last call (by doorbells, frames and timers) into
+ *  the applications' CQ rings. Once a turn, last. @return completions moved. */
+unsigned int uroce_rnic_process(struct uroce_rnic *nic);
 /** The earliest time uroce_rnic_process() has work (UINT64_MAX: none). */
 uint64_t uroce_rnic_next_deadline(const struct uroce_rnic *nic);
-/** Moves completions into the applications' CQ rings. @return completions moved. */
-unsigned int uroce_rnic_completions(struct uroce_rnic *nic);
 /* ---- sleeping ------------------------------------------------------------------------ */
 
 /*

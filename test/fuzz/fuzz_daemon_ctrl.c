@@ -1002,7 +1002,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				now_ns += 1000;
 				uroce_rnic_doorbells(nic);
 				uroce_rnic_process(nic);
-				uroce_rnic_completions(nic);
 			}
 			break;
 		}
@@ -1013,7 +1012,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		now_ns += 1000000;
 		uroce_rnic_doorbells(nic);
 		uroce_rnic_process(nic);
-		uroce_rnic_completions(nic);
 	}
 	rnic_client_free_objects(c);
 	for (t = 1; t < RNIC_OBJ_TYPES; t++)
