@@ -157,6 +157,7 @@ static int rnic_setup(struct uroced *d)
 		UROCED_ERR(d, "cannot create the RNIC: %s", strerror(-err));
 		return err;
 	}
+	uroce_rnic_trace(d->rnic, d->conf.log.level == UROCE_CONF_LOG_DEBUG);
 	return 0;
 }
 

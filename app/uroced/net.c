@@ -583,6 +583,7 @@ static int rnic_admin(void *io_ctx, const struct uroce_ctrl_admin_req *req)
 		if (req->value > UROCE_CONF_LOG_DEBUG)
 			return -EINVAL;
 		uroced_log_set_level(&d->log, (int)req->value);
+		uroce_rnic_trace(d->rnic, req->value == UROCE_CONF_LOG_DEBUG);
 		return 0;
 	default:
 		return -EINVAL;

@@ -391,6 +391,19 @@ unsigned int uroce_rnic_process(struct uroce_rnic *nic)
 	return rnic_completions(nic);
 }
 
+/* The transport's state changes, as debug lines of the host's log. */
+static void tp_debug_log(void *io_ctx, const char *fmt, va_list ap)
+{
+	struct uroce_rnic *nic = io_ctx;
+
+	nic->ops->log(nic->io_ctx, UROCE_CONF_LOG_DEBUG, fmt, ap);
+}
+
+void uroce_rnic_trace(struct uroce_rnic *nic, bool on)
+{
+	uroce_tp_set_debug_log(nic->dev, on ? tp_debug_log : NULL);
+}
+
 uint64_t uroce_rnic_next_deadline(const struct uroce_rnic *nic)
 {
 	uint64_t t = uroce_tp_next_deadline(nic->dev), cm = uroce_cm_next_deadline(nic->cm);

@@ -241,6 +241,11 @@ int uroce_rnic_stats(struct uroce_rnic *nic, struct uroce_ctrl_stat *out, uint32
 unsigned int uroce_rnic_process(struct uroce_rnic *nic);
 /** The earliest time uroce_rnic_process() has work (UINT64_MAX: none). */
 uint64_t uroce_rnic_next_deadline(const struct uroce_rnic *nic);
+/** With @p on, every state change of the transport's responder and completer is a line
+ *  of ops->log at UROCE_CONF_LOG_DEBUG ("qp 0x000012 psn 7 resp: CHK_PSN -> CHK_OP_SEQ",
+ *  up to ten a packet); off (the default), they cost a test of a flag. A host turns it on
+ *  with its debug level, and off with any other. */
+void uroce_rnic_trace(struct uroce_rnic *nic, bool on);
 /* ---- sleeping ------------------------------------------------------------------------ */
 
 /*

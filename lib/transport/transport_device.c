@@ -153,6 +153,12 @@ void tp_event(struct uroce_tp_dev *dev, enum ibv_event_type type, void *object)
 		dev->cfg.event(dev->cfg.io_ctx, type, object);
 }
 
+void uroce_tp_set_debug_log(struct uroce_tp_dev *dev,
+			    void (*debug_log)(void *io_ctx, const char *fmt, va_list ap))
+{
+	dev->cfg.debug_log = debug_log;
+}
+
 void tp_debug(struct uroce_tp_dev *dev, const char *fmt, ...)
 {
 	va_list ap;

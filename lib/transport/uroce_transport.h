@@ -281,6 +281,11 @@ int uroce_tp_gsi_send(struct uroce_tp_dev *dev, const struct ibv_ah_attr *ah,
  *  O(1); uroce_tp_process() costs what the busy QPs cost, not what the device holds. */
 uint64_t uroce_tp_next_deadline(const struct uroce_tp_dev *dev);
 
+/** Sets or (NULL) clears the debug log of uroce_tp_dev_cfg.debug_log, between any two
+ *  calls: a host turns the state-change lines on and off with its log level. */
+void uroce_tp_set_debug_log(struct uroce_tp_dev *dev,
+			    void (*debug_log)(void *io_ctx, const char *fmt, va_list ap));
+
 /* ------------------------------------------------------------------------------------- */
 /* Protection domains, memory regions, address handles                                   */
 

@@ -84,12 +84,20 @@ static uint64_t host_now(void *io_ctx)
 	return ((struct host *)io_ctx)->now;
 }
 
+/* Debug lines are counted, and the first of each machine kept (uroce_rnic_trace). */
 static void host_log(void *io_ctx, int level, const char *fmt, va_list ap)
 {
-	(void)io_ctx;
-	(void)level;
-	(void)fmt;
-	(void)ap;
+	struct host *h = io_ctx;
+	char line[sizeof(h->first_resp)];
+
+	if (level != UROCE_CONF_LOG_DEBUG)
+		return;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	h->debug_lines++;
+	if (strstr(line, " resp: ") && !h->first_resp[0])
+		memcpy(h->first_resp, line, sizeof(line));
+	if (strstr(line, " comp: ") && !h->first_comp[0])
+		memcpy(h->first_comp, line, sizeof(line));
 }
 
 static int host_admin(void *io_ctx, const struct uroce_ctrl_admin_req *req)

@@ -47,6 +47,9 @@ struct host {
 	struct uroce_rnic *nic;
 	/* what the host says a process may pin (ops->memlock_limit); 0: no limit */
 	uint64_t memlock;
+	/* ops->log's debug lines: how many, and the first of the responder and completer */
+	unsigned int debug_lines;
+	char first_resp[96], first_comp[96];
 };
 
 void host_loop(struct host *h);

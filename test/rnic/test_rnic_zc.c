@@ -247,6 +247,43 @@ Test(rnic, deregistered_memory_stays_mapped_while_frames_point_into_it)
 	host_fini(&h);
 }
 
+/* uroce_rnic_trace: on, a WRITE over loopback logs its way through the responder (the
+ * request) and the completer (the ACK) as rxe names the states; off, not a line. */
+Test(rnic, uroce_rnic_trace_logs_the_responders_and_completers_states)
+{
+	struct host h;
+	struct zc_app a;
+
+	host_init(&h, 1, 1);
+	h.loopback = true;
+	zc_app_open(&h, &a);
+	zc_connect(&h, &a);
+	uroce_rnic_trace(h.nic, true);
+	zc_post_write(&h, &a, 64);
+	for (int i = 0; i < 100 && !uroce_ring_cons_avail(&a.cq); i++) {
+		host_loop(&h);
+		uroce_rnic_process(h.nic);
+	}
+	cr_assert_eq(uroce_ring_cons_avail(&a.cq), 1u, "the WRITE completed");
+	cr_assert(strstr(h.first_resp, "resp: CHK_PSN -> CHK_OP_SEQ") != NULL, "%s",
+		  h.first_resp);
+	cr_assert(strstr(h.first_comp, "comp: GET_WQE -> CHECK_PSN") != NULL, "%s", h.first_comp);
+	cr_assert_geq(h.debug_lines, 4u);
+
+	uroce_ring_cons_release(&a.cq, 1);
+	uroce_rnic_trace(h.nic, false);
+	h.debug_lines = 0;
+	zc_post_write(&h, &a, 64);
+	for (int i = 0; i < 100 && !uroce_ring_cons_avail(&a.cq); i++) {
+		host_loop(&h);
+		uroce_rnic_process(h.nic);
+	}
+	cr_assert_eq(uroce_ring_cons_avail(&a.cq), 1u, "the second WRITE completed");
+	cr_assert_eq(h.debug_lines, 0u, "no line with the trace off");
+	zc_app_close(&a);
+	host_fini(&h);
+}
+
 /* Posts a receive of 64 bytes at offset ZC_MEM / 2 as lib/client does (the WQE, its commit,
  * the doorbell slot), and nothing more: the RNIC has not looked at it yet. */
 static void zc_post_recv_unseen(struct zc_app *a, uint64_t wr_id)
