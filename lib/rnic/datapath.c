@@ -70,8 +70,8 @@ static void qp_bad_wqe(struct rnic_qp *q)
 	rnic_tp_event(nic, IBV_EVENT_QP_FATAL, q->tp);
 }
 
-/* A WQE in a shared ring is copied into the transport's: the limits an application was
- * told (the device's max_sge, max_inline_data) are the transport's, and the ring's WQE
+/* A WQE in a shared ring is copied into the transport's slot: the limits an application
+ * was told (the device's max_sge, max_inline_data) are the transport's, and the ring's WQE
  * must hold exactly that much. */
 _Static_assert(UROCE_CTRL_MAX_SGE == UROCE_TP_MAX_SGE, "ring WQE's sg_list: the transport's");
 _Static_assert(UROCE_CTRL_MAX_INLINE == UROCE_TP_MAX_INLINE, "inline bytes: the transport's");
@@ -81,10 +81,11 @@ _Static_assert(UROCE_CTRL_QUEUE_CTL_OFFSET >= sizeof(struct uroce_shm_hdr),
 /*
  * WQEs come from rings the application writes, and it may rewrite a slot while we read
  * it (a bug, or on purpose). Each field is therefore read exactly once
- * (UROCE_SHM_READ_ONCE) into the transport's WQE, and what bounds a copy (num_sge,
- * inline_len) is checked there, in our own memory: a length checked in the ring and read
- * again for the copy could overrun the WQE on our stack. Payload bytes (inline data) may
- * still change under the copy; they are data, and bound nothing.
+ * (UROCE_SHM_READ_ONCE), straight into the transport's slot (uroce_tp_post_send_reserve:
+ * the one copy of a WQE in the daemon), and what bounds a copy (num_sge, inline_len) is
+ * checked there, in our own memory: a length checked in the ring and read again for the
+ * copy could overrun the slot. The transport's commit checks the rest there too. Payload
+ * bytes (inline data) may still change under the copy; they are data, and bound nothing.
  */
 #define RD(field) UROCE_SHM_READ_ONCE(field)
 
@@ -279,16 +280,18 @@ static unsigned int rq_doorbell(struct rnic_qp *q, bool refill)
 	int rc;
 
 	for (i = 0; i < n; i++) {
-		struct uroce_tp_recv_wqe t;
+		struct uroce_tp_recv_wqe *t = uroce_tp_post_recv_reserve(q->tp);
 
-		to_tp_recv(&t, uroce_ring_cons_slot(&q->rq, i));
-		rc = uroce_tp_post_recv(q->tp, &t);
-		if (rc == -ENOMEM || (rc && refill))
+		if (t == NULL)
+			break; /* the transport's queue is full: the rest waits in the ring */
+		to_tp_recv(t, uroce_ring_cons_slot(&q->rq, i));
+		rc = uroce_tp_post_recv_commit(q->tp);
+		if (rc && refill)
 			break;
 		if (rc) {
 			qp_bad_wqe(q);
-			t.num_sge = 0;
-			uroce_tp_post_recv(q->tp, &t);
+			t->num_sge = 0;
+			uroce_tp_post_recv_commit(q->tp);
 		}
 	}
 	if (i) {
@@ -313,23 +316,23 @@ static unsigned int qp_doorbell(struct rnic_qp *q)
 
 	n = uroce_ring_cons_avail(&q->sq);
 	for (i = 0; i < n; i++) {
-		struct uroce_tp_send_wqe t;
+		struct uroce_tp_send_wqe *t = uroce_tp_post_send_reserve(q->tp);
+		bool read_ok;
 
-		rc = to_tp_send(q, &t, uroce_ring_cons_slot(&q->sq, i));
-		if (rc == 0)
-			rc = uroce_tp_post_send(q->tp, &t, now);
-		if (rc == -ENOMEM)
+		if (t == NULL)
 			break; /* the transport's queue is full: the rest waits in the ring */
+		read_ok = to_tp_send(q, t, uroce_ring_cons_slot(&q->sq, i)) == 0;
+		rc = read_ok ? uroce_tp_post_send_commit(q->tp, now) : -EINVAL;
 		if (rc) {
 			qp_bad_wqe(q);
-			if (to_tp_send(q, &t, uroce_ring_cons_slot(&q->sq, i)) != 0) {
-				t.num_sge = 0;
-				t.inline_len = 0;
-				t.send_flags &= ~(unsigned int)IBV_SEND_INLINE;
+			if (!read_ok) { /* what bounds a copy may be what was wrong */
+				t->num_sge = 0;
+				t->inline_len = 0;
+				t->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
 			}
-			t.opcode = IBV_WR_SEND;
-			t.ah = NULL;
-			uroce_tp_post_send(q->tp, &t, now); /* completes flushed */
+			t->opcode = IBV_WR_SEND;
+			t->ah = NULL;
+			uroce_tp_post_send_commit(q->tp, now); /* completes flushed */
 		}
 	}
 	if (i) {
@@ -350,11 +353,13 @@ static unsigned int srq_doorbell(struct rnic_srq *s)
 	uint32_t n = uroce_ring_cons_avail(&s->ring), i;
 
 	for (i = 0; i < n; i++) {
-		struct uroce_tp_recv_wqe t;
+		struct uroce_tp_recv_wqe *t = uroce_tp_post_srq_recv_reserve(s->tp);
 
-		to_tp_recv(&t, uroce_ring_cons_slot(&s->ring, i));
-		if (uroce_tp_post_srq_recv(s->tp, &t) != 0)
-			break; /* full, or a malformed WQE that stays until the SRQ goes */
+		if (t == NULL)
+			break; /* full */
+		to_tp_recv(t, uroce_ring_cons_slot(&s->ring, i));
+		if (uroce_tp_post_srq_recv_commit(s->tp) != 0)
+			break; /* a malformed WQE: it stays until the SRQ goes */
 	}
 	if (i) {
 		uroce_ring_cons_release(&s->ring, i);

@@ -100,15 +100,31 @@ int uroce_tp_destroy_srq(struct uroce_tp_srq *srq)
 	return 0;
 }
 
-int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_wqe *wqe)
+struct uroce_tp_recv_wqe *uroce_tp_post_srq_recv_reserve(struct uroce_tp_srq *srq)
 {
-	if (wqe->num_sge > srq->max_sge)
-		return -EINVAL;
+	if (srq->prod - srq->cons >= srq->max_wr)
+		return NULL;
+	return &srq->ring[srq->prod & srq->mask];
+}
+
+int uroce_tp_post_srq_recv_commit(struct uroce_tp_srq *srq)
+{
 	if (srq->prod - srq->cons >= srq->max_wr)
 		return -ENOMEM;
-	srq->ring[srq->prod & srq->mask] = *wqe;
+	if (srq->ring[srq->prod & srq->mask].num_sge > srq->max_sge)
+		return -EINVAL;
 	srq->prod++;
 	return 0;
+}
+
+int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_wqe *wqe)
+{
+	struct uroce_tp_recv_wqe *w = uroce_tp_post_srq_recv_reserve(srq);
+
+	if (w == NULL)
+		return wqe->num_sge > srq->max_sge ? -EINVAL : -ENOMEM;
+	*w = *wqe;
+	return uroce_tp_post_srq_recv_commit(srq);
 }
 
 /* The receive queue is empty: ask the caller to fetch what the application may have

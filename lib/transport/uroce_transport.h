@@ -16,9 +16,9 @@
  * - Objects and semantics are those of rdma-core's verbs: the enums, attribute structs,
  *   masks and ibv_wc come from <infiniband/verbs.h>, errors are the errno values
  *   ibv_* calls return for the same mistakes (as a negative return), completion statuses
- *   are enum ibv_wc_status. Work requests are plain structs without pointers
- *   (struct uroce_tp_send_wqe, uroce_tp_recv_wqe): the format the shared-memory rings
- *   will carry.
+ *   are enum ibv_wc_status. Work requests are plain structs without pointers but a
+ *   UD send's AH (struct uroce_tp_send_wqe, uroce_tp_recv_wqe), posted whole or written
+ *   in place into the queue's slot (uroce_tp_post_send_reserve).
  * - Memory is reached only through MRs: an MR maps [iova, iova + length) of the
  *   application's address space to @c host bytes the caller gives (the same address
  *   when both sides map shared memory at one address).
@@ -182,7 +182,8 @@ struct uroce_tp_dev_cfg {
 	/** Called when a message needs a receive WQE and the QP's receive queue (@p srq
 	 *  NULL) or the SRQ @p srq it takes from (its own, or for an XRC target the one
 	 *  the request names) is empty (may be NULL): the caller posts what it has queued elsewhere
-	 *  (uroce_tp_post_recv / uroce_tp_post_srq_recv are allowed here). Without it, a
+	 *  (uroce_tp_post_recv / uroce_tp_post_srq_recv and their *_reserve / *_commit
+	 *  are allowed here). Without it, a
 	 *  receive posted just before the message arrived could be missed: RNR NAK for RC,
 	 *  a dropped message for UC and UD. */
 	void (*rq_refill)(void *io_ctx, struct uroce_tp_qp *qp, struct uroce_tp_srq *srq);
@@ -487,6 +488,28 @@ int uroce_tp_post_send(struct uroce_tp_qp *qp, const struct uroce_tp_send_wqe *w
 /** @return 0, -EINVAL (too many SGEs, QP in RESET, QP on an SRQ), -ENOMEM (full). */
 int uroce_tp_post_recv(struct uroce_tp_qp *qp, const struct uroce_tp_recv_wqe *wqe);
 int uroce_tp_post_srq_recv(struct uroce_tp_srq *srq, const struct uroce_tp_recv_wqe *wqe);
+
+/**
+ * Posting in place, for a host that copies WQEs from elsewhere (uroced, from the shared
+ * rings): the WQE is written once, straight into the queue's slot, instead of into a WQE
+ * of the caller's and again into the slot. *_reserve gives the queue's next free slot, or
+ * NULL when the queue is full (or, for a receive queue, when the QP has none: it is on an
+ * SRQ); the caller writes the WQE there; *_commit checks it there, in the transport's
+ * memory, and queues it, with the checks and returns of uroce_tp_post_send / _post_recv /
+ * _post_srq_recv (-ENOMEM when nothing was reserved). Only the used part of a send WQE
+ * need be written: the fields before sg_list, then the first num_sge SGEs, the inline_len
+ * inline bytes or the bind, as the opcode and IBV_SEND_INLINE say; the rest of the slot
+ * holds what an earlier WQE left, and nothing reads it. A refused slot is not queued: the
+ * caller may write it again and commit (uroced posts a refused send WQE again as a SEND
+ * without data, so that it completes flushed once the QP is in ERR). Between the two calls
+ * nothing may post to the queue, reset the QP or destroy it (modify to ERR is fine).
+ */
+struct uroce_tp_send_wqe *uroce_tp_post_send_reserve(struct uroce_tp_qp *qp);
+int uroce_tp_post_send_commit(struct uroce_tp_qp *qp, uint64_t now_ns);
+struct uroce_tp_recv_wqe *uroce_tp_post_recv_reserve(struct uroce_tp_qp *qp);
+int uroce_tp_post_recv_commit(struct uroce_tp_qp *qp);
+struct uroce_tp_recv_wqe *uroce_tp_post_srq_recv_reserve(struct uroce_tp_srq *srq);
+int uroce_tp_post_srq_recv_commit(struct uroce_tp_srq *srq);
 
 /* ------------------------------------------------------------------------------------- */
 /* Queue pairs (IBA 10.3, 11.2.4)                                                         */

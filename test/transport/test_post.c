@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/transport, deterministic, on two hosts (behaviour.h). Posting rules (by QP state,
- * bad requests, a full queue, receive errors) and signaling (unsignaled, sq_sig_all, a
- * failing unsignaled WQE). Each asserts the exact statuses, counters, QP states, frames
- * on the wire and what memory holds afterwards.
+ * bad requests, a full queue, receive errors, posting in place) and signaling
+ * (unsignaled, sq_sig_all, a failing unsignaled WQE). Each asserts the exact statuses,
+ * counters, QP states, frames on the wire and what memory holds afterwards.
  */
 #include "behaviour.h"
 
@@ -196,6 +196,77 @@ Test(post, recv_errors)
 	cr_assert_eq(uroce_tp_post_recv(plain, &r), -EINVAL, "RESET");
 	r.num_sge = UROCE_TP_MAX_SGE + 1;
 	cr_assert_eq(uroce_tp_post_recv(plain, &r), -EINVAL);
+	env_fini(&e);
+}
+
+/* Posting in place: a slot while there is room, a refused slot not queued and written
+ * again, and what is committed sent as a posted WQE is. */
+Test(post, send_reserve_commit)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_qp_init init;
+	struct uroce_tp_send_wqe *slot;
+	int i;
+
+	env_init(&e);
+	memset(&init, 0, sizeof(init));
+	init.qp_type = IBV_QPT_RC;
+	init.send_cq = e.sc[0].cq;
+	init.recv_cq = e.rc[0].cq;
+	init.cap.max_send_wr = 2;
+	e.qp[0] = uroce_tp_create_qp(e.pd[0], &init);
+	e.qp[1] = mkqp(&e, 1, IBV_QPT_RC, NULL, false, 8);
+	sim_connect(&e.s, e.qp[0], 0, e.qp[1], 1, &o);
+	for (i = 0; i < 2; i++) {
+		slot = uroce_tp_post_send_reserve(e.qp[0]);
+		cr_assert_not_null(slot);
+		*slot = wr((uint64_t)i, IBV_WR_RDMA_WRITE, va(&e, 0, 0), 8, e.key[0], true);
+		slot->remote_addr = va(&e, 1, 0);
+		slot->rkey = e.key[1];
+		if (i == 1) {
+			slot->num_sge = UROCE_TP_MAX_SGE + 1;
+			cr_assert_eq(uroce_tp_post_send_commit(e.qp[0], e.s.now), -EINVAL);
+			cr_assert_eq(uroce_tp_post_send_reserve(e.qp[0]), slot, "not queued");
+			slot->num_sge = 1;
+		}
+		cr_assert_eq(uroce_tp_post_send_commit(e.qp[0], e.s.now), 0);
+	}
+	cr_assert_null(uroce_tp_post_send_reserve(e.qp[0]), "full");
+	cr_assert_eq(uroce_tp_post_send_commit(e.qp[0], e.s.now), -ENOMEM);
+	cr_assert(run_until(&e, 2, 0, 100 * MS));
+	expect_wc(&e.sc[0].wc[0], 0, IBV_WC_SUCCESS);
+	expect_wc(&e.sc[0].wc[1], 1, IBV_WC_SUCCESS);
+	cr_assert_not_null(uroce_tp_post_send_reserve(e.qp[0]), "completions make room");
+	env_fini(&e);
+}
+
+Test(post, recv_reserve_commit)
+{
+	struct env e;
+	struct uroce_tp_srq *srq;
+	struct ibv_srq_init_attr sa;
+	struct uroce_tp_qp *on_srq;
+	struct uroce_tp_recv_wqe *slot;
+
+	env_init(&e);
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 1;
+	sa.attr.max_sge = 1;
+	srq = uroce_tp_create_srq(e.pd[1], &sa);
+	cr_assert_not_null(srq);
+	on_srq = mkqp(&e, 1, IBV_QPT_RC, srq, false, 8);
+	cr_assert_null(uroce_tp_post_recv_reserve(on_srq), "its receives go to its SRQ");
+	cr_assert_eq(uroce_tp_post_recv_commit(on_srq), -ENOMEM);
+	slot = uroce_tp_post_srq_recv_reserve(srq);
+	cr_assert_not_null(slot);
+	*slot = rwr(1, va(&e, 1, 0), 64, e.key[1]);
+	slot->num_sge = 2;
+	cr_assert_eq(uroce_tp_post_srq_recv_commit(srq), -EINVAL, "more SGEs than max_sge");
+	slot->num_sge = 1;
+	cr_assert_eq(uroce_tp_post_srq_recv_commit(srq), 0);
+	cr_assert_null(uroce_tp_post_srq_recv_reserve(srq), "full");
+	cr_assert_eq(uroce_tp_srq_outstanding(srq), 1);
 	env_fini(&e);
 }
 
