@@ -367,6 +367,19 @@ struct uroce_wire_pkt {
 enum uroce_wire_err uroce_wire_parse(const void *frame, uint32_t len,
 				     struct uroce_wire_pkt *pkt);
 
+/**
+ * uroce_wire_parse() for a caller that has already checked the frame up to the UDP
+ * header, so that no header is parsed twice (lib/ipstack, which the transport then takes
+ * the result of): an Ethernet header with at most one 802.1Q tag, the IP header at
+ * @p l3_off (14 or 18) with the checks uroce_wire_parse() makes on it, but for an IPv4
+ * header's reserved flag bit, checked here (version 4 or 6, IPv4 header length 20 and
+ * checksum, no fragment, no IPv6 extension header, protocol UDP, the datagram within the
+ * frame). The caller's checks are not made again; the rest is, in the same order: the
+ * same result as uroce_wire_parse() on such a frame (fuzz_ipstack_input checks it).
+ */
+enum uroce_wire_err uroce_wire_parse_checked_ip(const void *frame, uint32_t l3_off,
+						struct uroce_wire_pkt *pkt);
+
 /* ------------------------------------------------------------------------------------- */
 /* Building                                                                               */
 

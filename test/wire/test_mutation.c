@@ -195,6 +195,43 @@ Test(damage, every_single_byte_change_is_caught_or_is_a_variant_field)
 	cr_expect_gt(variant, 0);
 }
 
+/* What lib/ipstack hands the transport: the parse from a checked IP header on gives what
+ * the whole parse gives, on every sample and on each byte change from the UDP header on
+ * (the IP header is the caller's to check), and refuses IPv4's reserved flag bit. */
+Test(damage, uroce_wire_parse_checked_ip_is_the_whole_parse_past_the_ip_header)
+{
+	static uint8_t m[16384];
+
+	for (int s = 0; s < nsamples; s++) {
+		const struct sample *smp = &samples[s];
+		struct uroce_wire_pkt whole, checked;
+		uint32_t l3, udp, end;
+
+		memset(&whole, 0, sizeof(whole));
+		memset(&checked, 0, sizeof(checked));
+		cr_assert_eq(uroce_wire_parse(smp->data, smp->len, &whole), UROCE_WIRE_OK);
+		cr_assert_eq(uroce_wire_parse_checked_ip(smp->data, whole.l3_off, &checked),
+			     UROCE_WIRE_OK, "%s", smp->what);
+		cr_assert_eq(memcmp(&whole, &checked, sizeof(whole)), 0, "%s", smp->what);
+		l3 = whole.l3_off;
+		udp = whole.bth_off - UROCE_UDP_HLEN;
+		end = whole.pkt_len;
+		memcpy(m, smp->data, smp->len);
+		for (uint32_t off = udp; off < end; off++) {
+			m[off] ^= 0x5a;
+			cr_assert_eq(uroce_wire_parse_checked_ip(m, l3, &checked),
+				     uroce_wire_parse(m, smp->len, &whole), "%s: byte %u",
+				     smp->what, off);
+			m[off] = smp->data[off];
+		}
+		if (whole.hdr.ip_version == 4) {
+			m[l3 + 6] |= 0x80;
+			cr_assert_eq(uroce_wire_parse_checked_ip(m, l3, &checked),
+				     UROCE_WIRE_E_IP_FRAGMENT, "%s", smp->what);
+		}
+	}
+}
+
 Test(damage, ethernet_addresses_are_outside_the_icrc)
 {
 	for (int s = 0; s < nsamples; s++) {
