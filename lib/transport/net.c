@@ -226,54 +226,68 @@ static bool from_peer(const struct uroce_tp_qp *qp, const struct uroce_wire_pkt 
 	       memcmp(pkt->hdr.ip_dst, qp->tmpl.ip_src, UROCE_GID_LEN) == 0;
 }
 
-void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, uint64_t now_ns)
+/* Both entries' body, inlined into each (an exported function is not, in a shared
+ * object's code): a frame costs one call from the host. */
+static inline void rx_parsed(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt,
+			     enum uroce_wire_err err, uint64_t now_ns)
 {
-	struct uroce_wire_pkt pkt;
 	const struct uroce_opcode_info *oi;
 	struct uroce_tp_qp *qp;
-	enum uroce_wire_err err;
 
-	err = uroce_wire_parse(frame, len, &pkt);
 	if (err != UROCE_WIRE_OK) {
 		dev->cnt.rcvd_malformed++;
 		return;
 	}
-	if (!dev->cfg.no_icrc && uroce_wire_icrc_check(&pkt) != UROCE_WIRE_OK) {
+	if (!dev->cfg.no_icrc && uroce_wire_icrc_check(pkt) != UROCE_WIRE_OK) {
 		dev->cnt.rcvd_icrc_err++;
 		return;
 	}
 	dev->cnt.rcvd_pkts++;
-	if (pkt.hdr.bth.opcode == UROCE_OPCODE_CNP)
+	if (pkt->hdr.bth.opcode == UROCE_OPCODE_CNP)
 		return; /* congestion control (DCQCN) is not implemented: counted, ignored */
-	if (pkt.hdr.bth.dqpn == UROCE_TP_GSI_QPN && dev->cfg.gsi_rx) {
-		gsi_rx(dev, &pkt, now_ns);
+	if (pkt->hdr.bth.dqpn == UROCE_TP_GSI_QPN && dev->cfg.gsi_rx) {
+		gsi_rx(dev, pkt, now_ns);
 		return;
 	}
-	if (pkt.hdr.bth.dqpn == UROCE_TP_MCAST_QPN) {
-		mcast_rx(dev, &pkt);
+	if (pkt->hdr.bth.dqpn == UROCE_TP_MCAST_QPN) {
+		mcast_rx(dev, pkt);
 		return;
 	}
-	qp = uroce_tp_qp_lookup(dev, pkt.hdr.bth.dqpn);
+	qp = uroce_tp_qp_lookup(dev, pkt->hdr.bth.dqpn);
 	/* A raw packet QP has no transport: its QPN names no RoCE endpoint. */
 	if (qp == NULL || qp->type == IBV_QPT_RAW_PACKET) {
 		dev->cnt.rcvd_unknown_qp++;
 		return;
 	}
-	if (!pkey_ok(pkt.hdr.bth.pkey)) {
+	if (!pkey_ok(pkt->hdr.bth.pkey)) {
 		dev->cnt.rcvd_bad_pkey++;
 		return;
 	}
-	if (!uroce_opcode_valid_for_qp(pkt.hdr.bth.opcode, (enum uroce_qp_type)qp->type)) {
+	if (!uroce_opcode_valid_for_qp(pkt->hdr.bth.opcode, (enum uroce_qp_type)qp->type)) {
 		dev->cnt.rcvd_wrong_opcode++;
 		return;
 	}
-	if (!from_peer(qp, &pkt)) {
+	if (!from_peer(qp, pkt)) {
 		dev->cnt.rcvd_wrong_peer++;
 		return;
 	}
-	oi = uroce_opcode_info(pkt.hdr.bth.opcode);
+	oi = uroce_opcode_info(pkt->hdr.bth.opcode);
 	if (oi->flags & UROCE_OPF_RESP)
-		tp_comp_rx(qp, &pkt, now_ns);
+		tp_comp_rx(qp, pkt, now_ns);
 	else
-		tp_resp_rx(qp, &pkt);
+		tp_resp_rx(qp, pkt);
+}
+
+void uroce_tp_rx_parsed(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt,
+			enum uroce_wire_err err, uint64_t now_ns)
+{
+	rx_parsed(dev, pkt, err, now_ns);
+}
+
+void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len, uint64_t now_ns)
+{
+	struct uroce_wire_pkt pkt;
+	enum uroce_wire_err err = uroce_wire_parse(frame, len, &pkt);
+
+	rx_parsed(dev, &pkt, err, now_ns);
 }

@@ -7,10 +7,11 @@
  * The InfiniBand transport of one RoCEv2 endpoint, sans I/O (IBA vol 1 ch. 9-11).
  *
  * Contract
- * - No I/O and no clock: frames come in through uroce_tp_rx(), go out through the
- *   device's tx callback, and time is the @c now_ns argument of every call that can
- *   start or fire a timer. Nothing here reads a clock, sleeps, allocates per packet or
- *   calls DPDK. Given the same inputs and seed, the output is the same.
+ * - No I/O and no clock: frames come in through uroce_tp_rx() (or, parsed, through
+ *   uroce_tp_rx_parsed()), go out through the device's tx callback, and time is the
+ *   @c now_ns argument of every call that can start or fire a timer. Nothing here reads
+ *   a clock, sleeps, allocates per packet or calls DPDK. Given the same inputs and seed,
+ *   the output is the same.
  * - One device is driven by one thread at a time (the daemon shards devices or QPs per
  *   lcore); calls on one device are not thread-safe.
  * - Objects and semantics are those of rdma-core's verbs: the enums, attribute structs,
@@ -255,6 +256,15 @@ uint64_t uroce_tp_turn_wait_max(const struct uroce_tp_dev *dev);
  */
 void uroce_tp_rx(struct uroce_tp_dev *dev, const uint8_t *frame, uint32_t len,
 		 uint64_t now_ns);
+/**
+ * uroce_tp_rx() for a frame its caller has parsed already (uroce_tp_rx is
+ * uroce_wire_parse, then this): @p err is what the parse returned, @p pkt what it filled
+ * (not read unless @p err is UROCE_WIRE_OK; the frame it points into must stay valid
+ * during the call). A host whose IP stack parses the frame first hands on its result
+ * (lib/ipstack's uroce_ip_input_roce), and no header is parsed twice.
+ */
+void uroce_tp_rx_parsed(struct uroce_tp_dev *dev, const struct uroce_wire_pkt *pkt,
+			enum uroce_wire_err err, uint64_t now_ns);
 
 /**
  * Lets the device work: requesters send what is posted (within their windows), responders
