@@ -167,8 +167,9 @@ static enum uroce_ip_verdict ipv6_input(struct uroce_ip_stack *s, struct ip_rx *
 	}
 }
 
+/* @p l3_off: where the IP header is, for a UROCE_IP_ROCE verdict. */
 static enum uroce_ip_verdict classify(struct uroce_ip_stack *s, const uint8_t *f, uint32_t len,
-				      uint64_t now)
+				      uint64_t now, uint32_t *l3_off)
 {
 	struct ip_rx rx = {.eth_dst = f, .eth_src = f + ETH_ALEN, .now = now};
 	uint32_t off = 12;
@@ -189,6 +190,7 @@ static enum uroce_ip_verdict classify(struct uroce_ip_stack *s, const uint8_t *f
 			return IP_DROP(s, unknown_ethertype);
 	}
 	off += 2;
+	*l3_off = off;
 	if (vid != s->cfg.vlan_id)
 		return IP_DROP(s, wrong_vlan);
 
@@ -225,18 +227,30 @@ static enum uroce_ip_verdict classify(struct uroce_ip_stack *s, const uint8_t *f
 	}
 }
 
-enum uroce_ip_verdict uroce_ip_input(struct uroce_ip_stack *s, const uint8_t *frame,
-				     uint32_t len, uint64_t now_ns)
+enum uroce_ip_verdict uroce_ip_input_roce(struct uroce_ip_stack *s, const uint8_t *frame,
+					  uint32_t len, uint64_t now_ns, struct uroce_wire_pkt *pkt,
+					  enum uroce_wire_err *err)
 {
-	enum uroce_ip_verdict v = classify(s, frame, len, now_ns);
+	uint32_t l3_off = 0;
+	enum uroce_ip_verdict v = classify(s, frame, len, now_ns, &l3_off);
 
 	s->cnt.rx_frames++;
-	if (v == UROCE_IP_ROCE)
+	if (v == UROCE_IP_ROCE) {
 		s->cnt.rx_roce++;
+		/* The rest of the parse, from what classify() checked on: the transport's. */
+		if (pkt)
+			*err = uroce_wire_parse_checked_ip(frame, l3_off, pkt);
+	}
 	else if (v == UROCE_IP_CONSUMED)
 		s->cnt.rx_consumed++;
 	else
 		s->cnt.rx_dropped++;
 	neigh_deliver(s);
 	return v;
+}
+
+enum uroce_ip_verdict uroce_ip_input(struct uroce_ip_stack *s, const uint8_t *frame,
+				     uint32_t len, uint64_t now_ns)
+{
+	return uroce_ip_input_roce(s, frame, len, now_ns, NULL, NULL);
 }

@@ -23,8 +23,9 @@
  *   router needs a gateway entry, which this stack does not have).
  * - It classifies: IPv4 or IPv6 UDP to port 4791 addressed to one of our addresses and
  *   our MAC is UROCE_IP_ROCE; the caller gives it to the transport, which validates the
- *   rest (lib/wire). The IP header has been checked as far as classifying needs (lengths,
- *   IPv4 checksum, no fragment), the UDP checksum has not.
+ *   rest (lib/wire), or has it parsed here (uroce_ip_input_roce). The IP header has been
+ *   checked as far as classifying needs (lengths, IPv4 checksum, no fragment), the UDP
+ *   checksum has not.
  * - Frames we send are not padded to Ethernet's 60-byte minimum (the NIC pads, as for
  *   Linux's own 42-byte ARP frames) and carry an 802.1Q tag when cfg.vlan_id != 0.
  * - Callbacks: cfg.tx may not call back into the stack. cfg.resolved may call
@@ -51,6 +52,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "uroce_wire.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -134,6 +137,13 @@ enum uroce_ip_verdict {
  *  IP datagram is allowed) and answers it if it asks something of us. */
 enum uroce_ip_verdict uroce_ip_input(struct uroce_ip_stack *stack, const uint8_t *frame,
 				     uint32_t len, uint64_t now_ns);
+/** uroce_ip_input(), and for a UROCE_IP_ROCE frame the rest of its parse, from where this
+ *  stack's checks ended (uroce_wire_parse_checked_ip: no header is parsed twice): @p pkt
+ *  and @p err as uroce_wire_parse() would give them, for the transport
+ *  (uroce_tp_rx_parsed). Untouched for the other verdicts. */
+enum uroce_ip_verdict uroce_ip_input_roce(struct uroce_ip_stack *stack, const uint8_t *frame,
+					  uint32_t len, uint64_t now_ns, struct uroce_wire_pkt *pkt,
+					  enum uroce_wire_err *err);
 
 /* ------------------------------------------------------------------------------------- */
 /* Neighbours                                                                             */

@@ -18,7 +18,8 @@
  * comes only for a cookie with a waiter (-EAGAIN, not cancelled), with a MAC exactly when
  * err is 0 and err one of 0, -EHOSTUNREACH; nothing is left waiting after enough time;
  * next_deadline is UINT64_MAX then; a checksum left for offload (uroce_ip_csum_complete)
- * is completed to one that verifies.
+ * is completed to one that verifies; a RoCE frame's parse (uroce_ip_input_roce, which
+ * the transport takes) is what uroce_wire_parse makes of the whole frame.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -161,6 +162,26 @@ static void check_counters(void)
 	CHECK(c->rx_dropped == reasons);
 }
 
+/* A frame to the stack, as uroced gives it (uroce_ip_input_roce). A RoCE frame's parse,
+ * which the stack ends with lib/wire from where its own checks stopped, is the one lib/wire
+ * makes of the whole frame: the same result, the same fields. */
+static void roce_input(const uint8_t *frame, uint32_t len, uint64_t now)
+{
+	struct uroce_wire_pkt pkt, whole;
+	enum uroce_wire_err err = UROCE_WIRE_E__COUNT;
+
+	/* Zeroed, padding included, so that the two compare as bytes. */
+	memset(&pkt, 0, sizeof(pkt));
+	memset(&whole, 0, sizeof(whole));
+	if (uroce_ip_input_roce(F.s, frame, len, now, &pkt, &err) != UROCE_IP_ROCE) {
+		CHECK(err == UROCE_WIRE_E__COUNT); /* untouched */
+		return;
+	}
+	CHECK(err == uroce_wire_parse(frame, len, &whole));
+	if (err == UROCE_WIRE_OK)
+		CHECK(memcmp(&pkt, &whole, sizeof(pkt)) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t frame[UROCE_IP_FRAME_MAX];
@@ -212,7 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (op & 4)
 				fix_checksums(frame, len);
 			now += (uint64_t)(op >> 3) * 10000000ull;
-			uroce_ip_input(F.s, frame, len, now);
+			roce_input(frame, len, now);
 			check_counters();
 			/* uroced's path to its kernel interface: a checksum completed once
 			 * verifies, so the frame is no longer one left for offload. */
