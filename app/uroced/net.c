@@ -78,7 +78,9 @@ static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 {
 	struct uroced *d = ctx;
 	uint8_t *completed = d->csum_frame;
-	enum uroce_ip_verdict v = uroce_ip_input(d->ip, frame, len, d->now_ns);
+	struct uroce_wire_pkt pkt; /* a RoCE frame, parsed once: for the transport */
+	enum uroce_wire_err err;
+	enum uroce_ip_verdict v = uroce_ip_input_roce(d->ip, frame, len, d->now_ns, &pkt, &err);
 
 	/* A sender on this machine (a VM, a container on a veth) may have left its TCP or
 	 * UDP checksum for offload: it is filled in, as the device would have, before the
@@ -99,7 +101,7 @@ static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 	switch (v) {
 	case UROCE_IP_ROCE:
 		capture(d, frame, len);
-		uroce_rnic_rx(d->rnic, frame, len);
+		uroce_rnic_rx_parsed(d->rnic, &pkt, err);
 		break;
 	case UROCE_IP_CONSUMED:
 		/* ARP answered or learnt here is the kernel's to learn from too (its TCP

@@ -373,6 +373,12 @@ void uroce_rnic_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len)
 	uroce_tp_rx(nic->dev, frame, len, rnic_now(nic));
 }
 
+void uroce_rnic_rx_parsed(struct uroce_rnic *nic, const struct uroce_wire_pkt *pkt,
+			  enum uroce_wire_err err)
+{
+	uroce_tp_rx_parsed(nic->dev, pkt, err, rnic_now(nic));
+}
+
 bool uroce_rnic_flow_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len,
 			bool claimable)
 {

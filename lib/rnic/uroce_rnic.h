@@ -19,7 +19,8 @@
  * A poll loop drives it, each turn:
  *
  *   uroce_rnic_doorbells()    WQEs the applications posted -> the transport
- *   uroce_rnic_rx()           each RoCE frame the host received (after its IP stack)
+ *   uroce_rnic_rx_parsed()    each RoCE frame the host received, as its IP stack parsed
+ *                             it (uroce_rnic_rx: a frame not parsed yet)
  *   uroce_rnic_process()      retransmission and CM timers, when due, then the turn's
  *                             completions -> the applications' CQ rings
  *
@@ -226,6 +227,10 @@ struct uroce_rnic_client *uroce_rnic_neigh_resolved(struct uroce_rnic *nic, uint
 unsigned int uroce_rnic_doorbells(struct uroce_rnic *nic);
 /** One received RoCE frame (the IP stack said UROCE_IP_ROCE). */
 void uroce_rnic_rx(struct uroce_rnic *nic, const uint8_t *frame, uint32_t len);
+/** The same, parsed already by the IP stack (lib/ipstack's uroce_ip_input_roce: @p pkt
+ *  and @p err as it gave them; lib/transport's uroce_tp_rx_parsed). */
+void uroce_rnic_rx_parsed(struct uroce_rnic *nic, const struct uroce_wire_pkt *pkt,
+			  enum uroce_wire_err err);
 /** A received frame, to the raw packet QPs' flow rules (ibv_create_flow; lib/transport's
  *  uroce_tp_flow_rx): @p claimable false for a frame the host needs itself (ARP, ND,
  *  echo), which the rules' sniffers only get a copy of; RoCEv2 is never taken. @return
