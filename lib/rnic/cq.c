@@ -15,21 +15,6 @@
 #define CQ_CTL_OFFSET 64u
 #define CQ_RING_OFFSET 128u
 
-static void cq_unready(struct rnic_cq *q)
-{
-	struct uroce_rnic *nic = q->client->rnic;
-	uint32_t i;
-
-	if (!q->ready)
-		return;
-	for (i = 0; i < nic->nready; i++)
-		if (nic->ready[i] == q) {
-			rnic_list_del((void **)nic->ready, &nic->nready, i);
-			break;
-		}
-	q->ready = false;
-}
-
 int rnic_destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q)
 {
 	struct uroce_rnic *nic = c->rnic;
@@ -37,7 +22,6 @@ int rnic_destroy_cq(struct uroce_rnic_client *c, uint32_t h, struct rnic_cq *q)
 
 	if (rc)
 		return rc;
-	cq_unready(q);
 	if (q->channel)
 		q->channel->refs--;
 	rnic_shm_close(nic, &q->region);

@@ -439,17 +439,6 @@ void rnic_client_catch_up(struct uroce_rnic_client *c)
 	rnic_completions(nic);
 }
 
-void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq)
-{
-	struct uroce_rnic *nic = io_ctx;
-	struct rnic_cq *q = uroce_tp_cq_user(cq);
-
-	if (!q || q->ready)
-		return;
-	if (rnic_list_add((void ***)&nic->ready, &nic->nready, &nic->cap_ready, q, NULL) == 0)
-		q->ready = true;
-}
-
 /* After completions were committed to one of @p c's CQ rings: wakes its threads blocked
  * in poll_cq, if any (a system call only then). */
 static void cq_wake_waiters(struct uroce_rnic_client *c)
@@ -466,8 +455,8 @@ static void cq_wake_waiters(struct uroce_rnic_client *c)
 		nic->cnt.cq_waiter_wakes++;
 }
 
-/* Moves a CQ's completions into its shared ring. @return true when it is drained. */
-static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
+/* Moves a CQ's completions into its shared ring, as many as it has room for. */
+static void cq_drain(struct rnic_cq *q, unsigned int *moved)
 {
 	struct uroce_rnic *nic = q->client->rnic;
 	bool solicited = false, any = false;
@@ -494,7 +483,7 @@ static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
 				if (q->channel)
 					rnic_event_pipe_post(nic, &q->channel->pipe);
 			}
-			return true;
+			return;
 		}
 		for (i = 0; i < n; i++) {
 			struct uroce_tp_qp *tq = uroce_tp_qp_lookup(nic->dev, wc[i].qp_num);
@@ -522,13 +511,13 @@ static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
 		atomic_store_explicit(&q->ctl->overrun, 1, memory_order_relaxed);
 		nic->cnt.cq_overruns++;
 	}
-	return false;
 }
 
 /*
  * The completions made since the last call, into their shared CQ rings: the turn's, at
- * its end (uroce_rnic_process), not one frame's at a time. The transport names the CQs
- * that got one (rnic_cq_ready) and they are moved together, so a burst of ACKs that
+ * its end (uroce_rnic_process), not one frame's at a time. The transport keeps the CQs
+ * that hold some on a list (uroce_tp_cq_ready_first), asked for here, not told up to us,
+ * and they are moved together, so a burst of ACKs that
  * completes 32 WQEs of a CQ costs one commit of its producer index (the line its
  * application polls), one look at its waiters and at most one event write, not 32;
  * none waits for a later turn. Moving them after each frame instead was measured (B3):
@@ -536,18 +525,16 @@ static bool cq_drain(struct rnic_cq *q, unsigned int *moved)
  */
 unsigned int rnic_completions(struct uroce_rnic *nic)
 {
+	struct uroce_tp_cq *cq, *next;
 	unsigned int moved = 0;
-	uint32_t i = 0;
 
-	while (i < nic->nready) {
-		struct rnic_cq *q = nic->ready[i];
+	/* A CQ whose shared ring is full keeps the rest and stays on the list: next turn. */
+	for (cq = uroce_tp_cq_ready_first(nic->dev); cq; cq = next) {
+		struct rnic_cq *q = uroce_tp_cq_user(cq);
 
-		if (cq_drain(q, &moved)) {
-			q->ready = false;
-			nic->ready[i] = nic->ready[--nic->nready];
-		} else {
-			i++;
-		}
+		next = uroce_tp_cq_ready_next(cq); /* before cq_drain takes cq off the list */
+		if (q)
+			cq_drain(q, &moved);
 	}
 	return moved;
 }

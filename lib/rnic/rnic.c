@@ -121,7 +121,6 @@ struct uroce_rnic *uroce_rnic_create(const struct uroce_rnic_cfg *cfg)
 		tc.zc_min = nic->conf.transport.zero_copy_min;
 	}
 	tc.event = rnic_tp_event;
-	tc.cq_ready = rnic_cq_ready;
 	tc.rq_refill = rnic_rq_refill;
 	tc.gsi_rx = rnic_cm_gsi_rx;
 	tc.io_ctx = nic;
@@ -168,7 +167,6 @@ void uroce_rnic_destroy(struct uroce_rnic *nic)
 		uroce_tp_dev_destroy(nic->dev);
 	free(nic->qps);
 	free(nic->srqs);
-	free(nic->ready);
 	free(nic->retiring);
 	close(nic->wake_epfd);
 	free(nic);

@@ -154,7 +154,6 @@ struct rnic_cq {
 	struct uroce_ring ring; /* producer */
 	struct uroce_ctrl_cq_ctl *ctl;
 	struct rnic_channel *channel;
-	bool ready; /* on the daemon's ready list */
 	bool overrun_reported;
 };
 
@@ -342,8 +341,6 @@ struct uroce_rnic {
 	uint32_t nsrqs, cap_srqs;
 	struct rnic_xrcd **xrcds; /* the shared ones (xrc.c), by file */
 	uint32_t nxrcds, cap_xrcds;
-	struct rnic_cq **ready;
-	uint32_t nready, cap_ready;
 	/* Queues with WQEs the transport holds: their retired counts are published each
 	 * turn until none is outstanding (unsignaled WQEs retire without a completion). */
 	struct rnic_queue_ref *retiring;
@@ -520,7 +517,6 @@ int rnic_doorbell_slot_get(struct uroce_rnic_client *c, struct rnic_qp *qp, stru
 void rnic_doorbell_slot_put(struct uroce_rnic_client *c, struct rnic_qp *qp, struct rnic_srq *srq);
 void rnic_doorbell_slots_free(struct uroce_rnic_client *c);
 unsigned int rnic_completions(struct uroce_rnic *nic);
-void rnic_cq_ready(void *io_ctx, struct uroce_tp_cq *cq);
 void rnic_rq_refill(void *io_ctx, struct uroce_tp_qp *qp, struct uroce_tp_srq *srq);
 void rnic_tp_event(void *io_ctx, enum ibv_event_type type, void *object);
 void rnic_qp_publish_retired(struct rnic_qp *q);

@@ -142,7 +142,8 @@ int rnic_stats(struct uroce_rnic *nic, const struct uroce_rnic_client *viewer, u
 				    q->ring.mine - atomic_load_explicit(&q->ring.sh->cons,
 									memory_order_relaxed));
 				put(&o, p, "in_transport", uroce_tp_cq_count(q->tp));
-				put(&o, p, "ready", q->ready);
+				/* On the transport's ready list: it holds some. */
+				put(&o, p, "ready", uroce_tp_cq_count(q->tp) != 0);
 			}
 		}
 	}

@@ -113,6 +113,7 @@ struct uroce_tp_ah {
 
 struct uroce_tp_cq {
 	struct tp_node node;
+	struct tp_node ready_node; /* on dev->ready_cqs while it holds completions */
 	struct uroce_tp_dev *dev;
 	struct ibv_wc *ring;
 	uint32_t size, mask; /* capacity (cqe rounded up to 2^k - 1) and ring mask (2^k - 1) */
@@ -332,6 +333,7 @@ struct uroce_tp_dev {
 	struct tp_qpn_page *qpn_pages[TP_QPN_PAGES];
 	struct uroce_tp_qp *qps; /* list of every QP */
 	struct tp_node pds, cqs, srqs, ahs, xrcds;
+	struct tp_node ready_cqs; /* CQs holding completions (uroce_tp_cq_ready_first) */
 	/* XRC SRQs by number - 1 (the XRCETH names them; 0 is no SRQ), NULL where free */
 	struct uroce_tp_srq **xrc_srqs;
 	uint32_t xrc_srq_cap;

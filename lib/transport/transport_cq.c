@@ -4,6 +4,13 @@
 
 #include "tp_internal.h"
 
+/* Off the ready list (emptied, or destroyed); a CQ not on it stays linked to itself. */
+static void cq_unready(struct uroce_tp_cq *cq)
+{
+	tp_list_del(&cq->ready_node);
+	tp_list_init(&cq->ready_node);
+}
+
 struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe)
 {
 	struct uroce_tp_cq *cq;
@@ -24,6 +31,7 @@ struct uroce_tp_cq *uroce_tp_create_cq(struct uroce_tp_dev *dev, int cqe)
 	cq->size = n - 1;
 	cq->mask = n - 1;
 	tp_list_add(&dev->cqs, &cq->node);
+	tp_list_init(&cq->ready_node);
 	return cq;
 }
 
@@ -32,6 +40,7 @@ int uroce_tp_destroy_cq(struct uroce_tp_cq *cq)
 	if (cq->refs)
 		return -EBUSY;
 	tp_list_del(&cq->node);
+	cq_unready(cq);
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -47,9 +56,9 @@ bool tp_cq_push(struct uroce_tp_cq *cq, const struct ibv_wc *wc)
 		return false;
 	}
 	cq->ring[cq->prod & cq->mask] = *wc;
-	/* Told once per empty -> non-empty transition: the caller drains it to empty. */
-	if (cq->prod++ == cq->cons && cq->dev->cfg.cq_ready)
-		cq->dev->cfg.cq_ready(cq->dev->cfg.io_ctx, cq);
+	/* Empty -> non-empty: it joins the ready list, which the caller walks. */
+	if (cq->prod++ == cq->cons)
+		tp_list_add_tail(&cq->dev->ready_cqs, &cq->ready_node);
 	return true;
 }
 
@@ -70,6 +79,8 @@ void tp_cq_discard_qp(struct uroce_tp_cq *cq, uint32_t qpn, bool keep_recv)
 			cq->ring[(cq->cons + i + dropped) & cq->mask] = *wc;
 	}
 	cq->cons += dropped;
+	if (cq->cons == cq->prod)
+		cq_unready(cq);
 }
 
 uint32_t uroce_tp_cq_count(const struct uroce_tp_cq *cq)
@@ -107,7 +118,23 @@ int uroce_tp_poll_cq(struct uroce_tp_cq *cq, int n, struct ibv_wc *wc)
 
 	for (i = 0; i < n && cq->cons != cq->prod; i++, cq->cons++)
 		wc[i] = cq->ring[cq->cons & cq->mask];
+	if (cq->cons == cq->prod)
+		cq_unready(cq);
 	return i;
+}
+
+struct uroce_tp_cq *uroce_tp_cq_ready_first(struct uroce_tp_dev *dev)
+{
+	if (dev->ready_cqs.next == &dev->ready_cqs)
+		return NULL;
+	return tp_container_of(dev->ready_cqs.next, struct uroce_tp_cq, ready_node);
+}
+
+struct uroce_tp_cq *uroce_tp_cq_ready_next(struct uroce_tp_cq *cq)
+{
+	if (cq->ready_node.next == &cq->dev->ready_cqs)
+		return NULL;
+	return tp_container_of(cq->ready_node.next, struct uroce_tp_cq, ready_node);
 }
 
 bool uroce_tp_cq_overflowed(const struct uroce_tp_cq *cq)

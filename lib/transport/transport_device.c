@@ -55,6 +55,7 @@ struct uroce_tp_dev *uroce_tp_dev_create(const struct uroce_tp_dev_cfg *cfg)
 	dev->visit_left = UINT32_MAX;
 	tp_list_init(&dev->pds);
 	tp_list_init(&dev->cqs);
+	tp_list_init(&dev->ready_cqs);
 	tp_list_init(&dev->srqs);
 	tp_list_init(&dev->ahs);
 	tp_list_init(&dev->xrcds);

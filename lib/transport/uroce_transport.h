@@ -177,9 +177,6 @@ struct uroce_tp_dev_cfg {
 	 *  a copy costs less than the segments that point at them. */
 	uint32_t zc_min;
 	uroce_tp_event_fn event; /**< may be NULL */
-	/** Called when a CQ that was empty gets a completion (may be NULL): the caller
-	 *  keeps a list of CQs to drain instead of polling every CQ it has. */
-	void (*cq_ready)(void *io_ctx, struct uroce_tp_cq *cq);
 	/** Called when a message needs a receive WQE and the QP's receive queue (@p srq
 	 *  NULL) or the SRQ @p srq it takes from (its own, or for an XRC target the one
 	 *  the request names) is empty (may be NULL): the caller posts what it has queued elsewhere
@@ -387,6 +384,13 @@ int uroce_tp_resize_cq(struct uroce_tp_cq *cq, int cqe);
 uint32_t uroce_tp_cq_count(const struct uroce_tp_cq *cq);
 /** Up to @p n completions, oldest first. @return how many were written. */
 int uroce_tp_poll_cq(struct uroce_tp_cq *cq, int n, struct ibv_wc *wc);
+/** The CQs that hold completions, in the order they got the first since they were last
+ *  empty: the first of them, or NULL. A CQ joins at its first completion and leaves when
+ *  uroce_tp_poll_cq() (or a QP's reset) empties it, so a caller that moves completions
+ *  elsewhere walks this list instead of every CQ, and one it could not empty stays. */
+struct uroce_tp_cq *uroce_tp_cq_ready_first(struct uroce_tp_dev *dev);
+/** The CQ after @p cq on that list, or NULL: take it before polling @p cq empty. */
+struct uroce_tp_cq *uroce_tp_cq_ready_next(struct uroce_tp_cq *cq);
 /** True from the first completion that did not fit on (IBV_EVENT_CQ_ERR was raised then,
  *  once); that completion and the later ones that do not fit are lost. */
 bool uroce_tp_cq_overflowed(const struct uroce_tp_cq *cq);

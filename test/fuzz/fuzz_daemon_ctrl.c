@@ -1018,6 +1018,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(c->counts[t] == 0);
 	uroce_rnic_client_free(c);
 	CHECK(nic->mappings == 0);
-	CHECK(nic->nqps == 0 && nic->nsrqs == 0 && nic->nready == 0 && nic->nclients == 0);
+	CHECK(nic->nqps == 0 && nic->nsrqs == 0 && nic->nclients == 0);
+	CHECK(uroce_tp_cq_ready_first(nic->dev) == NULL); /* no CQ left holding completions */
 	return 0;
 }

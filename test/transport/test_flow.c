@@ -216,6 +216,49 @@ Test(cq, overflow)
 	env_fini(&e);
 }
 
+/* uroce_tp_cq_ready_first / _next: a CQ is on the ready list from its first completion
+ * until a poll empties it, and only then: the caller walks the list, not every CQ. */
+Test(cq, ready_first_lists_a_cq_while_it_holds_completions)
+{
+	struct env e;
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_cq *cq;
+	struct uroce_tp_qp_init init;
+	struct uroce_tp_send_wqe w;
+	struct ibv_wc wc[4];
+
+	env_init(&e);
+	cq = uroce_tp_create_cq(e.s.host[0].dev, 16);
+	cr_assert_not_null(cq);
+	cr_assert_null(uroce_tp_cq_ready_first(e.s.host[0].dev), "nothing completed yet");
+	memset(&init, 0, sizeof(init));
+	init.qp_type = IBV_QPT_RC;
+	init.send_cq = cq;
+	init.recv_cq = e.rc[0].cq;
+	init.cap.max_send_wr = 16;
+	e.qp[0] = uroce_tp_create_qp(e.pd[0], &init);
+	e.qp[1] = mkqp(&e, 1, IBV_QPT_RC, NULL, false, 16);
+	sim_connect(&e.s, e.qp[0], 0, e.qp[1], 1, &o);
+	for (int i = 0; i < 3; i++) {
+		w = wr((uint64_t)i, IBV_WR_RDMA_WRITE, va(&e, 0, 0), 8, e.key[0], true);
+		w.remote_addr = va(&e, 1, (uint64_t)i * 8);
+		w.rkey = e.key[1];
+		post(&e, 0, &w);
+	}
+	run_for(&e, 10 * MS);
+	cr_assert_eq(uroce_tp_cq_count(cq), 3u);
+	cr_assert_eq(uroce_tp_cq_ready_first(e.s.host[0].dev), cq, "listed at its first");
+	cr_assert_null(uroce_tp_cq_ready_next(cq), "once, and alone");
+	cr_assert_eq(uroce_tp_poll_cq(cq, 2, wc), 2);
+	cr_assert_eq(uroce_tp_cq_ready_first(e.s.host[0].dev), cq, "one left: still listed");
+	cr_assert_eq(uroce_tp_poll_cq(cq, 4, wc), 1);
+	cr_assert_null(uroce_tp_cq_ready_first(e.s.host[0].dev), "empty: off the list");
+	cr_assert_eq(uroce_tp_destroy_qp(e.qp[0]), 0);
+	e.qp[0] = NULL;
+	cr_assert_eq(uroce_tp_destroy_cq(cq), 0);
+	env_fini(&e);
+}
+
 /* ==== 10. QPs take turns ===================================================================== */
 
 /* The index among host 0's frames of the first one with @p opcode (-1: none). */
