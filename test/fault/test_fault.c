@@ -471,3 +471,71 @@ Test(fault, emit_errors_are_returned_and_do_not_stop_emission)
 	uroce_fault_fini(&f);
 	free_out(o);
 }
+
+/* What the injector sends, call by call, hashed with whether it was the caller's pointer,
+ * and its stats: recorded here so that a change of how the injector hands its frames
+ * over can show that the same seed still makes the same faults. */
+static uint64_t replay_h;
+static uint64_t replay_call;
+static const uint8_t *replay_buf;
+
+#define MIX(v) (replay_h = (replay_h ^ (uint64_t)(v)) * 0x100000001b3ull)
+
+static int replay_emit(void *ctx, const uint8_t *p, uint32_t len)
+{
+	(void)ctx;
+	MIX(replay_call);
+	MIX(p == replay_buf);
+	MIX(len);
+	for (uint32_t b = 0; b < len; b++)
+		MIX(p[b]);
+	return 0;
+}
+
+static uint64_t replay_hash(void)
+{
+	const struct uroce_fault_cfg cfgs[] = {
+		{.drop = 0.1, .dup = 0.1, .reorder = 0.2, .corrupt = 0.1, .reorder_depth = 7,
+		 .reorder_timeout_ns = 5000, .seed = 42},
+		{.dup = 0.5, .reorder = 0.9, .reorder_depth = 64, .reorder_timeout_ns = 30000,
+		 .seed = 1},
+		{.reorder = 1.0, .dup = 1.0, .corrupt = 0.5, .reorder_depth = 3, .seed = 7},
+		{.seed = 3},
+	};
+	static uint8_t buf[400];
+
+	replay_h = 0xcbf29ce484222325ull;
+	replay_buf = buf;
+	for (unsigned c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
+		struct uroce_fault f;
+		uint64_t st[sizeof(f.stats) / sizeof(uint64_t)];
+
+		cr_assert_eq(uroce_fault_init(&f, &cfgs[c], replay_emit, NULL), 0);
+		for (uint64_t i = 0; i < 200000; i++) {
+			uint32_t len = 14 + (uint32_t)(i % 380);
+
+			for (uint32_t b = 0; b < len; b++)
+				buf[b] = (uint8_t)(b * 13u + i);
+			replay_call = i;
+			uroce_fault_frame(&f, i * 1000, buf, len);
+			if (i % 17 == 0) {
+				replay_call = ~i;
+				uroce_fault_process(&f, i * 1000 + 500);
+			}
+		}
+		replay_call = ~0ull;
+		uroce_fault_flush(&f);
+		memcpy(st, &f.stats, sizeof(st));
+		for (unsigned k = 0; k < sizeof(st) / sizeof(st[0]); k++)
+			MIX(st[k]);
+		uroce_fault_fini(&f);
+	}
+	return replay_h;
+}
+
+#undef MIX
+
+Test(fault, same_seed_replays_the_recorded_faults)
+{
+	cr_expect_eq(replay_hash(), 0x65b8aa9c56a6d1bdull);
+}
