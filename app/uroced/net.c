@@ -74,9 +74,8 @@ static void to_kernel(struct uroced *d, const uint8_t *frame, uint32_t len)
 /* What the rx fault injector lets through. The raw packet QPs' flow rules may take
  * what neither the RNIC nor the host stack needs (else they only get a copy, if they
  * sniff): RoCE for this device and ARP/ND/echo stay where they were. */
-static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
+static void rx_deliver(struct uroced *d, const uint8_t *frame, uint32_t len)
 {
-	struct uroced *d = ctx;
 	uint8_t *completed = d->csum_frame;
 	struct uroce_wire_pkt pkt; /* a RoCE frame, parsed once: for the transport */
 	enum uroce_wire_err err;
@@ -96,7 +95,7 @@ static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 	}
 	if (uroce_rnic_flow_rx(d->rnic, frame, len, v == UROCE_IP_DROP)) {
 		d->cnt.rx_flow_steered++;
-		return 0;
+		return;
 	}
 	switch (v) {
 	case UROCE_IP_ROCE:
@@ -114,7 +113,13 @@ static int rx_deliver(void *ctx, const uint8_t *frame, uint32_t len)
 		to_kernel(d, frame, len);
 		break;
 	}
-	return 0;
+}
+
+/* Delivers what the receive injector let through, in its order. */
+static void rx_deliver_out(struct uroced *d, const struct uroce_fault_out *out, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		rx_deliver(d, out[i].frame, out[i].len);
 }
 
 unsigned int uroced_net_kernel_rx(struct uroced *d)
@@ -139,9 +144,20 @@ unsigned int uroced_net_kernel_rx(struct uroced *d)
 	return n;
 }
 
-static int tx_wire(void *ctx, const uint8_t *frame, uint32_t len)
+/* Sends what the transmit injector let through, in its order, every frame even after a
+ * refusal (the injector does not retry: a refused frame is lost, as a drop is).
+ * @return 0 or port_tx's first negative value. */
+static int tx_wire_out(struct uroced *d, const struct uroce_fault_out *out, uint32_t n)
 {
-	return port_tx(ctx, frame, len);
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int r = port_tx(d, out[i].frame, out[i].len);
+
+		if (r < 0 && rc == 0)
+			rc = r;
+	}
+	return rc;
 }
 
 /* RoCEv2: UDP to port 4791. */
@@ -172,6 +188,7 @@ static bool mcast_local(const struct uroced *d, const uint8_t *frame, uint32_t l
 static int rnic_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 {
 	struct uroced *d = io_ctx;
+	struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
 
 	if (memcmp(frame, d->mac, 6) == 0) {
 		struct uroced_loop_frame *f;
@@ -206,7 +223,7 @@ static int rnic_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 			f->flows_only = raw;
 		}
 	}
-	return uroce_fault_frame(&d->tx_fault, d->now_ns, frame, len);
+	return tx_wire_out(d, out, uroce_fault_offer(&d->tx_fault, d->now_ns, frame, len, out));
 }
 
 /* A frame for the wire built straight in a port mbuf: only when nothing on the way
@@ -278,6 +295,7 @@ static int rnic_tx_zc(void *io_ctx, const uint8_t *hdr, uint32_t hdr_len,
 unsigned int uroced_net_rx(struct uroced *d)
 {
 	struct uroce_eth_frame fr[UROCE_ETH_BURST_MAX];
+	struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
 	unsigned int done = 0;
 	uint16_t n, i;
 
@@ -296,8 +314,12 @@ unsigned int uroced_net_rx(struct uroced *d)
 	if (!d->link_up)
 		return done;
 	n = uroce_eth_rx(&d->port, 0, fr, UROCE_ETH_BURST_MAX);
-	for (i = 0; i < n; i++)
-		uroce_fault_frame(&d->rx_fault, d->now_ns, fr[i].data, fr[i].len);
+	for (i = 0; i < n; i++) {
+		uint32_t nout = uroce_fault_offer(&d->rx_fault, d->now_ns, fr[i].data, fr[i].len,
+						  out);
+
+		rx_deliver_out(d, out, nout);
+	}
 	if (n)
 		uroce_eth_rx_done(&d->port, 0);
 	return done + n;
@@ -343,11 +365,13 @@ void uroced_net_awake(struct uroced *d)
 
 void uroced_net_timers(struct uroced *d)
 {
+	struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
+
 	/* Reordered frames held too long, and neighbour requests and timeouts. */
 	if (uroce_fault_next_deadline(&d->rx_fault) <= d->now_ns)
-		uroce_fault_process(&d->rx_fault, d->now_ns);
+		rx_deliver_out(d, out, uroce_fault_process(&d->rx_fault, d->now_ns, out));
 	if (uroce_fault_next_deadline(&d->tx_fault) <= d->now_ns)
-		uroce_fault_process(&d->tx_fault, d->now_ns);
+		tx_wire_out(d, out, uroce_fault_process(&d->tx_fault, d->now_ns, out));
 	if (uroce_ip_next_deadline(d->ip) <= d->now_ns)
 		uroce_ip_process(d->ip, d->now_ns);
 }
@@ -396,20 +420,21 @@ static int fault_set(struct uroced *d, const double rates[8])
 				     .reorder = rates[6],
 				     .corrupt = rates[7],
 				     .seed = d->conf.fault.seed * 31 + 7};
+	struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
 	struct uroce_fault nrx, ntx;
 	int rc;
 
-	rc = uroce_fault_init(&nrx, &rx, rx_deliver, d);
+	rc = uroce_fault_init(&nrx, &rx);
 	if (rc)
 		return rc;
-	rc = uroce_fault_init(&ntx, &tx, tx_wire, d);
+	rc = uroce_fault_init(&ntx, &tx);
 	if (rc) {
 		uroce_fault_fini(&nrx);
 		return rc;
 	}
 	/* Held frames go out before the old injectors go, so a change loses nothing. */
-	uroce_fault_flush(&d->rx_fault);
-	uroce_fault_flush(&d->tx_fault);
+	rx_deliver_out(d, out, uroce_fault_flush(&d->rx_fault, out));
+	tx_wire_out(d, out, uroce_fault_flush(&d->tx_fault, out));
 	uroce_fault_fini(&d->rx_fault);
 	uroce_fault_fini(&d->tx_fault);
 	d->rx_fault = nrx;
@@ -503,9 +528,9 @@ int uroced_net_init(struct uroced *d)
 	{
 		struct uroce_fault_cfg none = {.seed = 1};
 
-		rc = uroce_fault_init(&d->rx_fault, &none, rx_deliver, d);
+		rc = uroce_fault_init(&d->rx_fault, &none);
 		if (!rc)
-			rc = uroce_fault_init(&d->tx_fault, &none, tx_wire, d);
+			rc = uroce_fault_init(&d->tx_fault, &none);
 		if (rc)
 			return rc;
 	}

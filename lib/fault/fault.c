@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault injection: one random draw per enabled fault per frame, held frames in hold
  * order in a small array (at most reorder_depth + 1, so linear scans cost nothing). */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,11 @@
 #include "uroce_fault.h"
 
 #define TWO53 9007199254740992.0 /* 2^53: draws are 53-bit, as a double's mantissa */
+
+/* One call returns this frame and at most depth held frames (a held frame is among the
+ * last depth offered once the offer that held it returns), each at most twice. */
+static_assert(UROCE_FAULT_OUT_MAX >= 2 * (1 + UROCE_FAULT_DEPTH_MAX),
+	      "the out array holds a frame, the held frames it releases, and duplicates");
 
 /* splitmix64 (Steele, Lea, Flood 2014): one add and three multiply-xorshifts, any seed is
  * good, and it is what lib/transport uses (transport_device.c) — but there it is private to the
@@ -37,18 +43,14 @@ static uint64_t threshold(double r)
 	return (uint64_t)(r * TWO53);
 }
 
-int uroce_fault_init(struct uroce_fault *f, const struct uroce_fault_cfg *cfg,
-		     uroce_fault_emit_fn emit, void *ctx)
+int uroce_fault_init(struct uroce_fault *f, const struct uroce_fault_cfg *cfg)
 {
 	uint32_t nbufs;
 
 	memset(f, 0, sizeof(*f));
-	if (emit == NULL || !rate_ok(cfg->drop) || !rate_ok(cfg->dup) ||
-	    !rate_ok(cfg->reorder) || !rate_ok(cfg->corrupt) ||
-	    cfg->reorder_depth > UROCE_FAULT_DEPTH_MAX)
+	if (!rate_ok(cfg->drop) || !rate_ok(cfg->dup) || !rate_ok(cfg->reorder) ||
+	    !rate_ok(cfg->corrupt) || cfg->reorder_depth > UROCE_FAULT_DEPTH_MAX)
 		return -EINVAL;
-	f->emit = emit;
-	f->ctx = ctx;
 	f->t_drop = threshold(cfg->drop);
 	f->t_dup = threshold(cfg->dup);
 	f->t_reorder = threshold(cfg->reorder);
@@ -82,17 +84,16 @@ void uroce_fault_fini(struct uroce_fault *f)
 	f->nfree = 0;
 }
 
-static int emit(struct uroce_fault *f, const uint8_t *p, uint32_t len, uint32_t copies,
-		int rc)
+/* Appends @p copies of a frame to send to @p out, which has @p n: @return the new n. */
+static uint32_t emit(struct uroce_fault *f, const uint8_t *p, uint32_t len, uint32_t copies,
+		     struct uroce_fault_out *out, uint32_t n)
 {
 	for (uint32_t c = 0; c < copies; c++) {
-		int r = f->emit(f->ctx, p, len);
-
+		out[n].frame = p;
+		out[n++].len = len;
 		f->stats.emitted++;
-		if (r < 0 && rc == 0)
-			rc = r;
 	}
-	return rc;
+	return n;
 }
 
 /* Bytes of the Ethernet header, an 802.1Q or 802.1ad tag included: the corruption goes
@@ -118,9 +119,10 @@ static void corrupt_into(struct uroce_fault *f, uint8_t *dst, const uint8_t *src
 
 /* Emits held frames that are due: countdown at 0 (when @p tick, the countdowns of the
  * first @p n go down by one first) or held since @p now_ns - timeout. Keeps the others
- * in order. */
-static int release(struct uroce_fault *f, uint64_t now_ns, uint32_t n, int tick, int all,
-		   int rc)
+ * in order. A released buffer goes back to the free list but is not written before the
+ * next call: only an offer takes one, and before it releases any. @return the new nout. */
+static uint32_t release(struct uroce_fault *f, uint64_t now_ns, uint32_t n, int tick,
+			int all, struct uroce_fault_out *out, uint32_t nout)
 {
 	uint32_t keep = 0;
 
@@ -131,21 +133,21 @@ static int release(struct uroce_fault *f, uint64_t now_ns, uint32_t n, int tick,
 			h->left--;
 		if (all || (i < n && h->left == 0) ||
 		    (now_ns >= h->since_ns && now_ns - h->since_ns >= f->timeout_ns)) {
-			rc = emit(f, h->buf, h->len, h->copies, rc);
+			nout = emit(f, h->buf, h->len, h->copies, out, nout);
 			f->free_bufs[f->nfree++] = h->buf;
 		} else {
 			f->held[keep++] = *h;
 		}
 	}
 	f->nheld = keep;
-	return rc;
+	return nout;
 }
 
-int uroce_fault_frame_slow(struct uroce_fault *f, uint64_t now_ns, const uint8_t *frame,
-			   uint32_t len)
+uint32_t uroce_fault_offer_slow(struct uroce_fault *f, uint64_t now_ns, const uint8_t *frame,
+				uint32_t len, struct uroce_fault_out out[UROCE_FAULT_OUT_MAX])
 {
-	uint32_t before = f->nheld, copies = 1;
-	int rc = 0, corrupt = 0, hold = 0, fits = len <= UROCE_FAULT_FRAME_MAX;
+	uint32_t before = f->nheld, copies = 1, n = 0;
+	int corrupt = 0, hold = 0, fits = len <= UROCE_FAULT_FRAME_MAX;
 	uint32_t hdr = eth_len(frame, len);
 
 	f->stats.offered++;
@@ -184,21 +186,22 @@ int uroce_fault_frame_slow(struct uroce_fault *f, uint64_t now_ns, const uint8_t
 		f->stats.reordered++;
 	} else if (corrupt) {
 		corrupt_into(f, f->scratch, frame, len, hdr);
-		rc = emit(f, f->scratch, len, copies, rc);
+		n = emit(f, f->scratch, len, copies, out, n);
 	} else {
-		rc = emit(f, frame, len, copies, rc);
+		n = emit(f, frame, len, copies, out, n);
 		f->stats.passed += copies == 1;
 	}
 	f->stats.corrupted += corrupt;
 tick:
 	if (before != 0)
-		rc = release(f, now_ns, before, 1, 0, rc);
-	return rc;
+		n = release(f, now_ns, before, 1, 0, out, n);
+	return n;
 }
 
-int uroce_fault_process(struct uroce_fault *f, uint64_t now_ns)
+uint32_t uroce_fault_process(struct uroce_fault *f, uint64_t now_ns,
+			     struct uroce_fault_out out[UROCE_FAULT_OUT_MAX])
 {
-	return f->nheld != 0 ? release(f, now_ns, 0, 0, 0, 0) : 0;
+	return f->nheld != 0 ? release(f, now_ns, 0, 0, 0, out, 0) : 0;
 }
 
 uint64_t uroce_fault_next_deadline(const struct uroce_fault *f)
@@ -211,7 +214,7 @@ uint64_t uroce_fault_next_deadline(const struct uroce_fault *f)
 	return d;
 }
 
-int uroce_fault_flush(struct uroce_fault *f)
+uint32_t uroce_fault_flush(struct uroce_fault *f, struct uroce_fault_out out[UROCE_FAULT_OUT_MAX])
 {
-	return release(f, 0, 0, 0, 1, 0);
+	return release(f, 0, 0, 0, 1, out, 0);
 }

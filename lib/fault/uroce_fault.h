@@ -9,9 +9,12 @@
  * runs use them to see the transport recover from what real links do.
  *
  * Contract
- * - Frames go in through uroce_fault_frame(); 0, 1 or 2 frames come out through the
- *   emit callback, now or at a later call. No I/O, no clock (time is the @c now_ns
- *   argument), no allocation after init. One injector is driven by one thread.
+ * - Frames go in through uroce_fault_offer(); each comes out 0, 1 or 2 times, in the
+ *   array of frames to send now that this call or a later one (uroce_fault_offer(),
+ *   uroce_fault_process(), uroce_fault_flush()) returns: the injector never calls out,
+ *   so the caller's fast path calls down into it and then down into its own I/O. No
+ *   I/O, no clock (time is the @c now_ns argument), no allocation after init. One
+ *   injector is driven by one thread.
  * - Each offered frame is, independently, with the configured probabilities:
  *   dropped (never emitted; no other fault applies to it), corrupted (one byte after the
  *   Ethernet header, VLAN tag included, XORed with a random non-zero value, in a private
@@ -24,11 +27,14 @@
  *   the IPv4 header checksum covers; only IPv6's traffic class, flow label and hop limit
  *   and Ethernet padding of short frames are checked by nothing (harmless for RoCE).
  * - Deterministic: the same seed and the same calls give the same output.
- * - All rates 0: a pass-through costing one branch; the caller's pointer is emitted.
- *   Generally, a frame emitted at once and unmodified is emitted with the caller's own
- *   @p frame pointer, so a caller can recognise it and send its own buffer (an mbuf)
- *   instead of copying; every other emitted pointer is the injector's and valid only
- *   during the callback.
+ * - All rates 0: a pass-through costing one branch and no call; the caller's pointer is
+ *   returned. Generally, a frame returned at once and unmodified is returned with the
+ *   caller's own @p frame pointer, so a caller can recognise it and send its own buffer
+ *   (an mbuf) instead of copying; every other returned pointer is the injector's and
+ *   valid only until the next call on the injector.
+ * - Bounded output: one call returns at most 2 * (reorder_depth + 1) frames (this frame
+ *   and its duplicate, and at most reorder_depth held frames, each perhaps duplicated),
+ *   so an array of UROCE_FAULT_OUT_MAX always has room.
  * - Bounded memory: reorder_depth + 1 frame buffers of UROCE_FAULT_FRAME_MAX bytes are
  *   allocated at init (a held frame is among the last reorder_depth + 1 offered, so
  *   there are never more held), plus one scratch frame for corruption. A frame longer
@@ -58,12 +64,19 @@ struct uroce_fault_cfg {
 	uint64_t seed;          /**< any value; the same seed replays the same faults */
 };
 
-/** @return 0 to go on; a negative value is passed back to the caller (see below). */
-typedef int (*uroce_fault_emit_fn)(void *ctx, const uint8_t *frame, uint32_t len);
+/* Frames one call may return: see the contract. */
+#define UROCE_FAULT_OUT_MAX (2u * (UROCE_FAULT_DEPTH_MAX + 1u))
+
+/** A frame to send now: the caller's own pointer when unmodified and at once, else the
+ *  injector's, valid until the next call on the injector. */
+struct uroce_fault_out {
+	const uint8_t *frame;
+	uint32_t len;
+};
 
 struct uroce_fault_stats {
-	uint64_t offered;    /**< frames given to uroce_fault_frame() */
-	uint64_t emitted;    /**< frames given to emit (a duplicate counts twice) */
+	uint64_t offered;    /**< frames given to uroce_fault_offer() */
+	uint64_t emitted;    /**< frames returned to send (a duplicate counts twice) */
 	uint64_t passed;     /**< offered frames emitted at once, once, unmodified */
 	uint64_t dropped;
 	uint64_t duplicated;
@@ -88,8 +101,6 @@ struct uroce_fault {
 	uint32_t depth;
 	uint64_t timeout_ns;
 	uint64_t rng;
-	uroce_fault_emit_fn emit;
-	void *ctx;
 	/* Held frames in the order they were held (oldest first, so the timeout looks only
 	 * at held[0]); their buffers, and the free ones, come from one allocation. */
 	struct uroce_fault_held held[UROCE_FAULT_DEPTH_MAX + 1];
@@ -102,24 +113,20 @@ struct uroce_fault {
 };
 
 /**
- * Sets up @p f to emit through @p emit(@p ctx, ...).
- * @return 0, -EINVAL (a rate outside [0,1] or NaN, depth above UROCE_FAULT_DEPTH_MAX,
- * no emit), or -ENOMEM. Call uroce_fault_fini() after a successful init.
+ * Sets up @p f.
+ * @return 0, -EINVAL (a rate outside [0,1] or NaN, depth above UROCE_FAULT_DEPTH_MAX),
+ * or -ENOMEM. Call uroce_fault_fini() after a successful init.
  */
-int uroce_fault_init(struct uroce_fault *f, const struct uroce_fault_cfg *cfg,
-		     uroce_fault_emit_fn emit, void *ctx);
-/** Frees the held frames without emitting them (uroce_fault_flush() first to keep them). */
+int uroce_fault_init(struct uroce_fault *f, const struct uroce_fault_cfg *cfg);
+/** Frees the held frames without returning them (uroce_fault_flush() first to keep them). */
 void uroce_fault_fini(struct uroce_fault *f);
 
 /**
- * Offers one frame at time @p now_ns. Emits what is due: this frame unless dropped or
- * held, then held frames whose turn came (this frame was the last to overtake them) or
- * whose time ran out.
- * @return 0, or the first negative value emit returned (emission goes on regardless:
- * the injector does not retry; what emit refused is lost, as a drop would lose it).
+ * uroce_fault_offer() of an active injector.
+ * @return how many frames it put in @p out (0..2 * (reorder_depth + 1)).
  */
-int uroce_fault_frame_slow(struct uroce_fault *f, uint64_t now_ns, const uint8_t *frame,
-			   uint32_t len);
+uint32_t uroce_fault_offer_slow(struct uroce_fault *f, uint64_t now_ns, const uint8_t *frame,
+				uint32_t len, struct uroce_fault_out out[UROCE_FAULT_OUT_MAX]);
 
 /** What a disabled injector counts for a frame it lets through: for a caller that sends
  *  a frame past it (it is not active) without handing it over, so that the counts stay
@@ -131,24 +138,38 @@ static inline void uroce_fault_count_passed(struct uroce_fault *f)
 	f->stats.emitted++;
 }
 
-static inline int uroce_fault_frame(struct uroce_fault *f, uint64_t now_ns,
-				    const uint8_t *frame, uint32_t len)
+/**
+ * Offers one frame at time @p now_ns and puts in @p out, in order, the frames to send
+ * now: this frame (once, twice when duplicated; not when dropped or held), then the held
+ * frames whose turn came (this frame was the last to overtake them) or whose time ran
+ * out, in hold order. The caller sends them all: the injector does not retry, so what
+ * the caller cannot send is lost, as a drop would lose it.
+ * @return how many frames are in @p out: 0..2 * (reorder_depth + 1); a disabled
+ * injector always returns 1, @p frame itself, without a call.
+ */
+static inline uint32_t uroce_fault_offer(struct uroce_fault *f, uint64_t now_ns,
+					 const uint8_t *frame, uint32_t len,
+					 struct uroce_fault_out out[UROCE_FAULT_OUT_MAX])
 {
 	/* The one branch of a disabled injector. */
 	if (__builtin_expect(!f->active, 1)) {
 		uroce_fault_count_passed(f);
-		return f->emit(f->ctx, frame, len);
+		out[0].frame = frame;
+		out[0].len = len;
+		return 1;
 	}
-	return uroce_fault_frame_slow(f, now_ns, frame, len);
+	return uroce_fault_offer_slow(f, now_ns, frame, len, out);
 }
 
-/** Emits held frames held reorder_timeout_ns or longer by @p now_ns.
- *  @return 0 or the first negative value emit returned. */
-int uroce_fault_process(struct uroce_fault *f, uint64_t now_ns);
+/** Puts in @p out the frames held reorder_timeout_ns or longer by @p now_ns, in hold
+ *  order. @return how many: 0..2 * reorder_depth. */
+uint32_t uroce_fault_process(struct uroce_fault *f, uint64_t now_ns,
+			     struct uroce_fault_out out[UROCE_FAULT_OUT_MAX]);
 /** When uroce_fault_process() next has something to do: UINT64_MAX if nothing is held. */
 uint64_t uroce_fault_next_deadline(const struct uroce_fault *f);
-/** Emits every held frame now, oldest first. @return 0 or emit's first negative value. */
-int uroce_fault_flush(struct uroce_fault *f);
+/** Puts every held frame in @p out, oldest first, to send now.
+ *  @return how many: 0..2 * reorder_depth. */
+uint32_t uroce_fault_flush(struct uroce_fault *f, struct uroce_fault_out out[UROCE_FAULT_OUT_MAX]);
 
 #ifdef __cplusplus
 }

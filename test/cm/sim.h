@@ -72,13 +72,13 @@ static inline void sim_queue(struct sim *s, int to, const uint8_t *mad)
 	p->from.pkey = 0xffff;
 }
 
-static inline int sim_link_emit(void *ctx, const uint8_t *frame, uint32_t len)
+/* Queues what a link's injector returned, in order. */
+static inline void sim_link_emit(struct sim *s, const struct uroce_fault_out *out, uint32_t n)
 {
-	struct sim *s = ctx;
-
-	cr_assert_eq(len, SIM_LINK_HDR + UROCE_CM_MAD_LEN);
-	sim_queue(s, frame[0], frame + SIM_LINK_HDR);
-	return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(out[i].len, SIM_LINK_HDR + UROCE_CM_MAD_LEN);
+		sim_queue(s, out[i].frame[0], out[i].frame + SIM_LINK_HDR);
+	}
 }
 
 static inline int sim_tx(void *ctx, const uint8_t *mad, const struct uroce_cm_path *to)
@@ -98,9 +98,13 @@ static inline int sim_tx(void *ctx, const uint8_t *mad, const struct uroce_cm_pa
 	}
 	if (s->lossy) {
 		uint8_t frame[SIM_LINK_HDR + UROCE_CM_MAD_LEN] = {(uint8_t)(1 - h->idx)};
+		struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
 
 		memcpy(frame + SIM_LINK_HDR, mad, UROCE_CM_MAD_LEN);
-		return uroce_fault_frame(&s->link[1 - h->idx], s->now, frame, sizeof(frame));
+		sim_link_emit(s, out,
+			      uroce_fault_offer(&s->link[1 - h->idx], s->now, frame, sizeof(frame),
+						out));
+		return 0;
 	}
 	sim_queue(s, 1 - h->idx, mad);
 	return 0;
@@ -142,7 +146,7 @@ static inline void sim_lossy(struct sim *s, const struct uroce_fault_cfg *f)
 
 		c.corrupt = 0;
 		c.seed = f->seed * 2 + (uint64_t)i;
-		cr_assert_eq(uroce_fault_init(&s->link[i], &c, sim_link_emit, s), 0);
+		cr_assert_eq(uroce_fault_init(&s->link[i], &c), 0);
 	}
 	s->lossy = true;
 }
@@ -177,7 +181,10 @@ static inline void sim_run(struct sim *s, uint64_t until)
 			uint64_t held = uroce_fault_next_deadline(&s->link[i]);
 
 			if (held <= s->now) {
-				uroce_fault_process(&s->link[i], s->now);
+				struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
+				uint32_t n = uroce_fault_process(&s->link[i], s->now, out);
+
+				sim_link_emit(s, out, n);
 				held = 0;
 			}
 			if (held < d)

@@ -74,9 +74,8 @@ static struct sim_frame heap_pop(struct sim *s)
 
 /* What an injector lets through onto the link towards its host: delayed, in order (a
  * frame overtakes another only when lib/fault reorders it). */
-static int link_emit(void *ctx, const uint8_t *frame, uint32_t len)
+static void link_emit(struct sim_host *h, const uint8_t *frame, uint32_t len)
 {
-	struct sim_host *h = ctx;
 	struct sim *s = h->sim;
 	const struct sim_faults *f = &s->faults;
 	struct sim_frame fr = {.len = len, .dst = h->id, .seq = s->seq++};
@@ -89,7 +88,13 @@ static int link_emit(void *ctx, const uint8_t *frame, uint32_t len)
 	SIM_CHECK(fr.data);
 	memcpy(fr.data, frame, len);
 	heap_push(s, fr);
-	return 0;
+}
+
+/* Everything an injector call returned, in order, onto the link towards @p h. */
+static void link_emit_out(struct sim_host *h, const struct uroce_fault_out *out, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		link_emit(h, out[i].frame, out[i].len);
 }
 
 static void faults_init(struct sim *s)
@@ -102,7 +107,7 @@ static void faults_init(struct sim *s)
 					    .reorder_timeout_ns = f->reorder_ns,
 					    .seed = sim_rand(s)};
 
-		SIM_CHECK(uroce_fault_init(&s->fault[i], &c, link_emit, &s->host[i]) == 0);
+		SIM_CHECK(uroce_fault_init(&s->fault[i], &c) == 0);
 	}
 }
 
@@ -114,8 +119,10 @@ static void faults_fini(struct sim *s)
 
 void sim_set_faults(struct sim *s, const struct sim_faults *f)
 {
+	struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
+
 	for (int i = 0; i < s->nhosts; i++)
-		uroce_fault_flush(&s->fault[i]);
+		link_emit_out(&s->host[i], out, uroce_fault_flush(&s->fault[i], out));
 	faults_fini(s);
 	s->faults = *f;
 	faults_init(s);
@@ -140,6 +147,8 @@ int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
 	struct sim *s = h->sim;
 	const struct sim_faults *f = &s->faults;
 	struct uroce_fault_stats was;
+	struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
+	uint32_t n;
 	int dst = -1;
 
 	if (f->tx_busy > 0 && sim_frand(s) < f->tx_busy) {
@@ -157,7 +166,8 @@ int sim_tx(void *ctx, const uint8_t *frame, uint32_t len)
 		return 0;
 	}
 	was = s->fault[dst].stats;
-	uroce_fault_frame(&s->fault[dst], s->now, frame, len);
+	n = uroce_fault_offer(&s->fault[dst], s->now, frame, len, out);
+	link_emit_out(&s->host[dst], out, n);
 	if (s->tx_hook) {
 		const struct uroce_fault_stats *after = &s->fault[dst].stats;
 
@@ -233,11 +243,15 @@ void sim_fini(struct sim *s)
 
 bool sim_run(struct sim *s, uint64_t until_ns, bool (*done)(void *arg), void *arg)
 {
+	struct uroce_fault_out out[UROCE_FAULT_OUT_MAX];
+
 	for (;;) {
 		uint64_t next = UINT64_MAX;
 
 		for (int i = 0; i < s->nhosts; i++) {
-			uroce_fault_process(&s->fault[i], s->now);
+			uint32_t n = uroce_fault_process(&s->fault[i], s->now, out);
+
+			link_emit_out(&s->host[i], out, n);
 			uroce_tp_process(s->host[i].dev, s->now);
 		}
 		if (done && done(arg))
