@@ -205,9 +205,9 @@ static int rnic_tx(void *io_ctx, const uint8_t *frame, uint32_t len)
 		return 0;
 	}
 	capture(d, frame, len);
-	/* A multicast frame also goes to our own members (IBA 10.5.2.5?: a port's attached QPs
-	 * receive the port's own multicast sends, as rxe does through the kernel's multicast
-	 * loopback), through the loopback queue. */
+	/* A multicast frame also goes to our own members, through the loopback queue: a
+	 * port's attached QPs receive the port's own multicast sends, as rxe's do through the
+	 * kernel's multicast loopback. */
 	if ((frame[0] & 1) && len <= UROCED_FRAME_MAX &&
 	    d->loop_tail - d->loop_head < UROCED_LOOP_SLOTS) {
 		/* And a raw packet QP's multicast frame (anything but RoCE) to this port's own
