@@ -56,7 +56,8 @@ ns_per() { awk -v t="$1" -v k=$TICK_NS -v n="$2" 'BEGIN { printf "%.1f", t * k /
 # per SIZE -> WRITEs for about SECS at the rate of a first short run (msg/s it printed)
 iters_for() {
 	local rate
-	bench_xfer "probe-$1" bw -s "$1" -n 2000 -m $PATH_MTU -w 32
+	# Its log lines (a FAIL among them) to stderr: stdout is the figure the caller reads.
+	bench_xfer "probe-$1" bw -s "$1" -n 2000 -m $PATH_MTU -w 32 >&2
 	rate=$(sed -n 's/.* \([0-9.]*\) msg\/s.*/\1/p' "$TMP/xfer-probe-$1.log" | head -1)
 	awk -v r="${rate:-1000}" -v s=$SECS 'BEGIN { n = int(r * s); print n < 2000 ? 2000 : n }'
 }
