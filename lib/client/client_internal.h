@@ -151,6 +151,15 @@ bool cl_cq_empty(struct uroce_client_cq *cq, uint32_t *snapshot, uint64_t *timeo
  * the context's CQs after @p snapshot, or @p timeout_ns pass. */
 void cl_cq_sleep(struct uroce_client_cq *cq, uint32_t snapshot, uint64_t timeout_ns);
 
+/* client_verbs.c: the object helpers every slow-path file shares (their contracts are
+ * there, with why): errno from -errno or errno and NULL; the client's side of an object
+ * the daemon just made; the one release path of every object, and with a free after. */
+void *cl_fail_null(int rc);
+void *cl_obj_alloc(struct uroce_client_ctx *ctx, size_t size, uint32_t cmd, uint32_t handle);
+int cl_obj_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle,
+		   struct uroce_shm_region *region);
+int cl_obj_destroy(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle, void *obj);
+
 /* client_cq.c: at a QP's transition to RESET, takes its completions not yet polled out
  * of the ring of CQ @p ibv_cq (its SRQ's receive completions stay when @p keep_recv). */
 void cl_cq_discard_qp(struct ibv_cq *ibv_cq, uint32_t qpn, bool keep_recv);

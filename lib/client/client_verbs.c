@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The verbs objects on the client side, the slow path (mlx4's verbs.c): PD, MR,
- * completion channel, CQ, SRQ, XRC domain, QP, AH and memory window, each made, changed
- * and destroyed through the daemon. The data path is client_qp.c (post send/recv into
- * shared rings) and client_cq.c (poll a CQ's shared ring). */
+/* The verbs objects on the client side, the slow path (mlx4's verbs.c): PD, completion
+ * channel, CQ, SRQ, XRC domain, QP and AH, each made, changed and destroyed through the
+ * daemon; MRs and memory windows are client_mr.c's. The data path is client_qp.c (post
+ * send/recv into shared rings) and client_cq.c (poll a CQ's shared ring). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 
 /* Errors: control calls return -errno; verbs' int calls return positive errno and
  * pointer calls NULL with errno. */
-static void *fail_null(int rc)
+void *cl_fail_null(int rc)
 {
 	errno = rc < 0 ? -rc : rc;
 	return NULL;
@@ -24,7 +24,7 @@ static void *fail_null(int rc)
 /* The client's side of an object the daemon has just made (@p handle): @p size bytes,
  * zeroed. When they cannot be had, the daemon's object goes again (@p cmd) and NULL is
  * returned with errno ENOMEM: a create that fails leaves nothing behind. */
-static void *obj_alloc(struct uroce_client_ctx *ctx, size_t size, uint32_t cmd, uint32_t handle)
+void *cl_obj_alloc(struct uroce_client_ctx *ctx, size_t size, uint32_t cmd, uint32_t handle)
 {
 	void *obj = calloc(1, size);
 
@@ -43,8 +43,8 @@ static void *obj_alloc(struct uroce_client_ctx *ctx, size_t size, uint32_t cmd, 
  * SRQ, QP; NULL for the others). The caller frees what it holds after.
  * @return 0 or a positive errno, as verbs.
  */
-static int obj_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle,
-		       struct uroce_shm_region *region)
+int cl_obj_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle,
+		   struct uroce_shm_region *region)
 {
 	int rc = cl_release(ctx, cmd, handle);
 
@@ -57,10 +57,10 @@ static int obj_release(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t hand
 	return 0;
 }
 
-/* obj_release of an object that holds nothing more than its memory, @p obj, then freed. */
-static int obj_destroy(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle, void *obj)
+/* cl_obj_release of an object that holds nothing more than its memory, @p obj, then freed. */
+int cl_obj_destroy(struct uroce_client_ctx *ctx, uint32_t cmd, uint32_t handle, void *obj)
 {
-	int rc = obj_release(ctx, cmd, handle, NULL);
+	int rc = cl_obj_release(ctx, cmd, handle, NULL);
 
 	if (rc == 0)
 		free(obj);
@@ -76,8 +76,8 @@ struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx)
 	int rc = cl_call(ctx, UROCE_CTRL_ALLOC_PD, NULL, 0, NULL, 0, &rep, sizeof(rep), NULL, 0);
 
 	if (rc)
-		return fail_null(rc);
-	pd = obj_alloc(ctx, sizeof(*pd), UROCE_CTRL_DEALLOC_PD, rep.handle);
+		return cl_fail_null(rc);
+	pd = cl_obj_alloc(ctx, sizeof(*pd), UROCE_CTRL_DEALLOC_PD, rep.handle);
 	if (!pd)
 		return NULL;
 	pd->ctx = ctx;
@@ -89,7 +89,7 @@ struct uroce_client_pd *uroce_client_alloc_pd(struct uroce_client_ctx *ctx)
 
 int uroce_client_dealloc_pd(struct uroce_client_pd *pd)
 {
-	return obj_destroy(pd->ctx, UROCE_CTRL_DEALLOC_PD, pd->handle, pd);
+	return cl_obj_destroy(pd->ctx, UROCE_CTRL_DEALLOC_PD, pd->handle, pd);
 }
 
 /* ---- importing -------------------------------------------------------------------- */
@@ -117,8 +117,8 @@ struct uroce_client_pd *uroce_client_import_pd(struct uroce_client_ctx *ctx, uin
 			 NULL, 0);
 
 	if (rc)
-		return fail_null(rc);
-	pd = obj_alloc(ctx, sizeof(*pd), UROCE_CTRL_UNIMPORT_PD, rep.handle);
+		return cl_fail_null(rc);
+	pd = cl_obj_alloc(ctx, sizeof(*pd), UROCE_CTRL_UNIMPORT_PD, rep.handle);
 	if (!pd)
 		return NULL;
 	pd->ctx = ctx;
@@ -144,8 +144,8 @@ struct uroce_client_mr *uroce_client_import_mr(struct uroce_client_pd *pd, uint3
 			 sizeof(rep), NULL, 0);
 
 	if (rc)
-		return fail_null(rc);
-	mr = obj_alloc(pd->ctx, sizeof(*mr), UROCE_CTRL_UNIMPORT_MR, rep.mr);
+		return cl_fail_null(rc);
+	mr = cl_obj_alloc(pd->ctx, sizeof(*mr), UROCE_CTRL_UNIMPORT_MR, rep.mr);
 	if (!mr)
 		return NULL;
 	mr->ctx = pd->ctx;
@@ -168,131 +168,6 @@ void uroce_client_unimport_mr(struct uroce_client_mr *mr)
 	free(mr);
 }
 
-/* ---- MR ---------------------------------------------------------------------------- */
-
-struct uroce_client_mr *uroce_client_reg_mr(struct uroce_client_pd *pd, void *addr,
-					    size_t length, unsigned int access)
-{
-	return uroce_client_reg_mr_iova(pd, addr, length, (uintptr_t)addr, access);
-}
-
-struct uroce_client_mr *uroce_client_reg_mr_iova(struct uroce_client_pd *pd, void *addr,
-						 size_t length, uint64_t iova,
-						 unsigned int access)
-{
-	struct uroce_client_ctx *ctx = pd->ctx;
-	struct uroce_ctrl_reg_mr_req *req;
-	struct uroce_ctrl_mr_seg *segs;
-	struct uroce_ctrl_reg_mr_rep rep;
-	struct uroce_client_mr *mr;
-	size_t req_len;
-	int nseg, rc;
-
-	/* rdma-core (ib_umem_get): an empty range, or write access to remote peers without
-	 * local write, is EINVAL. */
-	if (length == 0)
-		return fail_null(EINVAL);
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE))
-		return fail_null(EINVAL);
-	mr = calloc(1, sizeof(*mr));
-	if (!mr)
-		return NULL;
-	pthread_mutex_lock(&ctx->share_lock);
-	nseg = cl_share_range(ctx, addr, length, &segs);
-	if (nseg < 0) {
-		pthread_mutex_unlock(&ctx->share_lock);
-		free(mr);
-		return fail_null(nseg);
-	}
-	req_len = sizeof(*req) + (size_t)nseg * sizeof(*segs);
-	req = calloc(1, req_len);
-	if (!req) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	req->pd = pd->handle;
-	req->access = access;
-	req->addr = (uintptr_t)addr;
-	req->length = length;
-	req->iova = iova;
-	req->nseg = (uint32_t)nseg;
-	memcpy(req->seg, segs, (size_t)nseg * sizeof(*segs));
-	rc = cl_call(ctx, UROCE_CTRL_REG_MR, req, req_len, NULL, 0, &rep, sizeof(rep), NULL, 0);
-	free(req);
-out:
-	pthread_mutex_unlock(&ctx->share_lock);
-	free(segs);
-	if (rc) {
-		free(mr);
-		return fail_null(rc);
-	}
-	mr->ctx = ctx;
-	mr->handle = rep.mr;
-	mr->ibv.context = ctx->ibv;
-	mr->ibv.pd = &pd->ibv;
-	mr->ibv.addr = addr;
-	mr->ibv.length = length;
-	mr->ibv.handle = rep.mr;
-	mr->ibv.lkey = rep.lkey;
-	mr->ibv.rkey = rep.rkey;
-	mr->iova = iova;
-	mr->access = access;
-	return mr;
-}
-
-int uroce_client_dereg_mr(struct uroce_client_mr *mr)
-{
-	return obj_destroy(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle, mr);
-}
-
-int uroce_client_rereg_mr(struct uroce_client_mr *mr, int flags, struct uroce_client_pd *pd,
-			  void *addr, size_t length, unsigned int access)
-{
-	struct uroce_client_pd *new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? pd : to_upd(mr->ibv.pd);
-	struct uroce_ctrl_rereg_mr_req req;
-	struct uroce_client_mr *fresh;
-	uint64_t iova = mr->iova;
-	uint32_t lkey, rkey;
-	int rc;
-
-	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
-		addr = mr->ibv.addr;
-		length = mr->ibv.length;
-	} else {
-		iova = (uintptr_t)addr;
-	}
-	if (!(flags & IBV_REREG_MR_CHANGE_ACCESS))
-		access = mr->access;
-	fresh = uroce_client_reg_mr_iova(new_pd, addr, length, iova, access);
-	if (!fresh)
-		return -errno;
-	/* The keys stay (REREG_MR): peers hold the R_Key, posted WQEs the L_Key. */
-	req = (struct uroce_ctrl_rereg_mr_req){.mr = mr->handle, .to = fresh->handle};
-	rc = cl_call(mr->ctx, UROCE_CTRL_REREG_MR, &req, sizeof(req), NULL, 0, NULL, 0, NULL, 0);
-	/* Done: the old MR holds no key now. REREG_MR checked what DEREG_MR would refuse,
-	 * so only a daemon gone can fail this, and it frees everything then. */
-	if (!rc)
-		(void)cl_release(mr->ctx, UROCE_CTRL_DEREG_MR, mr->handle);
-	if (rc) {
-		/* The old one stays: undo the new one (the daemon frees it at close if this
-		 * fails too). */
-		cl_release(fresh->ctx, UROCE_CTRL_DEREG_MR, fresh->handle);
-		free(fresh);
-		return rc;
-	}
-	lkey = mr->ibv.lkey;
-	rkey = mr->ibv.rkey;
-	mr->handle = fresh->handle;
-	mr->iova = fresh->iova;
-	mr->access = fresh->access;
-	mr->ibv = fresh->ibv;
-	mr->ibv.lkey = lkey;
-	mr->ibv.rkey = rkey;
-	free(fresh);
-	return 0;
-}
-
 /* ---- completion channels and CQs --------------------------------------------------- */
 
 struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx *ctx)
@@ -303,12 +178,12 @@ struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx
 
 	rc = cl_call(ctx, UROCE_CTRL_CREATE_CHANNEL, NULL, 0, NULL, 0, &rep, sizeof(rep), &fd, 1);
 	if (rc)
-		return fail_null(rc);
+		return cl_fail_null(rc);
 	ch = calloc(1, sizeof(*ch));
 	if (!ch) {
 		close(fd);
 		cl_release(ctx, UROCE_CTRL_DESTROY_CHANNEL, rep.handle);
-		return fail_null(ENOMEM);
+		return cl_fail_null(ENOMEM);
 	}
 	ch->ctx = ctx;
 	ch->handle = rep.handle;
@@ -321,14 +196,14 @@ struct uroce_client_channel *uroce_client_create_channel(struct uroce_client_ctx
 		close(fd);
 		cl_release(ctx, UROCE_CTRL_DESTROY_CHANNEL, rep.handle);
 		free(ch);
-		return fail_null(-rc);
+		return cl_fail_null(-rc);
 	}
 	return ch;
 }
 
 int uroce_client_destroy_channel(struct uroce_client_channel *ch)
 {
-	int rc = obj_release(ch->ctx, UROCE_CTRL_DESTROY_CHANNEL, ch->handle, NULL);
+	int rc = cl_obj_release(ch->ctx, UROCE_CTRL_DESTROY_CHANNEL, ch->handle, NULL);
 
 	if (rc)
 		return rc; /* EBUSY while CQs use it, like verbs */
@@ -400,7 +275,7 @@ struct uroce_client_cq *uroce_client_create_cq(struct uroce_client_ctx *ctx, int
 		     1);
 	if (rc) {
 		free(cq);
-		return fail_null(rc);
+		return cl_fail_null(rc);
 	}
 	cq->ctx = ctx;
 	cq->handle = rep.cq;
@@ -433,12 +308,12 @@ fail:
 	cl_release(ctx, UROCE_CTRL_DESTROY_CQ, rep.cq);
 	uroce_shm_close(&cq->region);
 	free(cq);
-	return fail_null(rc);
+	return cl_fail_null(rc);
 }
 
 int uroce_client_destroy_cq(struct uroce_client_cq *cq)
 {
-	int rc = obj_release(cq->ctx, UROCE_CTRL_DESTROY_CQ, cq->handle, &cq->region);
+	int rc = cl_obj_release(cq->ctx, UROCE_CTRL_DESTROY_CQ, cq->handle, &cq->region);
 
 	if (rc)
 		return rc; /* EBUSY while a QP uses it */
@@ -523,7 +398,7 @@ static struct uroce_client_srq *srq_create(struct uroce_client_pd *pd, uint32_t 
 		     &fd, 1);
 	if (rc) {
 		free(srq);
-		return fail_null(rc);
+		return cl_fail_null(rc);
 	}
 	srq->ctx = ctx;
 	srq->handle = rep->srq;
@@ -560,7 +435,7 @@ fail:
 	cl_release(ctx, UROCE_CTRL_DESTROY_SRQ, rep->srq);
 	uroce_shm_close(&srq->region);
 	free(srq);
-	return fail_null(rc);
+	return cl_fail_null(rc);
 }
 
 struct uroce_client_srq *uroce_client_create_srq(struct uroce_client_pd *pd,
@@ -579,7 +454,7 @@ struct uroce_client_srq *uroce_client_create_xrc_srq(struct uroce_client_pd *pd,
 	struct uroce_ctrl_create_xrc_srq_req req = {.pd = pd->handle, .attr = attr->attr};
 
 	if (!xrcd || !cq || xrcd->ctx != pd->ctx)
-		return fail_null(EINVAL);
+		return cl_fail_null(EINVAL);
 	req.xrcd = xrcd->handle;
 	req.cq = cq->handle;
 	return srq_create(pd, UROCE_CTRL_CREATE_XRC_SRQ, &req, sizeof(req), attr);
@@ -608,8 +483,8 @@ struct uroce_client_xrcd *uroce_client_open_xrcd(struct uroce_client_ctx *ctx, i
 		rc = cl_call(ctx, UROCE_CTRL_OPEN_XRCD_FILE, &req, sizeof(req), &fd, 1, &rep,
 			     sizeof(rep), NULL, 0);
 	if (rc)
-		return fail_null(rc);
-	xrcd = obj_alloc(ctx, sizeof(*xrcd), UROCE_CTRL_CLOSE_XRCD, rep.handle);
+		return cl_fail_null(rc);
+	xrcd = cl_obj_alloc(ctx, sizeof(*xrcd), UROCE_CTRL_CLOSE_XRCD, rep.handle);
 	if (!xrcd)
 		return NULL;
 	xrcd->ctx = ctx;
@@ -620,7 +495,7 @@ struct uroce_client_xrcd *uroce_client_open_xrcd(struct uroce_client_ctx *ctx, i
 
 int uroce_client_close_xrcd(struct uroce_client_xrcd *xrcd)
 {
-	return obj_destroy(xrcd->ctx, UROCE_CTRL_CLOSE_XRCD, xrcd->handle, xrcd);
+	return cl_obj_destroy(xrcd->ctx, UROCE_CTRL_CLOSE_XRCD, xrcd->handle, xrcd);
 }
 
 /*
@@ -693,7 +568,7 @@ int uroce_client_query_srq(struct uroce_client_srq *srq, struct ibv_srq_attr *at
 
 int uroce_client_destroy_srq(struct uroce_client_srq *srq)
 {
-	int rc = obj_release(srq->ctx, UROCE_CTRL_DESTROY_SRQ, srq->handle, &srq->region);
+	int rc = cl_obj_release(srq->ctx, UROCE_CTRL_DESTROY_SRQ, srq->handle, &srq->region);
 
 	if (rc)
 		return rc;
@@ -761,7 +636,7 @@ static struct uroce_client_qp *qp_create(struct uroce_client_ctx *ctx, struct ur
 		     1);
 	if (rc) {
 		free(qp);
-		return fail_null(rc);
+		return cl_fail_null(rc);
 	}
 	qp->ctx = ctx;
 	qp->handle = rep.qp;
@@ -812,7 +687,7 @@ fail:
 	cl_release(ctx, UROCE_CTRL_DESTROY_QP, rep.qp);
 	uroce_shm_close(&qp->region);
 	free(qp);
-	return fail_null(rc);
+	return cl_fail_null(rc);
 }
 
 struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
@@ -824,7 +699,7 @@ struct uroce_client_qp *uroce_client_create_qp(struct uroce_client_pd *pd,
 	if (attr->qp_type == IBV_QPT_XRC_SEND)
 		return uroce_client_create_xrc_qp(pd->ctx, pd, NULL, attr);
 	if (!attr->send_cq || !attr->recv_cq || attr->qp_type == IBV_QPT_XRC_RECV)
-		return fail_null(EINVAL);
+		return cl_fail_null(EINVAL);
 	return qp_create(pd->ctx, pd, NULL, attr);
 }
 
@@ -838,7 +713,7 @@ struct uroce_client_qp *uroce_client_create_xrc_qp(struct uroce_client_ctx *ctx,
 	    (attr->qp_type == IBV_QPT_XRC_RECV &&
 	     (pd || !xrcd || attr->send_cq || attr->recv_cq || xrcd->ctx != ctx)) ||
 	    (attr->qp_type != IBV_QPT_XRC_SEND && attr->qp_type != IBV_QPT_XRC_RECV))
-		return fail_null(EINVAL);
+		return cl_fail_null(EINVAL);
 	return qp_create(ctx, pd, xrcd, attr);
 }
 
@@ -860,7 +735,7 @@ struct uroce_client_qp *uroce_client_open_qp(struct uroce_client_xrcd *xrcd, uin
 		     0);
 	if (rc) {
 		free(qp);
-		return fail_null(rc);
+		return cl_fail_null(rc);
 	}
 	/* No region: a target has no queue to post to (post_send and post_recv refuse it
 	 * before they would touch one). */
@@ -881,7 +756,7 @@ struct uroce_client_qp *uroce_client_open_qp(struct uroce_client_xrcd *xrcd, uin
 	if (rc) {
 		cl_release(ctx, UROCE_CTRL_DESTROY_QP, rep.handle);
 		free(qp);
-		return fail_null(rc);
+		return cl_fail_null(rc);
 	}
 	return qp;
 }
@@ -990,7 +865,7 @@ int uroce_client_mcast(struct uroce_client_qp *qp, const union ibv_gid *gid, uin
 
 int uroce_client_destroy_qp(struct uroce_client_qp *qp)
 {
-	int rc = obj_release(qp->ctx, UROCE_CTRL_DESTROY_QP, qp->handle, &qp->region);
+	int rc = cl_obj_release(qp->ctx, UROCE_CTRL_DESTROY_QP, qp->handle, &qp->region);
 
 	if (rc)
 		return rc;
@@ -1017,8 +892,8 @@ struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
 			 sizeof(rep), NULL, 0);
 
 	if (rc)
-		return fail_null(rc);
-	ah = obj_alloc(pd->ctx, sizeof(*ah), UROCE_CTRL_DESTROY_AH, rep.handle);
+		return cl_fail_null(rc);
+	ah = cl_obj_alloc(pd->ctx, sizeof(*ah), UROCE_CTRL_DESTROY_AH, rep.handle);
 	if (!ah)
 		return NULL;
 	ah->ctx = pd->ctx;
@@ -1031,58 +906,5 @@ struct uroce_client_ah *uroce_client_create_ah(struct uroce_client_pd *pd,
 
 int uroce_client_destroy_ah(struct uroce_client_ah *ah)
 {
-	return obj_destroy(ah->ctx, UROCE_CTRL_DESTROY_AH, ah->handle, ah);
-}
-
-/* ---- memory windows ---------------------------------------------------------------- */
-
-struct uroce_client_mw *uroce_client_alloc_mw(struct uroce_client_pd *pd, enum ibv_mw_type type)
-{
-	struct uroce_ctrl_alloc_mw_req req = {.pd = pd->handle, .type = (uint32_t)type};
-	struct uroce_ctrl_alloc_mw_rep rep;
-	struct uroce_client_mw *mw;
-	int rc = cl_call(pd->ctx, UROCE_CTRL_ALLOC_MW, &req, sizeof(req), NULL, 0, &rep,
-			 sizeof(rep), NULL, 0);
-
-	if (rc)
-		return fail_null(rc);
-	mw = obj_alloc(pd->ctx, sizeof(*mw), UROCE_CTRL_DEALLOC_MW, rep.mw);
-	if (!mw)
-		return NULL;
-	mw->ctx = pd->ctx;
-	mw->handle = rep.mw;
-	mw->ibv.context = pd->ctx->ibv;
-	mw->ibv.pd = &pd->ibv;
-	mw->ibv.rkey = rep.rkey;
-	mw->ibv.handle = rep.mw;
-	mw->ibv.type = type;
-	return mw;
-}
-
-int uroce_client_dealloc_mw(struct uroce_client_mw *mw)
-{
-	return obj_destroy(mw->ctx, UROCE_CTRL_DEALLOC_MW, mw->handle, mw);
-}
-
-int uroce_client_bind_mw(struct uroce_client_qp *qp, struct uroce_client_mw *mw,
-			 const struct ibv_mw_bind *bind)
-{
-	struct ibv_send_wr wr, *bad;
-	int rc;
-
-	/* rdma-core's rxe provider: windows are never zero-based (o10-36.2.2). */
-	if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
-		return EINVAL;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = bind->wr_id;
-	wr.opcode = IBV_WR_BIND_MW;
-	wr.send_flags = bind->send_flags;
-	wr.bind_mw.mw = &mw->ibv;
-	wr.bind_mw.rkey = ibv_inc_rkey(mw->ibv.rkey);
-	wr.bind_mw.bind_info = bind->bind_info;
-	rc = uroce_client_post_send(qp, &wr, &bad);
-	if (rc)
-		return rc;
-	mw->ibv.rkey = wr.bind_mw.rkey;
-	return 0;
+	return cl_obj_destroy(ah->ctx, UROCE_CTRL_DESTROY_AH, ah->handle, ah);
 }
