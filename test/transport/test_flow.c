@@ -170,35 +170,43 @@ Test(ack, coalescing)
 
 /* ==== 9. CQ overflow ========================================================================== */
 
+/* Host 0's RC QP whose send CQ is @p cq, connected to host 1's, and @p n signalled 8-byte
+ * WRITEs posted on it (not yet run). */
+static void writes_on_cq(struct env *e, struct uroce_tp_cq *cq, int n)
+{
+	struct sim_qp_opts o = default_opts();
+	struct uroce_tp_qp_init init;
+	struct uroce_tp_send_wqe w;
+
+	memset(&init, 0, sizeof(init));
+	init.qp_type = IBV_QPT_RC;
+	init.send_cq = cq;
+	init.recv_cq = e->rc[0].cq;
+	init.cap.max_send_wr = 16;
+	e->qp[0] = uroce_tp_create_qp(e->pd[0], &init);
+	e->qp[1] = mkqp(e, 1, IBV_QPT_RC, NULL, false, 16);
+	sim_connect(&e->s, e->qp[0], 0, e->qp[1], 1, &o);
+	for (int i = 0; i < n; i++) {
+		w = wr((uint64_t)i, IBV_WR_RDMA_WRITE, va(e, 0, 0), 8, e->key[0], true);
+		w.remote_addr = va(e, 1, (uint64_t)i * 8);
+		w.rkey = e->key[1];
+		post(e, 0, &w);
+	}
+}
+
 /* IBA C11-37: a CQ overrun is a CQ error (IBV_EVENT_CQ_ERR), raised once; completions
  * beyond the capacity are lost. */
 Test(cq, overflow)
 {
 	struct env e;
-	struct sim_qp_opts o = default_opts();
 	struct uroce_tp_cq *small;
-	struct uroce_tp_qp_init init;
-	struct uroce_tp_send_wqe w;
 	struct ibv_wc wc[16];
 	int n;
 
 	env_init(&e);
 	small = uroce_tp_create_cq(e.s.host[0].dev, 4);
 	cr_assert_not_null(small);
-	memset(&init, 0, sizeof(init));
-	init.qp_type = IBV_QPT_RC;
-	init.send_cq = small;
-	init.recv_cq = e.rc[0].cq;
-	init.cap.max_send_wr = 16;
-	e.qp[0] = uroce_tp_create_qp(e.pd[0], &init);
-	e.qp[1] = mkqp(&e, 1, IBV_QPT_RC, NULL, false, 16);
-	sim_connect(&e.s, e.qp[0], 0, e.qp[1], 1, &o);
-	for (int i = 0; i < 10; i++) {
-		w = wr((uint64_t)i, IBV_WR_RDMA_WRITE, va(&e, 0, 0), 8, e.key[0], true);
-		w.remote_addr = va(&e, 1, (uint64_t)i * 8);
-		w.rkey = e.key[1];
-		post(&e, 0, &w);
-	}
+	writes_on_cq(&e, small, 10);
 	cr_assert_not(uroce_tp_cq_overflowed(small));
 	run_for(&e, 10 * MS);
 	cr_assert_eq(nevents(IBV_EVENT_CQ_ERR, small), 1);
@@ -221,30 +229,14 @@ Test(cq, overflow)
 Test(cq, ready_first_lists_a_cq_while_it_holds_completions)
 {
 	struct env e;
-	struct sim_qp_opts o = default_opts();
 	struct uroce_tp_cq *cq;
-	struct uroce_tp_qp_init init;
-	struct uroce_tp_send_wqe w;
 	struct ibv_wc wc[4];
 
 	env_init(&e);
 	cq = uroce_tp_create_cq(e.s.host[0].dev, 16);
 	cr_assert_not_null(cq);
 	cr_assert_null(uroce_tp_cq_ready_first(e.s.host[0].dev), "nothing completed yet");
-	memset(&init, 0, sizeof(init));
-	init.qp_type = IBV_QPT_RC;
-	init.send_cq = cq;
-	init.recv_cq = e.rc[0].cq;
-	init.cap.max_send_wr = 16;
-	e.qp[0] = uroce_tp_create_qp(e.pd[0], &init);
-	e.qp[1] = mkqp(&e, 1, IBV_QPT_RC, NULL, false, 16);
-	sim_connect(&e.s, e.qp[0], 0, e.qp[1], 1, &o);
-	for (int i = 0; i < 3; i++) {
-		w = wr((uint64_t)i, IBV_WR_RDMA_WRITE, va(&e, 0, 0), 8, e.key[0], true);
-		w.remote_addr = va(&e, 1, (uint64_t)i * 8);
-		w.rkey = e.key[1];
-		post(&e, 0, &w);
-	}
+	writes_on_cq(&e, cq, 3);
 	run_for(&e, 10 * MS);
 	cr_assert_eq(uroce_tp_cq_count(cq), 3u);
 	cr_assert_eq(uroce_tp_cq_ready_first(e.s.host[0].dev), cq, "listed at its first");
